@@ -1,0 +1,321 @@
+"""The effect vocabulary: values a program awaits and an interpreter answers.
+
+Pure core. An effect is a frozen dataclass subclassing `Effect[A]`; awaiting it yields the effect
+to whoever drives the program (`ssegrade.run.run`) and returns the answer of type `A`.
+
+Two layers:
+- grading effects (`GradingEffect`): the bencher actions the grading program speaks in; the
+  local interpreter answers them with the bencher programs, the daemon client over HTTP;
+- system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar, cast
+
+from returns.result import Result
+
+from ssegrade.result import EvaluationResult
+
+__all__ = [
+    "Action",
+    "ApplyDiff",
+    "ApplyError",
+    "ApplyToRepo",
+    "Archive",
+    "ArchiveError",
+    "Bench",
+    "Capture",
+    "CaptureError",
+    "CaptureTree",
+    "CheckFinished",
+    "CheckRecord",
+    "Discard",
+    "Effect",
+    "FreshCopy",
+    "GradingEffect",
+    "NewSession",
+    "Notify",
+    "PrepareError",
+    "PrepareGrading",
+    "Prepared",
+    "ProvePatch",
+    "RunScript",
+    "ScriptResult",
+    "StageFiles",
+    "Staged",
+    "SystemEffect",
+    "TimeLimitReached",
+    "Unstage",
+    "WriteArtifact",
+    "WriteResult",
+    "Workspace",
+]
+
+A_co = TypeVar("A_co", covariant=True)
+
+Action = Literal["build", "run_poc", "function_test", "intent_test"]
+
+
+class Effect(Generic[A_co]):
+    """Base of every effect; `A_co` is the type of the answer an interpreter must give."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Effect[A_co], object, A_co]:
+        answer = yield self
+        # The one unchecked cast: interpreters are total over the effect union and tested to
+        # answer each effect with its declared type.
+        return cast(A_co, answer)
+
+
+class TimeLimitReached(Exception):  # noqa: N818 - a signal, not an error of the program
+    """Raised by an interpreter into the program when the evaluation's time limit is spent."""
+
+    def __init__(self, seconds: int) -> None:
+        super().__init__(f"the time limit of {seconds}s is spent")
+        self.seconds = seconds
+
+
+# ---------------------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptResult:
+    """How one script run ended. `code` is -1 when it was killed by its limit or never ran."""
+
+    code: int
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+    killed: bool = False
+    log_file: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """A script passes when it exits 0."""
+        return self.code == 0
+
+    @property
+    def log(self) -> str:
+        """stdout, a newline, stderr: the text `error_log` reports."""
+        return f"{self.stdout}\n{self.stderr}"
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """A fresh copy of the grading repo in the scratch area."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """Task files copied where the runner can read them, for one check only."""
+
+    folder: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """The captured patch and what proves it: base and new tree ids of the private repo."""
+
+    patch: bytes
+    base_tree: str
+    new_tree: str
+    commits_log: bytes = b""
+    left_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The patch is captured, saved and applied (or empty)."""
+
+    patch_bytes: int
+    empty: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyError:
+    """A patch or diff that git refused; `log` is git's message."""
+
+    log: str
+    log_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureError:
+    """The patch could not be captured or does not reproduce the source tree."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveError:
+    """`source.tar.gz` could not be written (never changes the grade)."""
+
+    message: str
+
+
+PrepareError = ApplyError | CaptureError
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRecord:
+    """One line of `checks.jsonl`."""
+
+    name: str
+    poc: str | None
+    exit_code: int
+    seconds: float
+    killed: bool
+    log_file: str | None
+    passed: bool
+
+
+# ---------------------------------------------------------------------------- grading effects
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareGrading(Effect[Result[Prepared, PrepareError]]):
+    """New runner session, capture, write `final.patch`/`commits.log`, apply to the repo."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bench(Effect[ScriptResult]):
+    """One bencher action; `poc` is the config path of the PoC for `run_poc`."""
+
+    action: Action
+    poc: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Archive(Effect[Result[None, ArchiveError]]):
+    """Write `source.tar.gz` of the source tree as it is now."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckFinished(Effect[None]):
+    """A check finished: append to `checks.jsonl` and say so on the progress stream."""
+
+    record: CheckRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Notify(Effect[None]):
+    """A line for the evaluator's log (a warning or a note)."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult(Effect[None]):
+    """Write `result.json` atomically."""
+
+    result: EvaluationResult
+
+
+GradingEffect = PrepareGrading | Bench | Archive | CheckFinished | Notify | WriteResult
+
+
+# ---------------------------------------------------------------------------- system effects
+
+
+@dataclass(frozen=True, slots=True)
+class NewSession(Effect[None]):
+    """Kill every runner process and discard the scratch area and caches."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureTree(Effect[Result[Capture, CaptureError]]):
+    """Stage the source tree in the private repo and diff it against the baseline."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProvePatch(Effect[Result[str, CaptureError]]):
+    """Apply `patch` to `base_tree` in a scratch index; answer the resulting tree id."""
+
+    patch: bytes
+    base_tree: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteArtifact(Effect[None]):
+    """Write a file of the results folder atomically."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyToRepo(Effect[Result[None, ApplyError]]):
+    """`git apply --binary` of the captured patch to the grading repo."""
+
+    patch: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FreshCopy(Effect[Workspace]):
+    """A fresh copy of the grading repo, owned by the runner."""
+
+
+@dataclass(frozen=True, slots=True)
+class StageFiles(Effect[Staged]):
+    """Copy task files (absolute paths) where the runner can read them."""
+
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unstage(Effect[None]):
+    """Remove staged files."""
+
+    staged: Staged
+
+
+@dataclass(frozen=True, slots=True)
+class RunScript(Effect[ScriptResult]):
+    """Run `script args…` in `workspace` as the runner, with the time limits, then clean up."""
+
+    script: str
+    args: tuple[str, ...]
+    workspace: Workspace
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyDiff(Effect[Result[None, ApplyError]]):
+    """`git apply -p1` of a staged diff inside a workspace, as the runner."""
+
+    workspace: Workspace
+    diff: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Discard(Effect[None]):
+    """Remove a workspace."""
+
+    workspace: Workspace
+
+
+SystemEffect = (
+    NewSession
+    | CaptureTree
+    | ProvePatch
+    | WriteArtifact
+    | ApplyToRepo
+    | FreshCopy
+    | StageFiles
+    | Unstage
+    | RunScript
+    | ApplyDiff
+    | Discard
+    | Archive
+    | CheckFinished
+    | Notify
+    | WriteResult
+)

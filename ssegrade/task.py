@@ -1,0 +1,191 @@
+"""The task folder's `config.yaml`: model, parser, and which checks a task has.
+
+Pure core: `parse_task` takes the file's bytes; checking that the named files exist is the
+interpreter's job, which reports a missing one with `TaskError.missing_file`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from returns.result import Failure, Result, Success
+
+__all__ = [
+    "Check",
+    "Task",
+    "TaskError",
+    "parse_task",
+]
+
+Check = Literal["build", "poc", "function_test", "intent_test"]
+
+_ID = re.compile(r"^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskError:
+    """Why a task folder was rejected; `message` is one line naming the key and the file."""
+
+    message: str
+
+    @staticmethod
+    def missing_file(key: str, path: str) -> TaskError:
+        """The error for a config key that names a file that does not exist."""
+        return TaskError(f"config.yaml: {key}: no such file '{path}'")
+
+
+def _inside(path: str) -> str:
+    if not path:
+        raise ValueError("must not be empty")
+    if "\x00" in path:
+        raise ValueError("must not contain NUL")
+    if ".." in PurePosixPath(path).parts:
+        raise ValueError(f"'{path}' must not contain '..'")
+    return path
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class Scripts(_Open):
+    """`scripts`: the build script, the PoC runner and the functional test script."""
+
+    build: str | None = None
+    run: str | None = None
+    test: str | None = None
+
+    @field_validator("build", "run", "test")
+    @classmethod
+    def _no_escape(cls, value: str | None) -> str | None:
+        return None if value is None else _inside(value)
+
+
+class Files(_Open):
+    """`files`: PoCs, the hidden tests and reference material."""
+
+    poc: tuple[str, ...] = ()
+    future_test: str | None = None
+    patch: str | None = None
+    security_test: str | None = None
+    intent_test: str | None = None
+
+    @field_validator("poc", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: object) -> object:
+        return () if value is None else value
+
+    @field_validator("poc")
+    @classmethod
+    def _pocs_inside(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_inside(p) for p in value)
+
+    @field_validator("future_test", "patch", "security_test", "intent_test")
+    @classmethod
+    def _no_escape(cls, value: str | None) -> str | None:
+        return None if value is None else _inside(value)
+
+
+class TaskDescription(_Open):
+    """`task_description`: informative only."""
+
+    issue: str | None = None
+    bug_description: str | None = None
+    crash_report: tuple[str, ...] = ()
+
+
+class Task(_Open):
+    """A parsed `config.yaml`. Unknown keys are kept (`model_extra`) and ignored."""
+
+    id: str
+    project: str | None = None
+    language: str | None = None
+    source: str | None = None
+    scripts: Scripts = Field(default_factory=Scripts)
+    files: Files = Field(default_factory=Files)
+    task_description: TaskDescription | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        if len(value) > 128 or not _ID.match(value):
+            raise ValueError(f"'{value}' is not a valid task id")
+        return value
+
+    @field_validator("scripts", "files", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: object) -> object:
+        return {} if value is None else value
+
+    @property
+    def checks(self) -> frozenset[Check]:
+        """The checks this task has, from the config alone (SPEC §2).
+
+        >>> Task(id="t", scripts=Scripts(build="b.sh", test="t.sh")).checks == {
+        ...     "build", "function_test"}
+        True
+        """
+        has: set[Check] = set()
+        if self.scripts.build:
+            has.add("build")
+        if self.scripts.run and self.files.poc:
+            has.add("poc")
+        if self.scripts.test:
+            has.add("function_test")
+            if self.files.future_test:
+                has.add("intent_test")
+        return frozenset(has)
+
+    def named_files(self) -> tuple[tuple[str, str], ...]:
+        """Every (key, path) the config names that must exist in the task folder."""
+        named: list[tuple[str, str]] = [
+            (f"scripts.{key}", path)
+            for key, path in (
+                ("build", self.scripts.build),
+                ("run", self.scripts.run),
+                ("test", self.scripts.test),
+            )
+            if path
+        ]
+        named += [(f"files.poc[{i}]", path) for i, path in enumerate(self.files.poc)]
+        if self.files.future_test:
+            named.append(("files.future_test", self.files.future_test))
+        return tuple(named)
+
+
+def parse_task(data: bytes) -> Result[Task, TaskError]:
+    """Parse `config.yaml` bytes; an error names the offending key.
+
+    >>> parse_task(b"id: demo\\nscripts: {build: build.sh}").unwrap().checks
+    frozenset({'build'})
+    >>> parse_task(b"id: [").failure().message.startswith("config.yaml: not valid YAML")
+    True
+    >>> parse_task(b"scripts: {}").failure()
+    TaskError(message='config.yaml: id: required key is missing')
+    """
+    try:
+        raw = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        return Failure(TaskError(f"config.yaml: not valid YAML{line}"))
+    if not isinstance(raw, dict):
+        return Failure(TaskError("config.yaml: expected a mapping of keys"))
+    try:
+        return Success(Task.model_validate(raw))
+    except ValidationError as exc:
+        return Failure(TaskError(_describe(exc)))
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(part) for part in err["loc"]) or "config"
+    if err["type"] == "missing":
+        return f"config.yaml: {key}: required key is missing"
+    message = err["msg"].removeprefix("Value error, ")
+    return f"config.yaml: {key}: {message}"
