@@ -49,9 +49,9 @@ __all__ = [
     "SystemEffect",
     "TimeLimitReached",
     "Unstage",
+    "Workspace",
     "WriteArtifact",
     "WriteResult",
-    "Workspace",
 ]
 
 A_co = TypeVar("A_co", covariant=True)
@@ -71,7 +71,7 @@ class Effect(Generic[A_co]):
         return cast(A_co, answer)
 
 
-class TimeLimitReached(Exception):  # noqa: N818 - a signal, not an error of the program
+class TimeLimitReached(Exception):
     """Raised by an interpreter into the program when the evaluation's time limit is spent."""
 
     def __init__(self, seconds: int) -> None:

@@ -1,0 +1,129 @@
+"""The grading program (SPEC §3): prepare, build, PoCs, functional and intent tests, archive,
+write `result.json`.
+
+Pure core: it speaks only in grading effects; `decide` turns what it observed into the grade.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+from returns.result import Success
+
+from ssegrade.bencher import task_path
+from ssegrade.effects import (
+    Action,
+    ApplyError,
+    Archive,
+    Bench,
+    CheckFinished,
+    CheckRecord,
+    Notify,
+    PrepareGrading,
+    TimeLimitReached,
+    WriteResult,
+)
+from ssegrade.result import EvaluationResult, RuntimeResult
+from ssegrade.task import Check, Task
+from ssegrade.verdict import (
+    ApplyFailed,
+    CheckOutcome,
+    Crashed,
+    Ending,
+    Finished,
+    Outcomes,
+    TimedOut,
+    decide,
+)
+
+__all__ = ["GradeOptions", "grade"]
+
+
+@dataclass(frozen=True, slots=True)
+class GradeOptions:
+    """What grading needs besides its effects: the task, its folder, the limit, agent facts."""
+
+    task: Task
+    folder: str
+    timeout: int = 3600
+    runtime: RuntimeResult = field(default_factory=RuntimeResult)
+
+
+@dataclass(slots=True)
+class _Log:
+    runs: list[CheckOutcome] = field(default_factory=list)
+    apply_failed: ApplyFailed | None = None
+
+
+async def _check(
+    log: _Log, check: Check, action: Action, poc: str | None = None, poc_path: str | None = None
+) -> bool:
+    result = await Bench(action, poc)
+    log.runs.append(CheckOutcome(check, result.passed, result.log, poc_path))
+    await CheckFinished(
+        CheckRecord(
+            name=check,
+            poc=poc_path,
+            exit_code=result.code,
+            seconds=result.seconds,
+            killed=result.killed,
+            log_file=result.log_file,
+            passed=result.passed,
+        )
+    )
+    return result.passed
+
+
+async def _checks(options: GradeOptions, log: _Log) -> Ending:
+    has = options.task.checks
+    prepared = await PrepareGrading()
+    if not isinstance(prepared, Success):
+        error = prepared.failure()
+        if isinstance(error, ApplyError):
+            log.apply_failed = ApplyFailed(error.log)
+            return Finished()
+        return Crashed(error.message)
+    if prepared.unwrap().empty:
+        await Notify("the patch is empty: grading the unmodified project")
+    if "build" in has and not await _check(log, "build", "build"):
+        return Finished()
+    if "poc" in has:
+        for poc in options.task.files.poc:
+            await _check(log, "poc", "run_poc", poc, task_path(options.folder, poc))
+    if "function_test" in has:
+        await _check(log, "function_test", "function_test")
+    if "intent_test" in has:
+        await _check(log, "intent_test", "intent_test")
+    return Finished()
+
+
+async def grade(options: GradeOptions) -> EvaluationResult:
+    """Grade the captured patch and write `result.json`; always returns the document written.
+
+    A time limit or an exception during the checks keeps the checks that finished; the archive
+    and the result are written in every case.
+    """
+    log = _Log()
+    ending: Ending
+    try:
+        ending = await _checks(options, log)
+    except TimeLimitReached:
+        ending = TimedOut(options.timeout)
+    except Exception as exc:  # noqa: BLE001 - any failure becomes an `error` grade
+        detail = "".join(traceback.format_exception(exc))
+        ending = Crashed(str(exc) or type(exc).__name__, detail)
+    archived = await Archive()
+    if not isinstance(archived, Success):
+        await Notify(f"source.tar.gz not written: {archived.failure().message}")
+    outcomes = Outcomes(
+        has=options.task.checks,
+        pocs=tuple(task_path(options.folder, p) for p in options.task.files.poc),
+        runs=tuple(log.runs),
+        apply_failed=log.apply_failed,
+        ending=ending,
+    )
+    runtime = options.runtime.model_copy(update={"evaluator_timeout": isinstance(ending, TimedOut)})
+    result = EvaluationResult(patch_result=decide(outcomes), runtime_result=runtime)
+    await WriteResult(result)
+    return result
