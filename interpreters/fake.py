@@ -1,0 +1,196 @@
+"""A fake world: answers every system effect from data and records the trace.
+
+Public, so that embedders can test programs without git, processes or files. Grading effects
+are answered by wrapping the world with `ssegrade.bencher_interpreter`; see `FakeWorld.grade`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from returns.result import Failure, Result, Success
+
+from ssegrade import (
+    ApplyDiff,
+    ApplyError,
+    ApplyToRepo,
+    Archive,
+    ArchiveError,
+    BenchSession,
+    Capture,
+    CaptureError,
+    CaptureTree,
+    CheckFinished,
+    CheckRecord,
+    Discard,
+    Effect,
+    EvaluationResult,
+    FreshCopy,
+    GradeOptions,
+    NewSession,
+    Notify,
+    ProvePatch,
+    RunScript,
+    ScriptResult,
+    Staged,
+    StageFiles,
+    SystemEffect,
+    Task,
+    TimeLimitReached,
+    Unstage,
+    Workspace,
+    WriteArtifact,
+    WriteResult,
+    bencher_interpreter,
+    grade,
+    run,
+)
+
+__all__ = ["FakeWorld", "Script"]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """How a fake script run ends: exit code, output, or the overall time limit."""
+
+    code: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.5
+    killed: bool = False
+    time_limit: bool = False
+
+
+@dataclass(slots=True)
+class FakeWorld:
+    """Answers from data. Scripts are looked up by run label: `build`, `poc-1`, `poc-2`, …,
+    `function_test`, `intent_test`; a missing label passes.
+
+    After a run, `trace` holds every effect in order, `artifacts` the results files written,
+    `checks` the `checks.jsonl` records, `notes` the messages, `result` the grade written.
+    """
+
+    patch: bytes = b""
+    commits_log: bytes = b""
+    capture_error: str | None = None
+    proof_differs: bool = False
+    apply_error: str | None = None
+    intent_apply_error: str | None = None
+    archive_error: str | None = None
+    scripts: dict[str, Script] = field(default_factory=dict)
+    crash_on: str | None = None
+    timeout: int = 3600
+    trace: list[Effect[Any]] = field(default_factory=list)
+    artifacts: dict[str, bytes] = field(default_factory=dict)
+    checks: list[CheckRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    result: EvaluationResult | None = None
+    live_workspaces: set[str] = field(default_factory=set)
+    live_staged: set[str] = field(default_factory=set)
+    applied: int = 0
+    _counter: int = 0
+
+    def _next(self, kind: str) -> str:
+        self._counter += 1
+        return f"/scratch/{kind}-{self._counter}"
+
+    def _script(self, effect: RunScript) -> ScriptResult:
+        if self.crash_on == effect.label:
+            raise RuntimeError(f"the interpreter broke during {effect.label}")
+        if effect.workspace.path not in self.live_workspaces:
+            raise RuntimeError(f"{effect.label} ran in a discarded workspace")
+        spec = self.scripts.get(effect.label, Script())
+        if spec.time_limit:
+            raise TimeLimitReached(self.timeout)
+        return ScriptResult(
+            code=-1 if spec.killed else spec.code,
+            stdout=spec.stdout,
+            stderr=spec.stderr,
+            seconds=spec.seconds,
+            killed=spec.killed,
+            log_file=f"logs/{effect.label}.log",
+        )
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer one system effect (the interpreter function)."""
+        self.trace.append(effect)
+        if not isinstance(effect, SystemEffect):
+            raise TypeError(f"not a system effect: {effect!r}")
+        return self._answer(effect)
+
+    def _answer(self, effect: SystemEffect) -> object:
+        match effect:
+            case NewSession():
+                self.live_workspaces.clear()
+                self.live_staged.clear()
+                return None
+            case CaptureTree():
+                if self.capture_error is not None:
+                    return Failure(CaptureError(self.capture_error))
+                return Success(Capture(self.patch, "base", "new", self.commits_log))
+            case ProvePatch():
+                return Success("other" if self.proof_differs else "new")
+            case WriteArtifact(name=name, data=data):
+                self.artifacts[name] = data
+                return None
+            case ApplyToRepo():
+                self.applied += 1
+                if self.apply_error is not None:
+                    return Failure(ApplyError(self.apply_error))
+                return Success(None)
+            case FreshCopy():
+                path = self._next("copy")
+                self.live_workspaces.add(path)
+                return Workspace(path)
+            case StageFiles(files=files):
+                folder = self._next("stage")
+                self.live_staged.add(folder)
+                return Staged(folder, tuple(f"{folder}/{i}" for i in range(len(files))))
+            case Unstage(staged=staged):
+                self.live_staged.discard(staged.folder)
+                return None
+            case RunScript():
+                return self._script(effect)
+            case ApplyDiff():
+                if self.intent_apply_error is not None:
+                    return Failure(ApplyError(self.intent_apply_error, "logs/intent.log"))
+                return Success(None)
+            case Discard(workspace=workspace):
+                self.live_workspaces.discard(workspace.path)
+                return None
+            case Archive():
+                if self.archive_error is not None:
+                    return Failure(ArchiveError(self.archive_error))
+                return Success(None)
+            case CheckFinished(record=record):
+                self.checks.append(record)
+                return None
+            case Notify(message=message):
+                self.notes.append(message)
+                return None
+            case WriteResult(result=result):
+                self.result = result
+                self.artifacts["result.json"] = result.to_json()
+                return None
+            case _:
+                assert_never(effect)
+
+    def session(self, task: Task, folder: str = "/task") -> BenchSession:
+        """A bencher session over this world."""
+        return BenchSession(task=task, folder=folder)
+
+    def grade(self, task: Task, folder: str = "/task", **runtime: Any) -> EvaluationResult:
+        """Run the whole grading program against this world."""
+        options = GradeOptions(task=task, folder=folder, timeout=self.timeout, **runtime)
+        return run(grade(options), bencher_interpreter(self.session(task, folder), self))
+
+    def script_labels(self) -> list[str]:
+        """The labels of the scripts that ran, in order."""
+        return [e.label for e in self.trace if isinstance(e, RunScript)]
+
+    def leaks(self) -> Result[None, str]:
+        """Staged files still in place: hidden material must never outlive its check."""
+        if self.live_staged:
+            return Failure(f"staged files left behind: {sorted(self.live_staged)}")
+        return Success(None)

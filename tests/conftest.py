@@ -1,0 +1,30 @@
+"""Shared test settings: hypothesis profiles and a scrubbed environment."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("thorough", max_examples=2000, deadline=None)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.register_profile(
+    "ci",
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+_SCRUBBED_PREFIXES = ("GIT_", "SSE_")
+_SCRUBBED = {"TIMEOUT", "AGENT_DURATION", "AGENT_EXIT_STATUS", "MCP_LOG_DIR"}
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the caller's git or ssegrade settings."""
+    for name in list(os.environ):
+        if name.startswith(_SCRUBBED_PREFIXES) or name in _SCRUBBED:
+            monkeypatch.delenv(name)
