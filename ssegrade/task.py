@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from returns.result import Failure, Result, Success
 
 __all__ = [
@@ -49,6 +49,9 @@ def _inside(path: str) -> str:
     return path
 
 
+InsidePath = Annotated[str, AfterValidator(_inside)]
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -69,7 +72,7 @@ class Scripts(_Open):
 class Files(_Open):
     """`files`: PoCs, the hidden tests and reference material."""
 
-    poc: tuple[str, ...] = ()
+    poc: tuple[InsidePath, ...] = ()
     future_test: str | None = None
     patch: str | None = None
     security_test: str | None = None
@@ -79,11 +82,6 @@ class Files(_Open):
     @classmethod
     def _null_is_empty(cls, value: object) -> object:
         return () if value is None else value
-
-    @field_validator("poc")
-    @classmethod
-    def _pocs_inside(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_inside(p) for p in value)
 
     @field_validator("future_test", "patch", "security_test", "intent_test")
     @classmethod
@@ -184,7 +182,9 @@ def parse_task(data: bytes) -> Result[Task, TaskError]:
 
 def _describe(exc: ValidationError) -> str:
     err = exc.errors()[0]
-    key = ".".join(str(part) for part in err["loc"]) or "config"
+    key = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in err["loc"]
+    ).lstrip(".")
     if err["type"] == "missing":
         return f"config.yaml: {key}: required key is missing"
     message = err["msg"].removeprefix("Value error, ")
