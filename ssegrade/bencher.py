@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from ssegrade.effects import (
@@ -102,11 +103,11 @@ async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
     if session.prepared is not None:
         return session.prepared
     captured = await CaptureTree()
-    if not isinstance(captured, Success):
+    if not is_successful(captured):
         return Failure(captured.failure())
     capture = captured.unwrap()
     proof = await ProvePatch(capture.patch, capture.base_tree)
-    if not isinstance(proof, Success):
+    if not is_successful(proof):
         return Failure(proof.failure())
     if proof.unwrap() != capture.new_tree:
         return Failure(CaptureError("the captured patch does not reproduce the source tree"))
@@ -118,7 +119,7 @@ async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
         return session.prepared
     applied = await ApplyToRepo(capture.patch)
     outcome: Result[Prepared, PrepareError] = (
-        Success(prepared) if isinstance(applied, Success) else Failure(applied.failure())
+        Success(prepared) if is_successful(applied) else Failure(applied.failure())
     )
     session.prepared = outcome
     return outcome
@@ -174,7 +175,7 @@ async def _intent_test(script: str, diff: str) -> ScriptResult:
             applied = await ApplyDiff(workspace, staged.paths[0], "intent_test-apply")
         finally:
             await Unstage(staged)
-        if not isinstance(applied, Success):
+        if not is_successful(applied):
             error = applied.failure()
             return ScriptResult(code=1, stderr=error.log, log_file=error.log_file)
         return await _run_staged(workspace, script, (), "intent_test")

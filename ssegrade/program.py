@@ -9,7 +9,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from returns.result import Success
+from returns.pipeline import is_successful
 
 from ssegrade.bencher import task_path
 from ssegrade.effects import (
@@ -78,7 +78,7 @@ async def _check(
 async def _checks(options: GradeOptions, log: _Log) -> Ending:
     has = options.task.checks
     prepared = await PrepareGrading()
-    if not isinstance(prepared, Success):
+    if not is_successful(prepared):
         error = prepared.failure()
         if isinstance(error, ApplyError):
             log.apply_failed = ApplyFailed(error.log)
@@ -114,7 +114,7 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         detail = "".join(traceback.format_exception(exc))
         ending = Crashed(str(exc) or type(exc).__name__, detail)
     archived = await Archive()
-    if not isinstance(archived, Success):
+    if not is_successful(archived):
         await Notify(f"source.tar.gz not written: {archived.failure().message}")
     outcomes = Outcomes(
         has=options.task.checks,

@@ -1,0 +1,245 @@
+"""The local real interpreter: answers system effects with git, copies, processes and files.
+
+Wrap it with `ssegrade.bencher_interpreter` to answer grading effects too; the evaluator and
+the daemon both do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, assert_never
+
+from returns.pipeline import is_successful
+from returns.result import Failure, Result, Success
+
+from interpreters.real import files, git
+from interpreters.real.runner import Runner, kill_session, new_session, run_script
+from ssegrade import (
+    ApplyDiff,
+    ApplyError,
+    ApplyToRepo,
+    Archive,
+    ArchiveError,
+    CaptureTree,
+    CheckFinished,
+    CheckRecord,
+    Discard,
+    Effect,
+    FreshCopy,
+    NewSession,
+    Notify,
+    ProvePatch,
+    RunScript,
+    ScriptResult,
+    Staged,
+    StageFiles,
+    SystemEffect,
+    TimeLimitReached,
+    Unstage,
+    Workspace,
+    WriteArtifact,
+    WriteResult,
+)
+
+__all__ = ["LocalSystem", "Places", "describe_check"]
+
+
+@dataclass(frozen=True, slots=True)
+class Places:
+    """Where a grading works: the task, the agent's tree, its baseline, the grading repo, the
+    results folder and a scratch folder for copies and staged files."""
+
+    task: Path
+    source: Path
+    baseline: git.Baseline
+    repo: Path
+    results: Path
+    scratch: Path
+
+
+def describe_check(record: CheckRecord) -> str:
+    """One progress line for a finished check."""
+    name = f"poc {record.poc}" if record.poc else record.name
+    verdict = "passed" if record.passed else "FAILED"
+    how = " (killed at its time limit)" if record.killed else ""
+    code = "" if record.passed else f", exit {record.exit_code}"
+    return f"{name}: {verdict}{how} ({record.seconds:.1f}s{code})"
+
+
+@dataclass(slots=True)
+class LocalSystem:
+    """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
+    the whole evaluation has `timeout` seconds, each script at most `script_timeout`."""
+
+    places: Places
+    runner: Runner
+    timeout: int = 3600
+    script_timeout: float | None = None
+    say: Callable[[str], None] = print
+    clock: Callable[[], float] = time.monotonic
+    deadline: float = field(init=False)
+    _count: int = field(init=False, default=0)
+    _session: int = field(init=False, default=0)
+    _token: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.deadline = self.clock() + self.timeout
+        for folder in (self.places.results / "logs", self.places.scratch):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.places.scratch.chmod(0o711)
+        self._new_home()
+
+    # -------------------------------------------------------------- helpers
+
+    def _next(self, stem: str) -> Path:
+        self._count += 1
+        return self.places.scratch / f"{stem}-{self._count}"
+
+    def _log_path(self, label: str) -> Path:
+        self._count += 1
+        return self.places.results / "logs" / f"{self._count:02d}-{label}.log"
+
+    def _owner(self) -> tuple[int, int] | None:
+        return (self.runner.uid, self.runner.gid) if self.runner.isolated else None
+
+    def _home(self) -> Path:
+        return self.places.scratch / f"session-{self._session}" / "home"
+
+    def _new_home(self) -> None:
+        self._session += 1
+        self._token = new_session()
+        home = self._home()
+        home.mkdir(parents=True, mode=0o700)
+        owner = self._owner()
+        if owner is not None:
+            os.chown(home.parent, *owner)
+            os.chown(home, *owner)
+
+    def _left(self) -> float:
+        left = self.deadline - self.clock()
+        if left <= 0:
+            raise TimeLimitReached(self.timeout)
+        return left
+
+    def _write_log(self, label: str, command: str, text: str) -> str:
+        path = self._log_path(label)
+        files.atomic_write(path, f"$ {command}\n{text}".encode())
+        return str(path)
+
+    # -------------------------------------------------------------- effects
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer one system effect."""
+        if not isinstance(effect, SystemEffect):
+            raise TypeError(f"not a system effect: {effect!r}")
+        return self._answer(effect)
+
+    def _answer(self, effect: SystemEffect) -> object:
+        match effect:
+            case NewSession():
+                kill_session(self.runner, self._token)
+                self._new_home()
+                return None
+            case CaptureTree():
+                return git.capture(self.places.source, self.places.baseline)
+            case ProvePatch(patch=patch, base_tree=base):
+                return git.prove(self.places.baseline, patch, base)
+            case WriteArtifact(name=name, data=data):
+                files.atomic_write(self.places.results / name, data)
+                return None
+            case ApplyToRepo(patch=patch):
+                return self._apply_patch(patch)
+            case FreshCopy():
+                self._left()
+                dest = self._next("copy")
+                files.fresh_copy(self.places.repo, dest, self._owner())
+                return Workspace(str(dest))
+            case StageFiles(files=paths):
+                return self._stage(paths)
+            case Unstage(staged=staged):
+                files.remove_tree(Path(staged.folder))
+                return None
+            case RunScript():
+                return self._run(effect)
+            case ApplyDiff(workspace=workspace, diff=diff, label=label):
+                return self._apply_diff(Path(workspace.path), Path(diff), label)
+            case Discard(workspace=workspace):
+                files.remove_tree(Path(workspace.path))
+                return None
+            case Archive():
+                archived = files.archive(self.places.source, self.places.results / "source.tar.gz")
+                if is_successful(archived):
+                    return Success(None)
+                return Failure(ArchiveError(archived.failure()))
+            case CheckFinished(record=record):
+                line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
+                with (self.places.results / "checks.jsonl").open("a") as out:
+                    out.write(line)
+                self.say(describe_check(record))
+                return None
+            case Notify(message=message):
+                self.say(message)
+                return None
+            case WriteResult(result=result):
+                files.atomic_write(self.places.results / "result.json", result.to_json())
+                return None
+            case _:
+                assert_never(effect)
+
+    def _apply_patch(self, patch: bytes) -> Result[None, ApplyError]:
+        applied = git.apply_patch(self.places.repo, patch)
+        text = "applied\n" if is_successful(applied) else applied.failure().log
+        log = self._write_log("apply", "git apply --binary final.patch", text)
+        if is_successful(applied):
+            return applied
+        return Failure(ApplyError(applied.failure().log, log))
+
+    def _apply_diff(self, workspace: Path, diff: Path, label: str) -> Result[None, ApplyError]:
+        applied = git.apply_diff(workspace, diff, run_as=self._owner())
+        text = "applied\n" if is_successful(applied) else applied.failure().log
+        log = self._write_log(label, f"git apply -p1 {diff.name}", text)
+        if is_successful(applied):
+            return applied
+        return Failure(ApplyError(applied.failure().log, log))
+
+    def _stage(self, paths: tuple[str, ...]) -> Staged:
+        folder = self._next("stage")
+        folder.mkdir(mode=0o700)
+        owner = self._owner()
+        staged: list[str] = []
+        for index, source in enumerate(paths):
+            slot = folder / str(index)
+            slot.mkdir(mode=0o700)
+            target = slot / Path(source).name
+            shutil.copy2(source, target)
+            if owner is not None:
+                os.chown(slot, *owner)
+                os.chown(target, *owner)
+            staged.append(str(target))
+        if owner is not None:
+            os.chown(folder, *owner)
+        return Staged(str(folder), tuple(staged))
+
+    def _run(self, effect: RunScript) -> ScriptResult:
+        left = self._left()
+        bound_by_total = self.script_timeout is None or self.script_timeout >= left
+        limit = left if bound_by_total else float(self.script_timeout or left)
+        result = run_script(
+            self.runner,
+            [effect.script, *effect.args],
+            Path(effect.workspace.path),
+            home=self._home(),
+            limit=limit,
+            log_path=self._log_path(effect.label),
+            label=effect.label,
+            session=self._token,
+        )
+        if result.killed and bound_by_total:
+            raise TimeLimitReached(self.timeout)
+        return result

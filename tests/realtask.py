@@ -1,0 +1,133 @@
+"""Real task folders and source trees for end-to-end and contract tests.
+
+The project is a few shell files: `lib.sh` sets VALUE; the build writes it to `out.txt`, fails
+when VALUE is `broken`; a PoC passes when the built value is `fixed`; the functional tests run
+every `tests/*.sh`; the hidden diff adds a test that requires `fixed`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+GIT_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/nonexistent",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_AUTHOR_NAME": "Agent",
+    "GIT_AUTHOR_EMAIL": "agent@example.invalid",
+    "GIT_COMMITTER_NAME": "Agent",
+    "GIT_COMMITTER_EMAIL": "agent@example.invalid",
+}
+
+BUILD = """#!/bin/sh
+. ./lib.sh
+if [ "$VALUE" = broken ]; then echo "build: VALUE is broken" >&2; exit 2; fi
+echo "$VALUE" > out.txt
+"""
+RUN = """#!/bin/sh
+test -f out.txt || { echo "no build output" >&2; exit 3; }
+grep -q fixed out.txt || { echo "PoC $1 triggered the bug" >&2; exit 1; }
+"""
+TEST = """#!/bin/sh
+for t in tests/*.sh; do sh "$t" || { echo "$t failed" >&2; exit 1; }; done
+echo "all tests passed"
+"""
+INTENT_DIFF = """diff --git a/tests/intent.sh b/tests/intent.sh
+new file mode 100644
+--- /dev/null
++++ b/tests/intent.sh
+@@ -0,0 +1,2 @@
++. ./lib.sh
++[ "$VALUE" = fixed ]
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in a test repository (the test's own, never the grader's environment)."""
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+@dataclass
+class RealTask:
+    """A task folder and the agent's source tree, made in a temporary folder."""
+
+    root: Path
+
+    @property
+    def task(self) -> Path:
+        return self.root / "task"
+
+    @property
+    def source(self) -> Path:
+        return self.root / "source"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def baseline(self) -> Path:
+        return self.root / "baseline"
+
+    def set_value(self, value: str) -> None:
+        """What the agent does: edit lib.sh."""
+        (self.source / "lib.sh").write_text(f"VALUE={value}\n")
+
+    def script(self, name: str, body: str) -> None:
+        """Replace one of the task's scripts."""
+        path = self.task / "scripts" / name
+        path.write_text(body)
+        path.chmod(0o755)
+
+
+def make_task(
+    root: Path,
+    *,
+    pocs: int = 2,
+    config: dict[str, object] | None = None,
+    intent_diff: str = INTENT_DIFF,
+) -> RealTask:
+    """Write a task folder and a source tree with one initial commit."""
+    made = RealTask(root)
+    scripts = made.task / "scripts"
+    scripts.mkdir(parents=True)
+    for name, body in (("build.sh", BUILD), ("run.sh", RUN), ("test.sh", TEST)):
+        made.script(name, body)
+    (made.task / "pocs").mkdir()
+    for index in range(pocs):
+        (made.task / "pocs" / f"poc{index + 1}.bin").write_bytes(bytes([index, 0, 255]))
+    (made.task / "future.diff").write_text(intent_diff)
+    document: dict[str, object] = {
+        "id": "shell-001",
+        "project": "shell",
+        "language": "sh",
+        "scripts": {
+            "build": "scripts/build.sh",
+            "run": "scripts/run.sh",
+            "test": "scripts/test.sh",
+        },
+        "files": {
+            "poc": [f"pocs/poc{i + 1}.bin" for i in range(pocs)],
+            "future_test": "future.diff",
+        },
+        "informative_extra": {"kept": True},
+    }
+    document.update(config or {})
+    (made.task / "config.yaml").write_text(yaml.safe_dump(document))
+    source = made.source
+    (source / "tests").mkdir(parents=True)
+    (source / "lib.sh").write_text("VALUE=bug\n")
+    (source / "tests" / "exists.sh").write_text("test -f lib.sh\n")
+    (source / ".gitignore").write_text("out.txt\n")
+    git(source, "init", "-q", "-b", "main")
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "initial")
+    return made
