@@ -1,0 +1,497 @@
+"""Real task-script runs: exit codes, logs, limits, leftovers, output bounds, the runner account.
+
+Real subprocesses and real files. As root the scripts run as the `sse-runner` account (created
+when missing: that is the behaviour under test); tests that need root skip otherwise, and the
+one that needs an ordinary user skips as root.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interpreters.real.files import remove_tree
+from interpreters.real.runner import (
+    OUTPUT_KEPT,
+    RUN_VAR,
+    SESSION_VAR,
+    Runner,
+    kill_session,
+    new_session,
+    resolve_runner,
+    run_script,
+)
+from ssegrade.effects import ScriptResult
+
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="needs root (accounts, running as another uid)")
+needs_user = pytest.mark.skipif(ROOT, reason="as root, scripts run as the runner account")
+
+pytestmark = pytest.mark.slow
+
+
+# As root, scripts here run as an account of their own: every run kills every process of its
+# runner, so sharing `sse-runner` would let these tests and a grader running on the same machine
+# kill each other's scripts. It is made the way `sse-runner` is (as a missing default).
+TEST_RUNNER = "sse-runner-tests"
+
+
+@pytest.fixture(scope="module")
+def runner() -> Runner:
+    """The runner for these tests (as root: a dedicated account, created if missing)."""
+    return resolve_runner(None, default=TEST_RUNNER).unwrap()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Iterator[Path]:
+    """A folder the runner can enter and read (pytest's tmp folders are private to root)."""
+    if not ROOT:
+        folder = tmp_path / "work"
+        folder.mkdir()
+        yield folder
+        return
+    folder = Path(tempfile.mkdtemp(prefix="ssegrade-test-"))
+    folder.chmod(0o755)
+    yield folder
+    remove_tree(folder)
+
+
+def write_script(folder: Path, body: str, *, name: str = "s.sh", mode: int = 0o755) -> Path:
+    script = folder / name
+    script.write_text(body)
+    script.chmod(mode)
+    return script
+
+
+def run(
+    runner: Runner,
+    work: Path,
+    logs: Path,
+    body: str,
+    *,
+    limit: float = 20,
+    mode: int = 0o755,
+    label: str = "build",
+) -> ScriptResult:
+    script = write_script(work, body, mode=mode)
+    return run_script(
+        runner,
+        [str(script)],
+        work,
+        home=work / "home",
+        limit=limit,
+        log_path=logs / "logs" / f"{label}.log",
+        label=label,
+    )
+
+
+def unique() -> str:
+    """Digits that mark the processes of one test: `sleep 300 0.<digits>` sleeps as long."""
+    return str(secrets.randbelow(10**9)).rjust(9, "1")
+
+
+def live_with(token: str) -> list[int]:
+    """Pids of live (not zombie) processes whose command line holds `token`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmdline and state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+def zombie_children() -> set[int]:
+    me = str(os.getpid()).encode()
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == b"Z" and fields[1] == me:
+            found.add(int(name))
+    return found
+
+
+# ---------------------------------------------------------------------------- exit codes, logs
+
+
+def test_passing_script(runner: Runner, work: Path, tmp_path: Path) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\necho out\necho err >&2\n")
+    assert (result.code, result.passed, result.killed) == (0, True, False)
+    assert result.stdout == "out\n"
+    assert result.stderr == "err\n"
+    assert 0 <= result.seconds < 10
+
+
+def test_failing_script_and_its_log(runner: Runner, work: Path, tmp_path: Path) -> None:
+    result = run(
+        runner, work, tmp_path, "#!/bin/sh\necho building\necho broken >&2\nexit 3\n", label="b1"
+    )
+    assert (result.code, result.passed, result.killed) == (3, False, False)
+    assert result.log_file == str(tmp_path / "logs" / "b1.log")
+    log = Path(result.log_file).read_text()
+    assert f"command: {work / 's.sh'}" in log
+    assert "label: b1" in log
+    assert "exit code: 3" in log
+    assert "duration: " in log
+    assert "killed: no" in log
+    assert "--- stdout (9 bytes) ---\nbuilding\n--- stderr (7 bytes) ---\nbroken\n" in log
+    assert Path(result.log_file).stat().st_mode & 0o777 == 0o644
+
+
+def test_a_signal_death_reads_as_a_shell_would(runner: Runner, work: Path, tmp_path: Path) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\nkill -SEGV $$\n")
+    assert result.code == 128 + signal.SIGSEGV
+    assert not result.killed
+    assert "killed by signal SIGSEGV" in Path(str(result.log_file)).read_text()
+
+
+def test_invalid_utf8_output_is_replaced_not_raised(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\nprintf 'a\\377b\\n'\n")
+    assert result.stdout == "a\ufffdb\n"
+
+
+# ---------------------------------------------------------------------------- environment
+
+
+def test_stdin_is_dev_null(runner: Runner, work: Path, tmp_path: Path) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\nreadlink /proc/self/fd/0\ncat\necho done\n")
+    assert result.stdout == "/dev/null\ndone\n"
+
+
+def test_minimal_clean_environment(
+    runner: Runner, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSE_ADMIN_SOCKET", "/run/admin.sock")  # never passed on
+    result = run_script(
+        runner,
+        ["/usr/bin/env"],
+        work,
+        home=work / "home",
+        limit=10,
+        log_path=tmp_path / "env.log",
+        label="env",
+        session="s1",
+        path="/usr/bin:/bin",
+    )
+    env = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", SESSION_VAR, RUN_VAR}
+    assert env["PATH"] == "/usr/bin:/bin"
+    assert env["HOME"] == env["TMPDIR"] == str(work / "home")
+    assert env["LANG"] == env["LC_ALL"] == "C.UTF-8"
+    assert env[SESSION_VAR] == "s1"
+    assert (work / "home").is_dir()
+    assert (work / "home").stat().st_uid == runner.uid
+
+
+def test_own_session_and_process_group(runner: Runner, work: Path, tmp_path: Path) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\ncut -d' ' -f1,5,6 /proc/$$/stat\n")
+    pid, pgid, sid = result.stdout.split()
+    assert pid == pgid == sid
+    assert int(pgid) != os.getpgid(0)
+
+
+# ---------------------------------------------------------------------------- limits
+
+
+def test_time_limit_kills_the_script(runner: Runner, work: Path, tmp_path: Path) -> None:
+    token = unique()
+    start = time.monotonic()
+    result = run(
+        runner,
+        work,
+        tmp_path,
+        f"#!/bin/sh\necho started\nprintf partial >&2\nsleep 300 0.{token} &\nsleep 100\n",
+        limit=1,
+        label="slow",
+    )
+    assert time.monotonic() - start < 8
+    assert (result.code, result.killed, result.passed) == (-1, True, False)
+    assert 0.9 <= result.seconds < 8
+    assert result.stdout == "started\n"
+    assert result.stderr == "partial\nssegrade: killed after 1 s (the script's time limit)\n"
+    log = Path(str(result.log_file)).read_text()
+    assert "killed: yes, after 1 s (time limit)" in log
+    assert "exit code: -1" in log
+    assert not live_with(token)
+
+
+def test_a_fractional_limit_is_said_as_given(runner: Runner, work: Path, tmp_path: Path) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\nsleep 50\n", limit=0.3)
+    assert result.killed
+    assert result.stderr == "ssegrade: killed after 0.3 s (the script's time limit)\n"
+
+
+# ---------------------------------------------------------------------------- leftovers
+
+
+LEFTOVERS = """#!/bin/sh
+sleep 301 0.{t} &
+nohup sleep 302 0.{t} >/dev/null 2>&1 &
+setsid sh -c 'sleep 303 0.{t} & sleep 304 0.{t} &' &
+setsid env -i /bin/sleep 305 0.{t} &
+sh -c 'trap "" HUP TERM; exec sleep 306 0.{t}' &
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    [ "$(pgrep -f 0.{t} | wc -l)" -ge 6 ] && break
+    sleep 0.1
+done
+echo started "$(pgrep -f 0.{t} | wc -l)"
+{last}
+"""
+
+
+@pytest.mark.parametrize("last", ["exit 0", "exit 1", "sleep 100"], ids=["pass", "fail", "killed"])
+@pytest.mark.parametrize("who", ["runner", "us"])
+def test_nothing_the_script_started_survives(
+    runner: Runner, work: Path, tmp_path: Path, last: str, who: str
+) -> None:
+    # "us": no isolation, so the uid sweep is off and the markers, process groups, sessions and
+    # handed-back orphans must find everything (as root this runs the script as root).
+    if who == "us":
+        runner = Runner(None, os.getuid(), os.getgid(), isolated=False)
+    token = unique()
+    bystander = subprocess.Popen(["sleep", "60"])  # ours, not the script's: must survive
+    zombies = zombie_children()
+    try:
+        result = run(runner, work, tmp_path, LEFTOVERS.format(t=token, last=last), limit=1)
+        assert result.stdout == "started 6\n"  # all six were running
+        assert not live_with(token)
+        assert zombie_children() <= zombies, "left zombies behind"
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_every_run_starts_clean(runner: Runner, work: Path, tmp_path: Path) -> None:
+    token = unique()
+    first = run(runner, work, tmp_path, f"#!/bin/sh\nsleep 307 0.{token} &\n")
+    second = run(runner, work, tmp_path, f"#!/bin/sh\npgrep -f {token} || echo none\n")
+    assert first.passed
+    assert second.stdout == "none\n"
+
+
+def test_kill_session(runner: Runner) -> None:
+    session, other = new_session(), new_session()
+    env = {"PATH": "/usr/bin:/bin", SESSION_VAR: session}
+    mine = subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
+    theirs = subprocess.Popen(
+        ["sleep", "60"], env={**env, SESSION_VAR: other}, start_new_session=True
+    )
+    try:
+        time.sleep(0.05)  # let exec finish, so that /proc shows the new environment
+        assert kill_session(Runner(None, os.getuid(), os.getgid(), isolated=False), session) == 1
+        assert mine.wait(timeout=5) == -signal.SIGKILL
+        assert theirs.poll() is None
+        assert kill_session(Runner(None, os.getuid(), os.getgid(), isolated=False), session) == 0
+    finally:
+        theirs.kill()
+        theirs.wait()
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def test_huge_output_is_bounded_in_memory_and_whole_in_the_log(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    size = 50_000_000
+    result = run(
+        runner,
+        work,
+        tmp_path,
+        f"#!/bin/sh\nyes 0123456789abcde | head -c {size}\nhead -c 3000000 /dev/zero >&2\n",
+        label="loud",
+    )
+    assert result.passed
+    first, kept = result.stdout.split("\n", 1)
+    assert first.startswith(f"[ssegrade: the first {size - OUTPUT_KEPT} bytes were cut")
+    assert str(tmp_path / "logs" / "loud.log") in first
+    assert len(kept) == OUTPUT_KEPT
+    assert kept.endswith("0123456789abcde\n")
+    assert len(result.stderr) < OUTPUT_KEPT + 200
+    log = Path(str(result.log_file))
+    assert log.stat().st_size > size + 3_000_000
+    with log.open("rb") as text:
+        head = text.read(4096)
+    assert f"--- stdout ({size} bytes) ---\n0123456789abcde\n".encode() in head
+
+
+# ---------------------------------------------------------------------------- cannot start
+
+
+def test_no_exec_bit_with_shebang_runs_with_a_warning(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    result = run(runner, work, tmp_path, '#!/bin/sh -e\necho ran "$0"\n', mode=0o644)
+    assert result.passed
+    assert result.stdout == f"ran {work / 's.sh'}\n"
+    log = Path(str(result.log_file)).read_text()
+    assert "warning:" in log
+    assert "not executable" in log
+    assert f"command: /bin/sh -e {work / 's.sh'}" in log
+
+
+def test_no_exec_bit_without_shebang_is_a_clear_failure(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    result = run(runner, work, tmp_path, "echo never\n", mode=0o644)
+    assert (result.code, result.killed, result.stdout) == (-1, False, "")
+    assert "cannot start" in result.stderr
+    assert "no exec bit" in result.stderr
+    assert result.stderr in Path(str(result.log_file)).read_text()
+
+
+def test_missing_script_and_missing_folder(runner: Runner, work: Path, tmp_path: Path) -> None:
+    missing = run_script(
+        runner,
+        [str(work / "nope.sh")],
+        work,
+        home=work / "home",
+        limit=5,
+        log_path=tmp_path / "nope.log",
+        label="nope",
+    )
+    assert missing.code == -1
+    assert "No such file or directory" in missing.stderr
+    elsewhere = run_script(
+        runner,
+        ["/bin/true"],
+        work / "gone",
+        home=work / "home",
+        limit=5,
+        log_path=tmp_path / "gone.log",
+        label="gone",
+    )
+    assert elsewhere.code == -1
+    assert str(work / "gone") in elsewhere.stderr
+
+
+# ---------------------------------------------------------------------------- the runner account
+
+
+@needs_user
+def test_without_root_scripts_run_as_us() -> None:
+    runner = resolve_runner("someone", default="sse-runner").unwrap()
+    assert (runner.uid, runner.isolated, runner.created) == (os.getuid(), False, False)
+    assert runner.note is not None
+    assert "no isolation" in runner.note
+    assert "'someone' is ignored" in runner.note
+
+
+@needs_root
+def test_as_root_scripts_run_as_the_runner_without_groups(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    assert runner.isolated
+    assert runner.name == TEST_RUNNER
+    entry = pwd.getpwnam(TEST_RUNNER)
+    assert runner.uid == entry.pw_uid != 0
+    result = run(runner, work, tmp_path, "#!/bin/sh\nid -u\nid -g\nid -G\n")
+    assert result.stdout.split() == [str(runner.uid), str(runner.gid), str(runner.gid)]
+    assert f"user: {TEST_RUNNER} (uid {runner.uid}" in Path(str(result.log_file)).read_text()
+
+
+@needs_root
+def test_as_root_the_default_runner_is_sse_runner() -> None:
+    default = resolve_runner(None).unwrap()  # created if missing: that is the behaviour
+    assert (default.name, default.isolated) == ("sse-runner", True)
+    assert default.uid == pwd.getpwnam("sse-runner").pw_uid != 0
+
+
+@needs_root
+def test_as_root_every_runner_process_is_killed(runner: Runner, work: Path, tmp_path: Path) -> None:
+    # Started outside any script, with no marker: only its uid gives it away.
+    stray = subprocess.Popen(
+        ["sleep", "60"],
+        user=runner.uid,
+        group=runner.gid,
+        extra_groups=[],
+        env={"PATH": "/usr/bin:/bin"},
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert run(runner, work, tmp_path, "#!/bin/sh\ntrue\n").passed
+        assert stray.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+            stray.wait()
+
+
+def _throwaway_name() -> str:
+    return f"sset{secrets.token_hex(3)}"
+
+
+def _userdel(name: str) -> None:
+    subprocess.run(["userdel", name], check=False, capture_output=True)
+    subprocess.run(["groupdel", name], check=False, capture_output=True)
+
+
+@needs_root
+def test_a_missing_default_account_is_created() -> None:
+    name = _throwaway_name()
+    try:
+        made = resolve_runner(None, default=name).unwrap()
+        assert (made.name, made.isolated, made.created) == (name, True, True)
+        assert made.note is not None
+        assert "created" in made.note
+        entry = pwd.getpwnam(name)
+        assert (entry.pw_uid, entry.pw_gid) == (made.uid, made.gid)
+        assert entry.pw_uid != 0
+        assert entry.pw_gid != 0
+        assert entry.pw_shell.endswith(("nologin", "false"))
+        assert not Path(entry.pw_dir).exists()
+        groups = subprocess.run(["id", "-G", name], capture_output=True, text=True, check=True)
+        assert groups.stdout.split() == [str(made.gid)]
+        again = resolve_runner(None, default=name).unwrap()
+        assert (again.uid, again.created, again.note) == (made.uid, False, None)
+    finally:
+        _userdel(name)
+
+
+@needs_root
+def test_refused_runners() -> None:
+    missing = _throwaway_name()
+    error = resolve_runner(missing).failure()
+    assert "does not exist" in error.message
+    assert missing in error.message
+    with pytest.raises(KeyError):
+        pwd.getpwnam(missing)  # a requested account is never created
+    assert "root" in resolve_runner("root").failure().message
+    assert "not a valid account name" in resolve_runner(None, default="-rf").failure().message
+
+
+@needs_root
+def test_refused_runner_in_roots_group() -> None:
+    name = _throwaway_name()
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--gid", "0", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        assert "gid 0" in resolve_runner(name).failure().message
+    finally:
+        _userdel(name)
