@@ -19,7 +19,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ ! -x "$venv/bin/ssegrade" ]; then
     echo "demo: installing ssegrade into $venv"
-    "$venv/bin/python" -m pip install -q -e "$top"
+    "$venv/bin/python" -m pip install -q -e "$top" > "$venv/ssegrade-install.log" 2>&1 \
+        || { cat "$venv/ssegrade-install.log" >&2; exit 1; }
 fi
 ssegrade="$venv/bin/ssegrade"
 
