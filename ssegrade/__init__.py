@@ -9,6 +9,7 @@ a `result.json`, parse a task config, or run the grading program with your own i
 """
 
 from ssegrade.bencher import BenchSession, bench, bencher_interpreter, is_blank, prepare, task_path
+from ssegrade.difficulty import LEVELS, Level, allowed, parse_difficulty
 from ssegrade.effects import (
     Action,
     ApplyDiff,
@@ -43,6 +44,7 @@ from ssegrade.effects import (
     WriteArtifact,
     WriteResult,
 )
+from ssegrade.preview import PreviewEffect, PreviewReport, SpillLog, preview, render
 from ssegrade.program import GradeOptions, grade
 from ssegrade.result import (
     EvaluationResult,
@@ -69,6 +71,7 @@ from ssegrade.verdict import (
 )
 
 __all__ = [
+    "LEVELS",
     "Action",
     "ApplyDiff",
     "ApplyError",
@@ -95,6 +98,7 @@ __all__ = [
     "GradeOptions",
     "GradingEffect",
     "Interpreter",
+    "Level",
     "NewSession",
     "Notify",
     "Outcomes",
@@ -102,11 +106,14 @@ __all__ = [
     "PrepareError",
     "PrepareGrading",
     "Prepared",
+    "PreviewEffect",
+    "PreviewReport",
     "ProvePatch",
     "ResultError",
     "RunScript",
     "RuntimeResult",
     "ScriptResult",
+    "SpillLog",
     "StageFiles",
     "Staged",
     "Status",
@@ -119,15 +126,19 @@ __all__ = [
     "Workspace",
     "WriteArtifact",
     "WriteResult",
+    "allowed",
     "bench",
     "bencher_interpreter",
     "bound_log",
     "decide",
     "grade",
     "is_blank",
+    "parse_difficulty",
     "parse_result",
     "parse_task",
     "prepare",
+    "preview",
+    "render",
     "result_schema",
     "run",
     "status_of",
