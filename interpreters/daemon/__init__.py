@@ -1,0 +1,8 @@
+"""The task daemon (SPEC §9) and its clients: the server, the evaluator's remote interpreter,
+and `test-patch`.
+
+Interpreter layer. `service` holds the daemon's behaviour apart from HTTP, `app` the FastAPI
+routes, `server` the listeners and signals, `backend` the real system side, `client` the httpx
+client, `remote` the interpreters that answer effects over the API, `commands` the click
+commands.
+"""

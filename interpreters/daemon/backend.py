@@ -1,0 +1,104 @@
+"""The daemon's real system side: a `LocalSystem` per session, the live capture, the files.
+
+Interpreter layer. The agent phase's `LocalSystem` copies from the agent's live source tree and
+logs into `results/agent-phase/`; the grading session's copies from the grading repo and writes
+`final.patch`, `commits.log` and the logs of grading into the results folder. Each session has
+its own scratch folder (copies, staged files, the runner's HOME and TMPDIR), so starting the
+grading session discards everything the agent phase left there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from returns.result import Failure, Result, Success
+
+from interpreters.real import files, git
+from interpreters.real.local import LocalSystem, Places
+from interpreters.real.runner import Runner, kill_session
+from ssegrade.effects import CaptureError
+from ssegrade.run import Interpreter
+
+__all__ = ["AGENT_PHASE_RESULTS", "LocalBackend"]
+
+AGENT_PHASE_RESULTS = "agent-phase"
+"""Subfolder of the results folder holding the logs of the agent phase's actions."""
+
+_NO_TOTAL_LIMIT = 10 * 365 * 24 * 3600
+"""The daemon has no overall limit of its own: each request carries its script limit."""
+
+
+@dataclass
+class LocalBackend:
+    """Real sessions over `places` (`places.repo` is the grading repo, `places.scratch` the
+    daemon's private scratch root); scripts run as `runner`; `reference` is the task's
+    reference fix, when it has one."""
+
+    places: Places
+    runner: Runner
+    reference: Path | None = None
+    say: Callable[[str], None] = print
+    _agent: LocalSystem | None = field(default=None, init=False, repr=False)
+    _grading: LocalSystem | None = field(default=None, init=False, repr=False)
+
+    def _system(self, repo: Path, results: Path, scratch: Path) -> LocalSystem:
+        places = Places(
+            task=self.places.task,
+            source=self.places.source,
+            baseline=self.places.baseline,
+            repo=repo,
+            results=results,
+            scratch=scratch,
+        )
+        return LocalSystem(places, self.runner, timeout=_NO_TOTAL_LIMIT, say=self.say)
+
+    def agent_system(self, limit: float) -> Interpreter:
+        """The agent phase's `LocalSystem`: fresh copies of the live tree."""
+        if self._agent is None:
+            self._agent = self._system(
+                self.places.source,
+                self.places.results / AGENT_PHASE_RESULTS,
+                self.places.scratch / "agent",
+            )
+        self._agent.script_timeout = limit
+        return self._agent
+
+    def begin_grading(self) -> None:
+        """Kill the runner's processes, discard the agent phase's scratch, new grading system."""
+        kill_session(self.runner)
+        files.remove_tree(self.places.scratch / "agent")
+        self._agent = None
+        self._grading = self._system(
+            self.places.repo, self.places.results, self.places.scratch / "grading"
+        )
+
+    def grading_system(self, limit: float) -> Interpreter:
+        """The grading session's `LocalSystem`: fresh copies of the patched grading repo."""
+        if self._grading is None:
+            raise RuntimeError("the grading session has not begun")
+        self._grading.script_timeout = limit
+        return self._grading
+
+    def abort(self) -> None:
+        """Kill every process of the runner's session."""
+        kill_session(self.runner)
+
+    def live_patch(self) -> Result[bytes, CaptureError]:
+        """The patch of the live tree, captured exactly as `CaptureTree` does."""
+        captured = git.capture(self.places.source, self.places.baseline)
+        if not isinstance(captured, Success):
+            return Failure(captured.failure())
+        return Success(captured.unwrap().patch)
+
+    def results_file(self, name: str) -> bytes | None:
+        """A file of the results folder, or None."""
+        try:
+            return (self.places.results / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def reference_patch(self) -> bytes | None:
+        """The bytes of the task's reference fix, or None when it has none."""
+        return None if self.reference is None else self.reference.read_bytes()

@@ -1,0 +1,310 @@
+"""The daemon's commands: `ssegrade daemon`, `ssegrade test-patch`, and grading through the
+admin socket for `ssegrade evaluate --daemon`.
+
+Interpreter layer: arguments and the environment are read here, then the pure programs run with
+the interpreters of `interpreters.daemon`. Bad input is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+
+import click
+
+from interpreters.daemon.client import DaemonClient, DaemonError
+from interpreters.daemon.console import Unusable
+from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading, ResultsWriter
+from interpreters.real import files
+from ssegrade.difficulty import LEVELS
+from ssegrade.preview import INTERNAL_FAILURE, preview
+from ssegrade.program import GradeOptions, grade
+from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
+from ssegrade.run import run
+from ssegrade.task import Task
+
+__all__ = [
+    "DEFAULT_ADMIN_SOCKET",
+    "DEFAULT_AGENT_SOCKET",
+    "daemon",
+    "evaluate_through_daemon",
+    "passed",
+    "test_patch",
+]
+
+DEFAULT_AGENT_SOCKET = "/run/ssebench/daemon.sock"
+DEFAULT_ADMIN_SOCKET = "/run/ssebench-admin/admin.sock"
+
+
+# ---------------------------------------------------------------------------- ssegrade daemon
+
+
+def _port(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= 65535:
+        raise click.BadParameter("must be a TCP port, 1 to 65535")
+    return value
+
+
+def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    if value <= 0:
+        raise click.BadParameter("must be a positive number of seconds")
+    return value
+
+
+@click.command("daemon")
+@click.option(
+    "--task",
+    "task_dir",
+    envvar="SSE_BENCH_PATH",
+    default="/ssebench",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Task folder holding config.yaml [env SSE_BENCH_PATH].",
+)
+@click.option(
+    "--source",
+    type=click.Path(path_type=Path),
+    help="The agent's source tree (default: `source` of config.yaml).",
+)
+@click.option(
+    "--repo",
+    envvar="SSE_REPO_PATH",
+    type=click.Path(path_type=Path),
+    help="Grading repo [env SSE_REPO_PATH; default /ssebench-repo if it exists, "
+    "else a checkout of the baseline].",
+)
+@click.option(
+    "--results",
+    envvar="SSE_RESULTS",
+    default="/var/lib/ssebench/results",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Results folder [env SSE_RESULTS].",
+)
+@click.option(
+    "--agent-socket",
+    envvar="SSE_DAEMON_SOCKET",
+    default=DEFAULT_AGENT_SOCKET,
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Agent-facing socket, mode 0666 [env SSE_DAEMON_SOCKET].",
+)
+@click.option(
+    "--admin-socket",
+    envvar="SSE_ADMIN_SOCKET",
+    default=DEFAULT_ADMIN_SOCKET,
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Admin socket, mode 0600 in a 0700 folder [env SSE_ADMIN_SOCKET].",
+)
+@click.option(
+    "--http-port",
+    envvar="SSE_HTTP_PORT",
+    type=int,
+    callback=_port,
+    help="Also serve the agent-facing API on 127.0.0.1:PORT [env SSE_HTTP_PORT; off].",
+)
+@click.option(
+    "--baseline",
+    "baseline_dir",
+    envvar="SSE_BASELINE",
+    type=click.Path(path_type=Path),
+    help="Keep the baseline here, and reuse it when the daemon starts again "
+    "[env SSE_BASELINE; default: a private folder removed at exit].",
+)
+@click.option(
+    "--script-timeout",
+    default=3600.0,
+    show_default=True,
+    type=float,
+    callback=_positive,
+    help="Longest an agent's script may run, seconds; the evaluator sets its own.",
+)
+@click.option("--runner-user", help="User that runs task scripts when root (default sse-runner).")
+@click.option("--openapi", is_flag=True, help="Print the OpenAPI document of the API and exit.")
+def daemon(
+    *,
+    task_dir: Path,
+    source: Path | None,
+    repo: Path | None,
+    results: Path,
+    agent_socket: Path,
+    admin_socket: Path,
+    http_port: int | None,
+    baseline_dir: Path | None,
+    script_timeout: float,
+    runner_user: str | None,
+    openapi: bool,
+) -> None:
+    """Run the task daemon (SPEC §9): record the baseline, then serve the agent's checks on the
+    agent-facing socket (gated by SSE_DIFFICULTY, 0-4, default 2) and grading on the admin
+    socket, until SIGTERM or SIGINT.
+    """
+    if openapi:
+        from interpreters.daemon.app import openapi_document  # noqa: PLC0415 - see below
+
+        click.echo(json.dumps(openapi_document(), indent=2))
+        return
+    # The server libraries load only for this command, not for every `ssegrade` run.
+    from interpreters.daemon.startup import Settings, run_daemon  # noqa: PLC0415
+
+    run_daemon(
+        Settings(
+            task_dir=task_dir,
+            source=source,
+            repo=repo,
+            results=results,
+            agent_socket=agent_socket,
+            admin_socket=admin_socket,
+            http_port=http_port,
+            baseline_dir=baseline_dir,
+            script_timeout=script_timeout,
+            runner_user=runner_user,
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- evaluate --daemon
+
+
+class _Interrupted(Exception):
+    """SIGTERM or SIGINT arrived while grading through the daemon."""
+
+
+def _raise_interrupted(signum: int, _frame: FrameType | None) -> NoReturn:
+    raise _Interrupted(f"interrupted by {signal.Signals(signum).name}")
+
+
+def _preflight(client: DaemonClient, task: Task) -> None:
+    try:
+        project = client.project()
+        asked = client.capabilities()
+    except DaemonError as exc:
+        raise Unusable(str(exc)) from exc
+    if project.id != task.id:
+        raise Unusable(f"the daemon at {client.where} serves task {project.id!r}, not {task.id!r}")
+    if asked.listener != "admin":
+        raise Unusable(f"{client.where} is an agent-facing socket: grading needs the admin socket")
+
+
+def evaluate_through_daemon(
+    admin_socket: Path,
+    task: Task,
+    task_dir: Path,
+    source: Path,
+    results: Path,
+    *,
+    timeout: int,
+    script_timeout: int | None,
+    runtime: RuntimeResult,
+    say: Callable[[str], None],
+) -> EvaluationResult:
+    """Grade with the pure grading program, the bencher effects answered by the daemon on
+    `admin_socket`, the others locally (`source` is archived, `results` written).
+
+    A daemon that cannot be reached, or serves another task, is bad input (`click` error, exit
+    2); a failure once grading started ends as an `error` grade, written like any other.
+    """
+    with DaemonClient(admin_socket) as client:
+        _preflight(client, task)
+        writer = ResultsWriter(source, results, say)
+        interpreter = RemoteGrading(client, writer, timeout=timeout, script_timeout=script_timeout)
+        options = GradeOptions(task=task, folder=str(task_dir), timeout=timeout, runtime=runtime)
+        previous: dict[int, Any] = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, _raise_interrupted)
+        try:
+            return run(grade(options), interpreter)
+        except Exception as exc:  # noqa: BLE001 - the grade must still be written
+            return _write_fallback(results, runtime, exc)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+def _write_fallback(results: Path, runtime: RuntimeResult, exc: Exception) -> EvaluationResult:
+    patch = PatchResult(
+        status="error",
+        error_msg=f"Exception: {exc}",
+        error_log="".join(traceback.format_exception(exc)),
+    )
+    result = EvaluationResult(patch_result=patch, runtime_result=runtime)
+    try:
+        files.atomic_write(results / "result.json", result.to_json())
+    except OSError as write_error:
+        raise click.ClickException(f"result.json not written: {write_error}") from exc
+    return result
+
+
+# ---------------------------------------------------------------------------- test-patch
+
+
+def passed(text: str) -> bool:
+    """Whether a `test_patch` text says every check that ran passed (none ran counts too).
+
+    >>> passed("test_patch result: every check that ran passed.\\n\\nChecks:")
+    True
+    >>> passed("test_patch result: FAILED. The project does not build with your patch.")
+    False
+    """
+    headline = text.split("\n", 1)[0]
+    return headline in (
+        "test_patch result: every check passed.",
+        "test_patch result: every check that ran passed.",
+        "test_patch result: no checks ran.",
+    )
+
+
+def _log_dir(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    return Path(tempfile.gettempdir()) / f"ssegrade-test-patch-{os.getuid()}"
+
+
+@click.command("test-patch")
+@click.option(
+    "--socket",
+    "where",
+    envvar="SSE_DAEMON_SOCKET",
+    default=DEFAULT_AGENT_SOCKET,
+    show_default=True,
+    help="The daemon's agent-facing socket, or http://127.0.0.1:PORT [env SSE_DAEMON_SOCKET].",
+)
+@click.option(
+    "--log-dir",
+    envvar="MCP_LOG_DIR",
+    type=click.Path(path_type=Path),
+    help="Where a long log is written whole [env MCP_LOG_DIR; default: a folder in the "
+    "temporary folder].",
+)
+def test_patch(where: str, log_dir: Path | None) -> None:
+    """Check the patch on your live source tree with the checks the difficulty level allows
+    (SPEC §10), and print what they found. Exit 0 when every check that ran passed, 1 otherwise.
+    """
+    with DaemonClient(where, timeout=60.0) as client:
+        try:
+            asked = client.capabilities()
+        except DaemonError as exc:
+            click.echo(INTERNAL_FAILURE)
+            click.echo(f"test-patch: {exc}", err=True)
+            sys.exit(1)
+        if not 0 <= asked.level < len(LEVELS):
+            click.echo(INTERNAL_FAILURE)
+            click.echo(f"test-patch: the daemon reports an unknown level {asked.level}", err=True)
+            sys.exit(1)
+        interpreter = PreviewInterpreter(client, _log_dir(log_dir).absolute())
+        text = run(
+            preview(LEVELS[asked.level], frozenset(asked.checks), tuple(asked.pocs)), interpreter
+        )
+    click.echo(text)
+    for error in interpreter.errors:
+        click.echo(f"test-patch: {error}", err=True)
+    sys.exit(0 if passed(text) else 1)

@@ -1,0 +1,172 @@
+"""Interpreters that answer effects over the daemon API: grading and the agent's preview.
+
+Interpreter layer.
+
+- `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, `Bench`)
+  over the admin socket and the others (`Archive`, `CheckFinished`, `Notify`, `WriteResult`)
+  locally with `ResultsWriter`. It keeps the evaluation's time limits as `LocalSystem` does:
+  each script may run for the script limit or the time left, whichever is smaller, and a script
+  killed at a limit set by the time left ends grading with `TimeLimitReached`.
+- `PreviewInterpreter` answers the `test_patch` preview's effects: `Bench` over the
+  agent-facing socket (never the grading session), `SpillLog` by writing a new file in the log
+  folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, assert_never
+
+from returns.result import Failure, Result, Success
+
+from interpreters.daemon.client import DaemonClient, DaemonError
+from interpreters.real import files
+from interpreters.real.local import describe_check
+from ssegrade.api import prepared_result, script_result
+from ssegrade.effects import (
+    Archive,
+    ArchiveError,
+    Bench,
+    CheckFinished,
+    Effect,
+    Notify,
+    PrepareGrading,
+    TimeLimitReached,
+    WriteResult,
+)
+from ssegrade.preview import SpillLog
+
+__all__ = ["PreviewInterpreter", "RemoteGrading", "ResultsWriter"]
+
+_REPLY_GRACE = 300.0
+"""Seconds a reply may take beyond the script's limit (the copy of the project, the clean-up)."""
+
+
+@dataclass
+class ResultsWriter:
+    """Answers the grading effects that stay with the evaluator: the archive of the source tree,
+    `checks.jsonl` and progress lines, notes, and `result.json`."""
+
+    source: Path
+    results: Path
+    say: Callable[[str], None] = print
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
+        match effect:
+            case Archive():
+                archived = files.archive(self.source, self.results / "source.tar.gz")
+                if isinstance(archived, Success):
+                    return Success(None)
+                return Failure(ArchiveError(archived.failure()))
+            case CheckFinished(record=record):
+                line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
+                with (self.results / "checks.jsonl").open("a") as out:
+                    out.write(line)
+                self.say(describe_check(record))
+                return None
+            case Notify(message=message):
+                self.say(message)
+                return None
+            case WriteResult(result=result):
+                files.atomic_write(self.results / "result.json", result.to_json())
+                return None
+            case _:
+                raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
+
+
+@dataclass
+class RemoteGrading:
+    """Grading through the daemon: the bencher effects over `client` (the admin socket), the
+    rest with `local`. The whole evaluation has `timeout` seconds, each script at most
+    `script_timeout`."""
+
+    client: DaemonClient
+    local: Callable[[Effect[Any]], object]
+    timeout: int = 3600
+    script_timeout: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = self.clock() + self.timeout
+
+    def _left(self) -> float:
+        left = self.deadline - self.clock()
+        if left <= 0:
+            raise TimeLimitReached(self.timeout)
+        return left
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer one grading effect."""
+        match effect:
+            case PrepareGrading():
+                left = max(self.deadline - self.clock(), 0.0)
+                return prepared_result(self.client.prepare_grading(timeout=left + _REPLY_GRACE))
+            case Bench(action=action, poc=poc):
+                left = self._left()
+                bound_by_total = self.script_timeout is None or self.script_timeout >= left
+                limit = left if bound_by_total else float(self.script_timeout or left)
+                try:
+                    reply = self.client.bencher(
+                        action, grading=True, poc=poc, limit=limit, timeout=limit + _REPLY_GRACE
+                    )
+                except DaemonError:
+                    if self.clock() >= self.deadline:
+                        raise TimeLimitReached(self.timeout) from None
+                    raise
+                result = script_result(reply)
+                if result.killed and bound_by_total:
+                    raise TimeLimitReached(self.timeout)
+                return result
+            case _:
+                return self.local(effect)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class PreviewInterpreter:
+    """Answers the `test_patch` preview: `Bench` on the agent's live tree over `client` (an
+    agent-facing listener), `SpillLog` as a new file in `log_dir`. `errors` keeps the daemon
+    errors met, for the command to report."""
+
+    client: DaemonClient
+    log_dir: Path
+    errors: list[str] = field(default_factory=list)
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer one preview effect."""
+        if not isinstance(effect, Bench | SpillLog):
+            raise TypeError(f"not a preview effect: {effect!r}")
+        match effect:
+            case Bench(action=action, poc=poc):
+                try:
+                    reply = self.client.bencher(action, poc=poc, timeout=None)
+                except DaemonError as exc:
+                    self.errors.append(str(exc))
+                    raise
+                return script_result(reply)
+            case SpillLog(name=name, text=text):
+                return self._spill(name, text)
+            case _:
+                assert_never(effect)
+
+    def _spill(self, name: str, text: str) -> Result[str, str]:
+        stem = _UNSAFE.sub("_", name).strip("._") or "test_patch"
+        try:
+            self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            handle, path = tempfile.mkstemp(prefix=f"{stem}-", suffix=".log", dir=self.log_dir)
+            with os.fdopen(handle, "w", encoding="utf-8", errors="replace") as out:
+                out.write(text)
+        except OSError as exc:
+            return Failure(f"{exc.strerror or exc}: {self.log_dir}")
+        return Success(str(Path(path).absolute()))

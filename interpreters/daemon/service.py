@@ -1,0 +1,286 @@
+"""What the daemon does for each request, apart from HTTP: gates, sessions, one action at a time.
+
+Interpreter layer. `Service` owns the two bencher sessions of a task (SPEC §9): the agent
+phase's, whose copies come from the agent's live tree (what `test_patch` tests), and the grading
+session that `POST /prepare_grading` starts, whose copies come from the grading repo once the
+captured patch is applied. It answers the bencher's grading effects with the pure bencher
+programs (`ssegrade.bencher`) over a system interpreter that a `Backend` provides: the real one
+(`interpreters.daemon.backend.LocalBackend`) or a fake one in tests.
+
+Every request that does work takes one lock, so one bencher action (or capture) runs at a time;
+the HTTP layer calls these methods from worker threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from returns.result import Failure, Result, Success
+
+from ssegrade.api import (
+    AGENT_PHASE_OVER,
+    AgentExitedReply,
+    BencherReply,
+    BencherRequest,
+    Capabilities,
+    FilesReply,
+    Listener,
+    PatchText,
+    PrepareApplyFailed,
+    PrepareCaptureFailed,
+    PrepareSucceeded,
+    ProjectView,
+    VersionReply,
+    bencher_reply,
+    capabilities,
+    changed_files,
+    encode_patch,
+    prepare_reply,
+    public_project,
+    refusal,
+    resolve_poc,
+)
+from ssegrade.bencher import BenchSession, bench, prepare
+from ssegrade.difficulty import Level
+from ssegrade.effects import Action, CaptureError
+from ssegrade.result import EvaluationResult, parse_result
+from ssegrade.run import Interpreter, run
+from ssegrade.task import Task
+
+__all__ = ["Backend", "Refused", "Service"]
+
+
+class Refused(Exception):
+    """A request the daemon refuses: the HTTP status and one line saying why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Backend(Protocol):
+    """The system side of a daemon: system interpreters for the two sessions, and files."""
+
+    def agent_system(self, limit: float) -> Interpreter:
+        """The system interpreter of the agent phase (copies from the live tree); each script
+        it runs gets at most `limit` seconds."""
+        ...
+
+    def begin_grading(self) -> None:
+        """Start the grading session: kill every runner process and discard the agent phase's
+        scratch area and caches. Called once, before the first `grading_system`."""
+        ...
+
+    def grading_system(self, limit: float) -> Interpreter:
+        """The system interpreter of the grading session (copies from the grading repo)."""
+        ...
+
+    def abort(self) -> None:
+        """Kill the runner's processes, so that the script running now ends at once."""
+        ...
+
+    def live_patch(self) -> Result[bytes, CaptureError]:
+        """Capture the live tree against the baseline, as grading would (no proof, no files)."""
+        ...
+
+    def results_file(self, name: str) -> bytes | None:
+        """A file of the results folder, or None when it does not exist."""
+        ...
+
+    def reference_patch(self) -> bytes | None:
+        """The task's reference fix (`files.patch`), or None when the task has none."""
+        ...
+
+
+NOT_PREPARED = "grading is not prepared: POST /prepare_grading first"
+STOPPING = "the daemon is stopping"
+
+
+@dataclass
+class Service:
+    """The daemon's state and behaviour for one task; thread-safe."""
+
+    task: Task
+    folder: str
+    level: Level
+    backend: Backend
+    version: str
+    script_timeout: float = 3600.0
+    say: Callable[[str], None] = field(default=lambda _line: None, repr=False)
+    agent_phase: bool = True
+    stopping: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _agent: BenchSession = field(init=False, repr=False)
+    _grading: BenchSession | None = field(default=None, init=False, repr=False)
+    _running: Literal["agent", "grading"] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._agent = BenchSession(task=self.task, folder=self.folder)
+
+    # ------------------------------------------------------------------ helpers
+
+    @contextmanager
+    def _work(self, session: Literal["agent", "grading"] | None = None) -> Iterator[None]:
+        with self._lock:
+            self._running = session
+            try:
+                yield
+            finally:
+                self._running = None
+
+    def _admin_only(self, listener: Listener, what: str) -> None:
+        if listener != "admin":
+            raise Refused(403, f"{what} is served only on the admin socket")
+
+    def _agent_tools_open(self, listener: Listener) -> None:
+        if listener == "agent" and not self.agent_phase:
+            raise Refused(403, AGENT_PHASE_OVER)
+
+    def _limit(self, listener: Listener, request: BencherRequest) -> float:
+        """The evaluator (admin) sets its own limit; an agent's is capped by the daemon's."""
+        if request.limit is None:
+            return self.script_timeout
+        if listener == "admin":
+            return request.limit
+        return min(request.limit, self.script_timeout)
+
+    # ------------------------------------------------------------------ read-only views
+
+    def version_info(self) -> VersionReply:
+        """`GET /version`."""
+        return VersionReply(version=self.version)
+
+    def project(self) -> ProjectView:
+        """`GET /project`: the public view of the task."""
+        return public_project(self.task)
+
+    def capabilities(self, listener: Listener) -> Capabilities:
+        """`GET /capabilities` for the listener asking."""
+        return capabilities(self.task, self.level, listener, self.agent_phase)
+
+    def result(self) -> EvaluationResult:
+        """`GET /result`: the grade in the results folder (404 before one is written)."""
+        data = self.backend.results_file("result.json")
+        if data is None:
+            raise Refused(404, "no result yet: grading has not written result.json")
+        parsed = parse_result(data)
+        if isinstance(parsed, Failure):
+            raise Refused(500, str(parsed.failure()))
+        return parsed.unwrap()
+
+    def final_diff(self) -> PatchText:
+        """`GET /final_diff`: the patch grading captured (404 before `prepare_grading`)."""
+        data = None
+        if self._grading is not None and self._grading.prepared is not None:
+            data = self.backend.results_file("final.patch")
+        if data is None:
+            raise Refused(404, "no final diff yet: grading has not captured the patch")
+        return encode_patch(data)
+
+    def reference_patch(self, listener: Listener) -> PatchText:
+        """`GET /reference/patch` (admin only): the task's reference fix."""
+        self._admin_only(listener, "GET /reference/patch")
+        data = self.backend.reference_patch()
+        if data is None:
+            raise Refused(404, "the task has no reference patch")
+        return encode_patch(data)
+
+    # ------------------------------------------------------------------ captures
+
+    def _live_patch(self, listener: Listener) -> bytes:
+        self._agent_tools_open(listener)
+        with self._work():
+            captured = self.backend.live_patch()
+        if isinstance(captured, Failure):
+            raise Refused(500, captured.failure().message)
+        return captured.unwrap()
+
+    def diff(self, listener: Listener) -> PatchText:
+        """`GET /diff`: the live tree's patch against the baseline, as grading captures it."""
+        return encode_patch(self._live_patch(listener))
+
+    def files(self, listener: Listener) -> FilesReply:
+        """`GET /files`: the paths the live patch changes, with how."""
+        return FilesReply(files=list(changed_files(self._live_patch(listener))))
+
+    # ------------------------------------------------------------------ actions
+
+    def bencher(self, listener: Listener, action: Action, request: BencherRequest) -> BencherReply:
+        """`POST /tool/bencher`: one bencher action, gated for agent-facing listeners."""
+        message = refusal(self.level, listener, self.agent_phase, action, request.grading)
+        if message is not None:
+            raise Refused(403, message)
+        poc = resolve_poc(self.task, self.folder, action, request.poc)
+        if not isinstance(poc, Success):
+            raise Refused(400, poc.failure())
+        limit = self._limit(listener, request)
+        with self._work("grading" if request.grading else "agent"):
+            if self.stopping:
+                raise Refused(503, STOPPING)
+            message = refusal(self.level, listener, self.agent_phase, action, request.grading)
+            if message is not None:  # the agent phase ended while this call waited
+                raise Refused(403, message)
+            if request.grading:
+                session = self._grading
+                if session is None or not isinstance(session.prepared, Success):
+                    return BencherReply(code=-1, stderr=NOT_PREPARED)
+                system = self.backend.grading_system(limit)
+            else:
+                session = self._agent
+                system = self.backend.agent_system(limit)
+            result = run(bench(session, action, poc.unwrap()), system)
+        what = f"{action} {poc.unwrap()}" if poc.unwrap() else action
+        where = "grading session" if request.grading else "live tree"
+        how = "killed" if result.killed else f"exit {result.code}"
+        self.say(f"{listener}: {what} on the {where}: {how} ({result.seconds:.1f}s)")
+        return bencher_reply(result, show_log_file=listener == "admin")
+
+    def prepare_grading(
+        self, listener: Listener
+    ) -> PrepareSucceeded | PrepareApplyFailed | PrepareCaptureFailed:
+        """`POST /prepare_grading` (admin only): a fresh runner session, capture, save, apply.
+
+        The first call ends the agent phase's session (its copies and caches are discarded);
+        a later call starts a fresh runner session again but never applies the patch twice.
+        """
+        self._admin_only(listener, "POST /prepare_grading")
+        with self._work("grading"):
+            if self._grading is None:
+                self.backend.begin_grading()
+                self._grading = BenchSession(task=self.task, folder=self.folder)
+                self._agent = BenchSession(task=self.task, folder=self.folder)
+            system = self.backend.grading_system(self.script_timeout)
+            prepared = run(prepare(self._grading), system)
+        reply = prepare_reply(prepared)
+        self.say(f"prepare_grading: {reply.outcome}")
+        return reply
+
+    def agent_exited(self, listener: Listener) -> AgentExitedReply:
+        """`POST /admin/agent_exited` (admin only): close the agent-facing tools for good and
+        abort an agent action still running."""
+        self._admin_only(listener, "POST /admin/agent_exited")
+        self.agent_phase = False
+        self.say("the agent exited: agent-facing tools are closed")
+        if self._running == "agent":
+            self.backend.abort()
+        return AgentExitedReply()
+
+    # ------------------------------------------------------------------ shutdown
+
+    def stop(self) -> None:
+        """Refuse new actions and abort the one running now (SIGTERM, SIGINT)."""
+        self.stopping = True
+        if self._running is not None:
+            self.backend.abort()
+
+    def wait_idle(self, seconds: float) -> bool:
+        """Wait until no action runs (at most `seconds`); whether it is idle now."""
+        if not self._lock.acquire(timeout=seconds):
+            return False
+        self._lock.release()
+        return True

@@ -1,0 +1,452 @@
+"""The daemon API in process: every route over a fake system (`FakeWorld`), and the OpenAPI
+document.
+
+Fast and exhaustive where a real daemon would be slow: the whole gate (every level, listener,
+action and session), the 400/403/404 replies, the two phases, and the published
+`docs/openapi.json` against the served routes. `tests/test_daemon.py` runs the same API in a
+real daemon process on real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from returns.result import Result, Success
+
+from interpreters.daemon.app import create_app, openapi_document
+from interpreters.daemon.service import Service
+from interpreters.fake import FakeWorld, Script
+from ssegrade.api import changed_files, decode_patch, encode_patch, public_project
+from ssegrade.difficulty import ACTIONS, LEVELS, Level
+from ssegrade.effects import Action, CaptureError, RunScript
+from ssegrade.run import Interpreter
+from ssegrade.task import Task
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
+
+TASK = Task.model_validate(
+    {
+        "id": "demo-1",
+        "project": "demo",
+        "language": "c",
+        "scripts": {"build": "build.sh", "run": "run.sh", "test": "test.sh"},
+        "files": {
+            "poc": ["pocs/a.bin", "pocs/b.bin"],
+            "future_test": "hidden/future.diff",
+            "patch": "secret/fix.diff",
+        },
+        "task_description": {"issue": "crash on a.bin", "crash_report": ["report.txt"]},
+        "private_note": "not for the agent",
+    }
+)
+FOLDER = "/ssebench"
+
+
+@dataclass
+class FakeBackend:
+    """A `Backend` over two fake worlds: the agent phase's (live tree) and grading's."""
+
+    live: FakeWorld = field(default_factory=FakeWorld)
+    graded: FakeWorld = field(default_factory=FakeWorld)
+    reference: bytes | None = b"diff --git a/x b/x\n"
+    limits: list[float] = field(default_factory=list)
+    begun: int = 0
+    aborted: int = 0
+
+    def agent_system(self, limit: float) -> Interpreter:
+        self.limits.append(limit)
+        return self.live
+
+    def begin_grading(self) -> None:
+        self.begun += 1
+
+    def grading_system(self, limit: float) -> Interpreter:
+        self.limits.append(limit)
+        return self.graded
+
+    def abort(self) -> None:
+        self.aborted += 1
+
+    def live_patch(self) -> Result[bytes, CaptureError]:
+        return Success(self.live.patch)
+
+    def results_file(self, name: str) -> bytes | None:
+        return self.graded.artifacts.get(name)
+
+    def reference_patch(self) -> bytes | None:
+        return self.reference
+
+
+class InProcess:
+    """A synchronous client of an app in process (httpx's ASGI transport, one loop a call)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    def request(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+                return await client.request(method, path, **kwargs)  # type: ignore[arg-type]
+
+        return asyncio.run(send())
+
+    def get(self, path: str, **kwargs: object) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: object) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+
+@dataclass
+class Api:
+    """A service and one test client per listener."""
+
+    service: Service
+    backend: FakeBackend
+    agent: InProcess
+    admin: InProcess
+
+    def client(self, listener: str) -> InProcess:
+        return self.agent if listener == "agent" else self.admin
+
+
+def make_api(level: Level = LEVELS[0], backend: FakeBackend | None = None) -> Api:
+    backend = backend or FakeBackend()
+    service = Service(
+        task=TASK, folder=FOLDER, level=level, backend=backend, version="9.9", script_timeout=60
+    )
+    return Api(
+        service,
+        backend,
+        InProcess(create_app(service, "agent")),
+        InProcess(create_app(service, "admin")),
+    )
+
+
+@pytest.fixture
+def api() -> Api:
+    return make_api()
+
+
+def bencher(client: InProcess, action: str, **body: object) -> tuple[int, dict[str, object]]:
+    reply = client.post("/tool/bencher", params={"action": action}, json=body)
+    return reply.status_code, reply.json()
+
+
+# ---------------------------------------------------------------------------- the gate
+
+
+GATE = [
+    (level, listener, action, grading)
+    for level in LEVELS
+    for listener in ("agent", "admin")
+    for action in ACTIONS
+    for grading in (False, True)
+]
+
+
+@pytest.mark.parametrize(
+    ("level", "listener", "action", "grading"),
+    GATE,
+    ids=[f"{lv.number}-{li}-{a}-{'grading' if g else 'live'}" for lv, li, a, g in GATE],
+)
+def test_gate(level: Level, listener: str, action: Action, grading: bool) -> None:
+    table = {
+        0: {"build", "function_test", "run_poc", "intent_test"},
+        1: {"build", "function_test", "run_poc"},
+        2: {"build", "function_test"},
+        3: {"build"},
+        4: set(),
+    }
+    made = make_api(level)
+    poc = {"poc": "pocs/a.bin"} if action == "run_poc" else {}
+    status, body = bencher(made.client(listener), action, grading=grading, **poc)
+    if listener == "admin" or (not grading and action in table[level.number]):
+        assert status == 200, body
+        assert isinstance(body["code"], int)
+    else:
+        assert status == 403, body
+        assert set(body) == {"error"}
+        if grading:
+            assert body["error"] == "grading runs only through the admin socket"
+        else:
+            assert body["error"] == (
+                f"{action} is not available at difficulty level {level.number} ({level.name})"
+            )
+        assert made.backend.live.trace == []
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=[str(level.number) for level in LEVELS])
+def test_capabilities_follow_the_gate(level: Level) -> None:
+    made = make_api(level)
+    agent = made.agent.get("/capabilities").json()
+    admin = made.admin.get("/capabilities").json()
+    assert agent["actions"] == [a for a in ACTIONS if a in level.actions]
+    assert admin["actions"] == list(ACTIONS)
+    assert (agent["listener"], admin["listener"]) == ("agent", "admin")
+    for doc in (agent, admin):
+        assert doc["level"] == level.number
+        assert doc["level_name"] == level.name
+        assert doc["checks"] == ["build", "poc", "function_test", "intent_test"]
+        assert doc["pocs"] == ["pocs/a.bin", "pocs/b.bin"]
+
+
+# ---------------------------------------------------------------------------- bencher requests
+
+
+def test_actions_run_the_bencher_programs_on_the_live_tree(api: Api) -> None:
+    api.backend.live.scripts["build"] = Script(0, "built")
+    status, body = bencher(api.agent, "build")
+    assert (status, body["code"], body["stdout"]) == (200, 0, "built")
+    assert body["log_file"] is None  # the agent cannot read the daemon's logs
+    status, body = bencher(api.admin, "build")
+    assert body["log_file"] == "logs/build.log"
+    status, body = bencher(api.agent, "run_poc", poc="/ssebench/pocs/b.bin")
+    assert status == 200
+    labels = [e.label for e in api.backend.live.trace if isinstance(e, RunScript)]
+    assert labels == ["build", "build", "poc-2"]
+    assert api.backend.graded.trace == []
+
+
+def test_run_poc_before_any_build_answers_minus_one(api: Api) -> None:
+    status, body = bencher(api.agent, "run_poc", poc="pocs/a.bin")
+    assert status == 200
+    assert body["code"] == -1
+    assert "build" in str(body["stderr"])
+
+
+@pytest.mark.parametrize(
+    ("action", "body", "message"),
+    [
+        ("run_poc", {"poc": "pocs/../pocs/a.bin"}, "must not contain '..'"),
+        ("run_poc", {"poc": "../ssebench/pocs/a.bin"}, "must not contain '..'"),
+        ("run_poc", {"poc": "/ssebench/pocs/../pocs/a.bin"}, "must not contain '..'"),
+        ("run_poc", {"poc": "pocs/c.bin"}, "the task names no PoC 'pocs/c.bin'"),
+        ("run_poc", {"poc": "/elsewhere/pocs/a.bin"}, "the task names no PoC"),
+        ("run_poc", {}, "run_poc needs a poc"),
+        ("build", {"poc": "pocs/a.bin"}, "poc is only for run_poc"),
+        ("deploy", {}, "query.action"),
+        ("build", {"limit": -1}, "limit"),
+        ("build", {"grading": "maybe"}, "grading"),
+        ("build", {"extra": 1}, "extra"),
+    ],
+)
+def test_bad_requests_are_400(api: Api, action: str, body: dict[str, object], message: str) -> None:
+    for client in (api.agent, api.admin):
+        status, reply = bencher(client, action, **body)
+        assert status == 400, reply
+        assert set(reply) == {"error"}
+        assert message in str(reply["error"])
+    assert api.backend.live.trace == []
+
+
+def test_malformed_json_and_no_body(api: Api) -> None:
+    reply = api.agent.post(
+        "/tool/bencher",
+        params={"action": "build"},
+        content=b"{",
+        headers={"content-type": "application/json"},
+    )
+    assert reply.status_code == 400
+    assert "error" in reply.json()
+    reply = api.agent.post("/tool/bencher", params={"action": "build"})
+    assert reply.status_code == 200
+    assert reply.json()["code"] == 0
+
+
+def test_agent_limit_is_capped_admin_limit_is_kept(api: Api) -> None:
+    bencher(api.agent, "build", limit=5)
+    bencher(api.agent, "build", limit=500)
+    bencher(api.agent, "build")
+    bencher(api.admin, "build", limit=500)
+    assert api.backend.limits == [5, 60, 60, 500]
+
+
+def test_unknown_route_and_method_are_errors(api: Api) -> None:
+    assert api.agent.get("/nothing").json() == {"error": "Not Found"}
+    reply = api.agent.get("/tool/bencher")
+    assert reply.status_code == 405
+    assert set(reply.json()) == {"error"}
+
+
+# ---------------------------------------------------------------------------- admin only
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/prepare_grading"),
+        ("POST", "/admin/agent_exited"),
+        ("GET", "/reference/patch"),
+    ],
+)
+def test_admin_only_endpoints_are_refused_to_the_agent(api: Api, method: str, path: str) -> None:
+    reply = api.agent.request(method, path)
+    assert reply.status_code == 403
+    assert reply.json() == {"error": f"{method} {path} is served only on the admin socket"}
+    assert api.service.agent_phase
+    assert api.backend.begun == 0
+
+
+def test_reference_patch(api: Api) -> None:
+    reply = api.admin.get("/reference/patch")
+    assert reply.json() == {"patch": "diff --git a/x b/x\n", "encoding": "utf-8"}
+    api.backend.reference = None
+    assert api.admin.get("/reference/patch").status_code == 404
+
+
+def test_project_is_the_public_view(api: Api) -> None:
+    text = api.agent.get("/project").text
+    for secret in ("fix.diff", "future", "hidden", "private_note", "not for the agent"):
+        assert secret not in text
+    doc = json.loads(text)
+    assert doc["id"] == "demo-1"
+    assert doc["pocs"] == ["pocs/a.bin", "pocs/b.bin"]
+    assert doc["checks"] == ["build", "poc", "function_test", "intent_test"]
+    assert doc["issue"] == "crash on a.bin"
+    assert doc == public_project(TASK).model_dump(mode="json")
+
+
+# ---------------------------------------------------------------------------- the phases
+
+
+def test_prepare_grading_switches_to_the_grading_session_and_applies_once(api: Api) -> None:
+    patch = b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+    api.backend.graded.patch = patch
+    status, body = bencher(api.admin, "build", grading=True)
+    assert (status, body["code"]) == (200, -1)
+    assert "prepare_grading" in str(body["stderr"])
+    assert api.admin.get("/final_diff").status_code == 404
+    first = api.admin.post("/prepare_grading").json()
+    second = api.admin.post("/prepare_grading").json()
+    assert first == second == {"outcome": "prepared", "empty": False, "patch_bytes": len(patch)}
+    assert api.backend.graded.applied == 1
+    assert api.backend.begun == 1
+    status, body = bencher(api.admin, "build", grading=True)
+    assert (status, body["code"]) == (200, 0)
+    assert api.admin.get("/final_diff").json()["patch"].startswith("diff --git a/x b/x")
+    assert api.backend.live.trace == []
+
+
+@pytest.mark.parametrize(
+    ("world", "outcome"),
+    [
+        (
+            FakeWorld(patch=b"x", apply_error="does not apply"),
+            {"outcome": "apply_failed", "log": "does not apply", "log_file": None},
+        ),
+        (
+            FakeWorld(capture_error="unreadable"),
+            {"outcome": "capture_failed", "message": "unreadable"},
+        ),
+        (
+            FakeWorld(patch=b"x", proof_differs=True),
+            {
+                "outcome": "capture_failed",
+                "message": "the captured patch does not reproduce the source tree",
+            },
+        ),
+        (FakeWorld(patch=b" \n"), {"outcome": "prepared", "empty": True, "patch_bytes": 2}),
+    ],
+)
+def test_prepare_grading_outcomes(world: FakeWorld, outcome: dict[str, object]) -> None:
+    made = make_api(backend=FakeBackend(graded=world))
+    assert made.admin.post("/prepare_grading").json() == outcome
+    _, body = bencher(made.admin, "build", grading=True)
+    assert body["code"] == (0 if outcome["outcome"] == "prepared" else -1)
+
+
+def test_agent_exited_closes_the_agent_tools(api: Api) -> None:
+    assert bencher(api.agent, "build")[0] == 200
+    assert api.admin.post("/admin/agent_exited").json() == {"agent_phase": False}
+    for action in ACTIONS:
+        status, body = bencher(api.agent, action, poc="pocs/a.bin" if action == "run_poc" else None)
+        assert status == 403
+        assert body == {"error": "the agent phase is over: the agent-facing tools are closed"}
+    for path in ("/diff", "/files"):
+        assert api.agent.get(path).status_code == 403
+        assert api.admin.get(path).status_code == 200
+    caps = api.agent.get("/capabilities").json()
+    assert (caps["agent_phase"], caps["actions"]) == (False, [])
+    assert api.agent.get("/version").status_code == 200
+    assert bencher(api.admin, "build")[0] == 200
+
+
+def test_result_is_served_byte_for_byte_once_written(api: Api) -> None:
+    assert api.agent.get("/result").status_code == 404
+    api.backend.graded.artifacts["result.json"] = (
+        b'{"patch_result":{"status":"passed","build_success":true},"config":{"id":"demo-1"}}'
+    )
+    reply = api.agent.get("/result")
+    assert reply.status_code == 200
+    assert json.loads(reply.content)["config"] == {"id": "demo-1"}
+    assert reply.json()["patch_result"]["status"] == "passed"
+
+
+def test_diff_and_files_of_the_live_tree(api: Api) -> None:
+    patch = (
+        b"diff --git a/lib.c b/lib.c\nindex 1..2 100644\n--- a/lib.c\n+++ b/lib.c\n@@ -1 +1 @@\n"
+        b"-a\n+b\ndiff --git a/blob.bin b/blob.bin\nnew file mode 100644\nindex 0..3\n"
+        b"GIT binary patch\nliteral 1\nIcmZo*00031\n\nliteral 0\nHcmV?d00001\n\n"
+        b"diff --git a/link b/link\ndeleted file mode 100644\nindex 4..0\n"
+        b"--- a/link\n+++ /dev/null\n"
+        b"@@ -1 +0,0 @@\n-x\ndiff --git a/link b/link\nnew file mode 120000\nindex 0..5\n"
+        b"--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
+        b"\xff\n"
+    )
+    api.backend.live.patch = patch
+    reply = api.agent.get("/diff").json()
+    assert reply["encoding"] == "base64"
+    assert decode_patch(encode_patch(patch)) == patch
+    files = api.agent.get("/files").json()["files"]
+    assert [(f["path"], f["kind"]) for f in files] == [
+        ("lib.c", "modified"),
+        ("blob.bin", "added"),
+        ("link", "type_changed"),
+    ]
+    assert files[1]["binary"] is True
+    assert (files[2]["old_mode"], files[2]["new_mode"]) == ("100644", "120000")
+    assert [f.path for f in changed_files(patch)] == ["lib.c", "blob.bin", "link"]
+
+
+# ---------------------------------------------------------------------------- OpenAPI
+
+
+def test_published_openapi_document_is_current() -> None:
+    """`docs/openapi.json` is `ssegrade daemon --openapi`; regenerate it when this fails."""
+    assert json.loads(DOCS.read_text()) == openapi_document()
+
+
+def documented_operations() -> dict[tuple[str, str], set[int]]:
+    """(path, METHOD) -> the status codes `docs/openapi.json` lists for it."""
+    document = json.loads(DOCS.read_text())
+    return {
+        (path, method.upper()): {int(code) for code in operation["responses"]}
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+    }
+
+
+@pytest.mark.parametrize("listener", ["agent", "admin"])
+def test_served_routes_and_methods_match_the_document(listener: str) -> None:
+    """Every documented operation is served and answers a documented status; every other
+    method on a documented path is 405, and an undocumented path is 404."""
+    operations = documented_operations()
+    client = make_api().client(listener)
+    for path in sorted({path for path, _ in operations}):
+        for method in ("GET", "POST", "PUT", "DELETE", "PATCH"):
+            params = {"action": "build"} if path == "/tool/bencher" else None
+            reply = client.request(method, path, params=params)
+            if (path, method) in operations:
+                assert reply.status_code in operations[path, method], (path, method, reply.text)
+            else:
+                assert reply.status_code == 405, (path, method)
+    assert client.get("/openapi.json").status_code == 404
+    assert client.get("/docs").status_code == 404
