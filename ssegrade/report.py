@@ -21,6 +21,7 @@ The rules (SPEC §11):
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -466,8 +467,9 @@ def _why(rec: RunRecord) -> str:
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the known values; `fsum` is exact, so the input order cannot change it."""
     known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+    return math.fsum(known) / len(known) if known else None
 
 
 def _share(

@@ -385,6 +385,17 @@ def test_means_skip_unknown_values() -> None:
     assert aggregate([run("r", build_success=True)]).rows[0].spend is None
 
 
+def test_mean_spend_does_not_depend_on_order() -> None:
+    """Float sums depend on their order ((0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1); the means
+    must not."""
+    patch = run("x", build_success=True).patch
+    recs = [
+        RunRecord(f"t{i}", "m", "a", "r", patch, spend=cost)
+        for i, cost in enumerate((0.1, 0.2, 0.3))
+    ]
+    assert aggregate(recs).rows[0].spend == aggregate(recs[::-1]).rows[0].spend
+
+
 def test_report_json_keys_follow_the_spec() -> None:
     """The report model dumps with the keys of SPEC §11 (more keys are allowed)."""
     doc = aggregate(
