@@ -46,6 +46,7 @@ from ssegrade.effects import (
 )
 from ssegrade.preview import PreviewEffect, PreviewReport, SpillLog, preview, render
 from ssegrade.program import GradeOptions, grade
+from ssegrade.report import Report, RunRecord, aggregate, compare, parse_run
 from ssegrade.result import (
     EvaluationResult,
     PatchResult,
@@ -57,6 +58,7 @@ from ssegrade.result import (
     status_of,
 )
 from ssegrade.run import Interpreter, run
+from ssegrade.stats import mcnemar_exact, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task
 from ssegrade.verdict import (
     ApplyFailed,
@@ -109,7 +111,9 @@ __all__ = [
     "PreviewEffect",
     "PreviewReport",
     "ProvePatch",
+    "Report",
     "ResultError",
+    "RunRecord",
     "RunScript",
     "RuntimeResult",
     "ScriptResult",
@@ -126,15 +130,19 @@ __all__ = [
     "Workspace",
     "WriteArtifact",
     "WriteResult",
+    "aggregate",
     "allowed",
     "bench",
     "bencher_interpreter",
     "bound_log",
+    "compare",
     "decide",
     "grade",
     "is_blank",
+    "mcnemar_exact",
     "parse_difficulty",
     "parse_result",
+    "parse_run",
     "parse_task",
     "prepare",
     "preview",
@@ -143,4 +151,5 @@ __all__ = [
     "run",
     "status_of",
     "task_path",
+    "wilson",
 ]
