@@ -133,8 +133,6 @@ def run_daemon(settings: Settings) -> None:
         check_admin_folder(admin_socket)
     except SocketError as exc:
         raise Unusable(str(exc)) from exc
-    if who.note:
-        say(who.note)
     state = Path(tempfile.mkdtemp(prefix="ssegrade-daemon-"))
     try:
         state.chmod(0o711)  # the runner must reach its scratch folder below, and nothing else
@@ -152,6 +150,8 @@ def run_daemon(settings: Settings) -> None:
             say=say,
         )
         listening = _listeners(agent_socket, admin_socket, settings.http_port)
+        if who.note:
+            say(who.note)
         say(f"task {task.id}, difficulty level {service.level.number} ({service.level.name})")
         serve(service, listening, say)
     finally:

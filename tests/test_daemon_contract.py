@@ -1,0 +1,309 @@
+"""Contract: grading embedded and grading through a daemon give the same documents.
+
+Each scenario of `tests/test_contract.py` (plus the two time limits) is graded twice from the
+same task folder, on two identical source trees changed the same way: once with the local
+interpreter (`LocalSystem` under `bencher_interpreter`), once with `RemoteGrading` against a
+real `ssegrade daemon` on a temporary admin socket. `result.json` and `final.patch` must be
+byte for byte the same, and the checks must be the same runs with the same exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from returns.result import Success
+
+from interpreters.daemon.commands import evaluate_through_daemon
+from interpreters.real import git as realgit
+from interpreters.real.local import LocalSystem, Places
+from interpreters.real.runner import resolve_runner
+from interpreters.taskfolder import load_task
+from ssegrade import (
+    BenchSession,
+    GradeOptions,
+    RuntimeResult,
+    Task,
+    bencher_interpreter,
+    grade,
+    run,
+)
+from tests.realtask import RealTask, make_task
+from tests.test_contract import SCENARIOS, Scenario, _script_body
+from tests.test_daemon import TOP, RunningDaemon, running_daemon, start_daemon
+
+pytestmark = pytest.mark.slow
+
+HANGS = "#!/bin/sh\necho started\nsleep 60\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A scenario with the evaluation's limits; `hang` names a script that sleeps past them."""
+
+    scenario: Scenario
+    timeout: int = 120
+    script_timeout: int | None = None
+    hang: str | None = None
+
+
+CASES = [Case(s) for s in SCENARIOS] + [
+    Case(Scenario("overall time limit"), timeout=3, hang="build.sh"),
+    Case(Scenario("script time limit"), script_timeout=1, hang="test.sh"),
+]
+
+
+def _scripts(made: RealTask, case: Case) -> None:
+    for kind, name in (("build", "build.sh"), ("run", "run.sh"), ("test", "test.sh")):
+        made.script(name, _script_body(kind, case.scenario.scripts))
+    if case.hang is not None:
+        made.script(case.hang, HANGS)
+
+
+def _embedded(made: RealTask, task: Task, timeout: int, script_timeout: int | None) -> None:
+    base = realgit.load_baseline(made.baseline).unwrap()
+    scratch = Path(tempfile.mkdtemp(prefix="ssegrade-embedded-"))
+    try:
+        scratch.chmod(0o711)
+        repo = scratch / "repo"
+        assert isinstance(realgit.checkout_baseline(base, repo), Success)
+        places = Places(made.task, made.source, base, repo, made.results, scratch / "work")
+        system = LocalSystem(
+            places,
+            resolve_runner(None).unwrap(),
+            timeout=timeout,
+            script_timeout=script_timeout,
+            say=lambda _: None,
+        )
+        session = BenchSession(task=task, folder=str(made.task))
+        options = GradeOptions(task=task, folder=str(made.task), timeout=timeout)
+        run(grade(options), bencher_interpreter(session, system))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _checks(results: Path) -> list[tuple[object, ...]]:
+    lines = (
+        (results / "checks.jsonl").read_text().splitlines()
+        if (results / "checks.jsonl").exists()
+        else []
+    )
+    return [
+        tuple(doc[key] for key in ("name", "poc", "exit_code", "killed", "passed"))
+        for doc in map(json.loads, lines)
+    ]
+
+
+def _twins(workdir: Path, case: Case) -> tuple[RealTask, Path, Task]:
+    """The task, its source tree (baseline recorded) and a copy of the tree for the daemon."""
+    made = make_task(workdir, pocs=case.scenario.pocs)
+    _scripts(made, case)
+    task = load_task(made.task).unwrap()
+    twin = workdir / "daemon-source"
+    shutil.copytree(made.source, twin, symlinks=True)
+    assert isinstance(realgit.record_baseline(made.source, made.baseline), Success)
+    return made, twin, task
+
+
+@dataclass
+class Prepared:
+    """One case ready to grade: its task, both trees, and a daemon on the twin."""
+
+    made: RealTask
+    twin: Path
+    task: Task
+    daemon: RunningDaemon
+
+    @property
+    def remote_results(self) -> Path:
+        return self.made.root / "daemon-results"
+
+
+def _prepare(root: Path, cases: list[Case]) -> dict[str, Prepared]:
+    """Start every case's daemon (at level 4: the admin socket is never gated)."""
+    prepared: dict[str, Prepared] = {}
+    for index, case in enumerate(cases):
+        made, twin, task = _twins(root / str(index), case)
+        daemon = start_daemon(made.task, twin, made.root / "daemon-results", level="4", wait=False)
+        prepared[case.scenario.name] = Prepared(made, twin, task, daemon)
+    for each in prepared.values():
+        each.daemon.wait_ready()
+    return prepared
+
+
+@pytest.fixture(scope="module")
+def cases() -> Iterator[dict[str, Prepared]]:
+    """Every case's trees and daemon, the daemons started together (their start-ups overlap)."""
+    with tempfile.TemporaryDirectory(prefix="ssegrade-daemon-contract-") as folder:
+        root = Path(folder)
+        root.chmod(0o755)
+        prepared: dict[str, Prepared] = {}
+        try:
+            prepared = _prepare(root, CASES)
+            yield prepared
+        finally:
+            for each in prepared.values():
+                each.daemon.cleanup()
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="ssegrade-daemon-contract-") as folder:
+        Path(folder).chmod(0o755)
+        yield Path(folder)
+
+
+def _change(made: RealTask, twin: Path, scenario: Scenario) -> None:
+    if scenario.changed:
+        made.set_value("fixed")
+        (twin / "lib.sh").write_text("VALUE=fixed\n")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.scenario.name for c in CASES])
+def test_embedded_and_daemon_grades_are_identical(case: Case, cases: dict[str, Prepared]) -> None:
+    ready = cases[case.scenario.name]
+    made, twin, task, remote_results = ready.made, ready.twin, ready.task, ready.remote_results
+    _change(made, twin, case.scenario)
+    _embedded(made, task, case.timeout, case.script_timeout)
+    evaluate_through_daemon(
+        ready.daemon.admin,
+        task,
+        made.task,
+        twin,
+        remote_results,
+        timeout=case.timeout,
+        script_timeout=case.script_timeout,
+        runtime=RuntimeResult(),
+        say=lambda _: None,
+    )
+    embedded = (made.results / "result.json").read_bytes()
+    remote = (remote_results / "result.json").read_bytes()
+    assert json.loads(remote) == json.loads(embedded)  # the readable difference first
+    assert remote == embedded
+    assert (remote_results / "final.patch").read_bytes() == (
+        made.results / "final.patch"
+    ).read_bytes()
+    assert (remote_results / "commits.log").read_bytes() == (
+        made.results / "commits.log"
+    ).read_bytes()
+    assert _checks(remote_results) == _checks(made.results)
+    assert (remote_results / "source.tar.gz").exists()
+    patch_result = json.loads(embedded)["patch_result"]
+    if case.hang == "build.sh":
+        assert patch_result["error_msg"] == "Timeout (3s)"
+    if case.hang == "test.sh":
+        assert (patch_result["func_test_success"], patch_result["status"]) == (False, "failed")
+
+
+def test_evaluate_command_with_daemon(workdir: Path) -> None:
+    """`ssegrade evaluate --daemon ADMIN_SOCKET` writes the same documents as without it."""
+    scenario = next(s for s in SCENARIOS if s.name == "second poc triggers")
+    made, twin, _ = _twins(workdir, Case(scenario))
+    remote_results = workdir / "daemon-results"
+    command = [sys.executable, "-c", "from interpreters.cli import main; main()", "evaluate"]
+    with running_daemon(made.task, twin, remote_results) as daemon:
+        _change(made, twin, scenario)
+        local = subprocess.run(
+            [
+                *command,
+                "--task",
+                str(made.task),
+                "--source",
+                str(made.source),
+                "--baseline",
+                str(made.baseline),
+                "--results",
+                str(made.results),
+            ],
+            cwd=TOP,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        remote = subprocess.run(
+            [
+                *command,
+                "--task",
+                str(made.task),
+                "--source",
+                str(twin),
+                "--results",
+                str(remote_results),
+                "--daemon",
+                str(daemon.admin),
+            ],
+            cwd=TOP,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        wrong = subprocess.run(
+            [
+                *command,
+                "--task",
+                str(made.task),
+                "--source",
+                str(twin),
+                "--results",
+                str(workdir / "elsewhere"),
+                "--daemon",
+                str(daemon.agent),
+            ],
+            cwd=TOP,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert local.returncode == remote.returncode == 0, (local.stderr, remote.stderr)
+    assert remote.stdout == local.stdout == f"failed: PoC failed: {made.task}/pocs/poc2.bin\n"
+    assert (remote_results / "result.json").read_bytes() == (
+        made.results / "result.json"
+    ).read_bytes()
+    assert (remote_results / "final.patch").read_bytes() == (
+        made.results / "final.patch"
+    ).read_bytes()
+    assert "poc" in remote.stderr
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines() == [
+        f"ssegrade: error: {daemon.agent} is an agent-facing socket: grading needs the admin socket"
+    ]
+    assert not (workdir / "elsewhere" / "result.json").exists()
+
+
+def test_evaluate_with_a_missing_daemon_is_bad_input(workdir: Path) -> None:
+    made = make_task(workdir)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from interpreters.cli import main; main()",
+            "evaluate",
+            "--task",
+            str(made.task),
+            "--source",
+            str(made.source),
+            "--results",
+            str(made.results),
+            "--daemon",
+            str(workdir / "nothing.sock"),
+        ],
+        cwd=TOP,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("ssegrade: error: GET /project: cannot reach the daemon at")

@@ -1,0 +1,157 @@
+"""`ssegrade test-patch` end to end: the bundled example task behind a real daemon.
+
+The agent's tree is `examples/tlv/project` set up as `examples/demo.sh` does (a git repository
+with one commit, beside a copy of `examples/tlv/task`); the preview runs on it through the
+agent-facing socket at levels 0 and 2, before and after the reference fix, and a long failing
+log is written whole to `--log-dir`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ssegrade.preview import INTERNAL_FAILURE
+from tests.realtask import git, make_task
+from tests.test_daemon import TOP, RunningDaemon, running_daemon
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = TOP / "examples" / "tlv"
+
+
+@pytest.fixture
+def tlv() -> Iterator[Path]:
+    """A copy of the example task and of its project, the project committed once."""
+    with tempfile.TemporaryDirectory(prefix="ssegrade-test-patch-") as folder:
+        root = Path(folder)
+        root.chmod(0o755)
+        shutil.copytree(EXAMPLE / "task", root / "task")
+        shutil.copytree(
+            EXAMPLE / "project",
+            root / "project",
+            ignore=shutil.ignore_patterns("__pycache__", "build"),
+        )
+        git(root / "project", "init", "-q", "-b", "main")
+        git(root / "project", "add", "-A")
+        git(root / "project", "commit", "-q", "-m", "Initial commit")
+        yield root
+
+
+def run_test_patch(daemon: RunningDaemon, log_dir: Path) -> subprocess.CompletedProcess[str]:
+    """Run `ssegrade test-patch` against the daemon's agent-facing socket."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from interpreters.cli import main; main()",
+            "test-patch",
+            "--socket",
+            str(daemon.agent),
+            "--log-dir",
+            str(log_dir),
+        ],
+        cwd=TOP,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_level_0_unfixed_then_fixed(tlv: Path) -> None:
+    with running_daemon(tlv / "task", tlv / "project", tlv / "results", level="0") as daemon:
+        before = run_test_patch(daemon, tlv / "logs")
+        git(tlv / "project", "apply", str(tlv / "task" / "fix.diff"))
+        after = run_test_patch(daemon, tlv / "logs")
+    assert before.returncode == 1, before.stderr
+    sections = before.stdout.rstrip("\n").split("\n\n")
+    assert sections[0] == (
+        "test_patch result: FAILED. At least one proof of concept still triggers the "
+        "vulnerability. Please reassess whether your patch fixes it."
+    )
+    assert sections[1] == (
+        "Checks:\n"
+        "- build: passed\n"
+        "- PoCs: FAILED (passed 0 of 2; stopped at the first that still triggers the bug)\n"
+        "- intent tests: FAILED\n"
+        "- functional tests: passed"
+    )
+    assert sections[2].startswith("Full log (PoCs):\n")
+    assert "IndexError" in before.stdout
+    assert "run.sh: CRASH" in before.stdout
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert after.stdout == (
+        "test_patch result: every check passed.\n\n"
+        "Checks:\n"
+        "- build: passed\n"
+        "- PoCs: passed (2 of 2)\n"
+        "- intent tests: passed\n"
+        "- functional tests: not run (covered by the intent tests)\n"
+    )
+    assert after.stderr == ""
+    assert not (tlv / "results" / "result.json").exists()  # a preview is never a grade
+
+
+def test_level_2_runs_build_and_functional_tests_only(tlv: Path) -> None:
+    with running_daemon(tlv / "task", tlv / "project", tlv / "results", level="2") as daemon:
+        done = run_test_patch(daemon, tlv / "logs")
+        log = daemon.output()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == (
+        "test_patch result: every check that ran passed.\n\n"
+        "Checks:\n"
+        "- build: passed\n"
+        "- functional tests: passed\n\n"
+        "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is "
+        "reported about them. Without the PoCs, this result does not show whether the "
+        "vulnerability is fixed.\n"
+    )
+    assert "run_poc" not in log
+    assert "intent_test" not in log
+
+
+def test_a_long_log_is_written_whole_to_the_log_folder(tmp_path: Path) -> None:
+    made = make_task(tmp_path)
+    made.script("build.sh", '#!/bin/sh\nfor i in $(seq 12000); do echo "word$i"; done\nexit 2\n')
+    with running_daemon(made.task, made.source, made.results, level="3") as daemon:
+        done = run_test_patch(daemon, tmp_path / "logs")
+    assert done.returncode == 1
+    assert done.stdout.startswith("test_patch result: FAILED. The project does not build")
+    assert "Truncated log (build):\n" in done.stdout
+    saved = sorted((tmp_path / "logs").iterdir())
+    assert len(saved) == 1
+    assert saved[0].name.startswith("test_patch-build-")
+    assert done.stdout.rstrip("\n").endswith(f"Full log available at {saved[0]}")
+    words = saved[0].read_text().split()
+    assert words[0] == "word1"
+    assert words[-1] == "word12000"
+
+
+def test_unreachable_daemon_is_an_internal_failure(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from interpreters.cli import main; main()",
+            "test-patch",
+            "--socket",
+            str(tmp_path / "none.sock"),
+        ],
+        cwd=TOP,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == INTERNAL_FAILURE + "\n"
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("test-patch: GET /capabilities: cannot reach the daemon at")
