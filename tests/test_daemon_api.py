@@ -450,3 +450,44 @@ def test_served_routes_and_methods_match_the_document(listener: str) -> None:
                 assert reply.status_code == 405, (path, method)
     assert client.get("/openapi.json").status_code == 404
     assert client.get("/docs").status_code == 404
+
+
+def test_every_documented_status_is_served() -> None:
+    """Each (path, method, status) of `docs/openapi.json` is answered by some request, and
+    nothing else: the document lists exactly the statuses the routes give."""
+    made = make_api(LEVELS[2])
+    seen: set[tuple[str, str, int]] = set()
+
+    def expect(listener: str, method: str, target: str, status: int, **body: object) -> None:
+        reply = made.client(listener).request(method, target, json=body or None)
+        assert reply.status_code == status, (listener, method, target, reply.text)
+        seen.add((target.split("?", maxsplit=1)[0], method, status))
+
+    for path in ("/version", "/project", "/capabilities", "/diff", "/files"):
+        expect("agent", "GET", path, 200)
+    expect("agent", "GET", "/result", 404)
+    expect("agent", "GET", "/final_diff", 404)
+    expect("agent", "POST", "/tool/bencher?action=build", 200)
+    expect("agent", "POST", "/tool/bencher?action=run_poc", 403, poc="pocs/a.bin")
+    expect("admin", "POST", "/tool/bencher?action=run_poc", 400, poc="../a.bin")
+    expect("agent", "POST", "/prepare_grading", 403)
+    expect("admin", "POST", "/prepare_grading", 200)
+    expect("agent", "GET", "/final_diff", 200)
+    expect("agent", "GET", "/reference/patch", 403)
+    expect("admin", "GET", "/reference/patch", 200)
+    made.backend.reference = None
+    expect("admin", "GET", "/reference/patch", 404)
+    made.backend.graded.artifacts["result.json"] = b'{"patch_result":{"status":"error"}}'
+    expect("agent", "GET", "/result", 200)
+    expect("agent", "POST", "/admin/agent_exited", 403)
+    expect("admin", "POST", "/admin/agent_exited", 200)
+    expect("agent", "GET", "/diff", 403)
+    expect("agent", "GET", "/files", 403)
+    made.service.stopping = True
+    expect("admin", "POST", "/tool/bencher?action=build", 503)
+    documented = {
+        (path, method, status)
+        for (path, method), statuses in documented_operations().items()
+        for status in statuses
+    }
+    assert seen == documented
