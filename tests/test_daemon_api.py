@@ -58,6 +58,7 @@ class FakeBackend:
     limits: list[float] = field(default_factory=list)
     begun: int = 0
     aborted: int = 0
+    unreadable: set[str] = field(default_factory=set)
 
     def agent_system(self, limit: float) -> Interpreter:
         self.limits.append(limit)
@@ -77,6 +78,8 @@ class FakeBackend:
         return Success(self.live.patch)
 
     def results_file(self, name: str) -> bytes | None:
+        if name in self.unreadable:
+            raise PermissionError(f"cannot read {name}")
         return self.graded.artifacts.get(name)
 
     def reference_patch(self) -> bytes | None:
@@ -91,7 +94,7 @@ class InProcess:
 
     def request(self, method: str, path: str, **kwargs: object) -> httpx.Response:
         async def send() -> httpx.Response:
-            transport = httpx.ASGITransport(app=self.app)
+            transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)
             async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
                 return await client.request(method, path, **kwargs)  # type: ignore[arg-type]
 
@@ -491,3 +494,11 @@ def test_every_documented_status_is_served() -> None:
         for status in statuses
     }
     assert seen == documented
+
+
+def test_a_failure_of_the_daemon_is_a_500_error_body(api: Api) -> None:
+    api.backend.unreadable.add("result.json")
+    reply = api.agent.get("/result")
+    assert reply.status_code == 500
+    assert reply.json() == {"error": "internal error: PermissionError: cannot read result.json"}
+    assert api.agent.get("/version").status_code == 200

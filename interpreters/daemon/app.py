@@ -5,7 +5,7 @@ Interpreter layer. One app per listener: the same routes everywhere, the listene
 `ssegrade.api`, so the OpenAPI document (`openapi_document`, published as `docs/openapi.json`)
 is generated from them. Every error is `{"error": "<message>"}`: 400 for a request the API
 cannot take (malformed body, unknown action, bad PoC), 403 for one it forbids, 404 for a document
-that does not exist yet, 503 while the daemon stops.
+that does not exist yet, 503 while the daemon stops, 500 when the daemon itself failed.
 
 Handlers are plain functions: FastAPI runs them in worker threads, and `Service` serialises the
 work.
@@ -183,6 +183,10 @@ def _http_error(_request: Request, exc: Exception) -> Response:
     return _error(exc.status_code, str(exc.detail))
 
 
+def _failed(_request: Request, exc: Exception) -> Response:
+    return _error(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
 def create_app(service: Service | None, listener: Listener) -> FastAPI:
     """The API app of one listener (`service` None: only to generate the OpenAPI document)."""
     app = FastAPI(
@@ -199,6 +203,7 @@ def create_app(service: Service | None, listener: Listener) -> FastAPI:
     app.add_exception_handler(Refused, _refused)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _failed)
     return app
 
 
