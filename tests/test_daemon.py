@@ -342,6 +342,31 @@ def test_agent_phase_then_agent_exited(workdir: Path, daemons: list[RunningDaemo
     assert "the agent exited" in running.output()
 
 
+def test_agent_exited_aborts_the_agent_action_in_flight(
+    workdir: Path, daemons: list[RunningDaemon]
+) -> None:
+    made = make_task(workdir)
+    made.script("build.sh", "#!/bin/sh\necho started\nsleep 120\n")
+    running = launch(daemons, made)
+    replies: list[httpx.Response] = []
+
+    def build() -> None:
+        with running.http("agent") as agent:
+            replies.append(post_bencher(agent, "build"))
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    time.sleep(1.0)
+    started = time.monotonic()
+    with running.http("admin") as admin:
+        assert admin.post("/admin/agent_exited").status_code == 200
+    thread.join(60)
+    assert time.monotonic() - started < 30
+    assert len(replies) == 1
+    assert replies[0].json()["stdout"] == "started\n"
+    assert replies[0].json()["code"] != 0
+
+
 def test_grading_session_is_fresh_and_applies_once(
     workdir: Path, daemons: list[RunningDaemon]
 ) -> None:

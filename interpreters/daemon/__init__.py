@@ -2,7 +2,7 @@
 and `test-patch`.
 
 Interpreter layer. `service` holds the daemon's behaviour apart from HTTP, `app` the FastAPI
-routes, `server` the listeners and signals, `backend` the real system side, `client` the httpx
-client, `remote` the interpreters that answer effects over the API, `commands` the click
-commands.
+routes, `server` the listeners and signals, `backend` the real system side, `startup` the
+order in which the daemon starts, `client` the httpx client, `remote` the interpreters that
+answer effects over the API, `commands` the click commands and `console` how they speak.
 """
