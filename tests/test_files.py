@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.real.files import archive, atomic_write, fresh_copy, remove_tree
+from interpreters.real.files import _copy_data, archive, atomic_write, fresh_copy, remove_tree
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (chown to another owner)")
@@ -270,3 +270,25 @@ def test_remove_tree_of_a_tree_too_deep_to_walk(tmp_path: Path) -> None:
     finally:
         sys.setrecursionlimit(limit)
     assert not top.exists()
+
+
+@pytest.mark.parametrize(
+    "ways",
+    [
+        {"copy_file_range": True, "sendfile": True},
+        {"copy_file_range": False, "sendfile": True},
+        {"copy_file_range": False, "sendfile": False},
+    ],
+    ids=["copy_file_range", "sendfile", "read-write"],
+)
+def test_every_way_of_copying_data(tmp_path: Path, ways: dict[str, bool]) -> None:
+    data = os.urandom(5 * 1024 * 1024 + 3)
+    (tmp_path / "in").write_bytes(data)
+    src = os.open(tmp_path / "in", os.O_RDONLY)
+    dst = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        _copy_data(src, dst, len(data), dict(ways))
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert (tmp_path / "out").read_bytes() == data

@@ -251,7 +251,7 @@ nohup sleep 302 0.{t} >/dev/null 2>&1 &
 setsid sh -c 'sleep 303 0.{t} & sleep 304 0.{t} &' &
 setsid env -i /bin/sleep 305 0.{t} &
 sh -c 'trap "" HUP TERM; exec sleep 306 0.{t}' &
-for _ in 1 2 3 4 5 6 7 8 9 10; do
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
     [ "$(pgrep -f 0.{t} | wc -l)" -ge 6 ] && break
     sleep 0.1
 done
@@ -273,7 +273,7 @@ def test_nothing_the_script_started_survives(
     bystander = subprocess.Popen(["sleep", "60"])  # ours, not the script's: must survive
     zombies = zombie_children()
     try:
-        result = run(runner, work, tmp_path, LEFTOVERS.format(t=token, last=last), limit=1)
+        result = run(runner, work, tmp_path, LEFTOVERS.format(t=token, last=last), limit=2)
         assert result.stdout == "started 6\n"  # all six were running
         assert not live_with(token)
         assert zombie_children() <= zombies, "left zombies behind"
@@ -299,7 +299,6 @@ def test_kill_session(runner: Runner) -> None:
         ["sleep", "60"], env={**env, SESSION_VAR: other}, start_new_session=True
     )
     try:
-        time.sleep(0.05)  # let exec finish, so that /proc shows the new environment
         assert kill_session(Runner(None, os.getuid(), os.getgid(), isolated=False), session) == 1
         assert mine.wait(timeout=5) == -signal.SIGKILL
         assert theirs.poll() is None

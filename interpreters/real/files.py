@@ -51,31 +51,33 @@ _data_copy = {"copy_file_range": hasattr(os, "copy_file_range"), "sendfile": Tru
 _FALLBACK_ERRNOS = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF}
 
 
-def _copy_data(src: int, dst: int, size: int) -> None:
-    """Copy `size` bytes (then whatever follows, if the file grew) from `src` to `dst`."""
+def _copy_data(src: int, dst: int, size: int, ways: dict[str, bool] = _data_copy) -> None:
+    """Copy the `size` bytes of `src` to `dst` in the best way `ways` still allows."""
+    # Each way below continues from the file offsets the previous one left (all of them move
+    # both offsets), so a fallback half-way copies the rest, not the whole file again.
     done = 0
-    if _data_copy["copy_file_range"]:
+    if ways["copy_file_range"]:
         try:
             while True:
                 n = os.copy_file_range(src, dst, max(_CHUNK, size - done))
                 done += n
-                if n == 0 or done == size:
+                if done >= size or (n == 0 and done):
                     return
-        except OSError as exc:
-            if exc.errno not in _FALLBACK_ERRNOS or done:
-                raise
-            _data_copy["copy_file_range"] = False
-    if _data_copy["sendfile"]:
-        try:
-            while True:
-                n = os.sendfile(dst, src, None, _CHUNK)
-                done += n
                 if n == 0:
-                    return
+                    break  # nothing at all from a non-empty file: some filesystems do that
         except OSError as exc:
-            if exc.errno not in _FALLBACK_ERRNOS or done:
+            if exc.errno not in _FALLBACK_ERRNOS:
                 raise
-            _data_copy["sendfile"] = False
+            ways["copy_file_range"] = False
+    if ways["sendfile"]:
+        try:
+            while os.sendfile(dst, src, None, _CHUNK):
+                pass
+            return
+        except OSError as exc:
+            if exc.errno not in _FALLBACK_ERRNOS:
+                raise
+            ways["sendfile"] = False
     while block := os.read(src, 1 << 20):
         view = memoryview(block)
         while view:
@@ -205,7 +207,8 @@ def fresh_copy(src: Path, dest: Path, owner: tuple[int, int] | None) -> None:
     sockets, FIFOs and devices are skipped; set-uid and set-gid bits are dropped; permission bits
     (exec bits included) and times are kept. With `owner` (`(uid, gid)`, needs root) every copied
     entry belongs to that owner. `src` itself must be a directory, not a symlink to one.
-    Raises `OSError` when the tree cannot be read or the copy cannot be written.
+    Raises `OSError` when the tree cannot be read or the copy cannot be written (`dest` may
+    then hold part of the copy: remove it with `remove_tree`).
     """
     root = os.stat(src, follow_symlinks=False)
     if not stat.S_ISDIR(root.st_mode):
