@@ -77,6 +77,11 @@ class RunningDaemon:
         """What the daemon printed so far."""
         return self.log.read_text(errors="replace")
 
+    def ask_to_stop(self, signum: int = signal.SIGTERM) -> None:
+        """Send `signum` if the daemon still runs."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+
     def stop(self, signum: int = signal.SIGTERM, timeout: float = 60) -> int:
         """Send `signum` and wait for the exit status."""
         for made in self.clients:
@@ -197,6 +202,8 @@ def gate_daemons() -> Iterator[dict[int, RunningDaemon]]:
                 running.wait_ready()
             yield started
         finally:
+            for running in started.values():  # all stop together
+                running.ask_to_stop()
             for running in started.values():
                 running.cleanup()
 

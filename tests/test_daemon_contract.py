@@ -149,6 +149,8 @@ def cases() -> Iterator[dict[str, Prepared]]:
             prepared = _prepare(root, CASES)
             yield prepared
         finally:
+            for each in prepared.values():  # all stop together
+                each.daemon.ask_to_stop()
             for each in prepared.values():
                 each.daemon.cleanup()
 
