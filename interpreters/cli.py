@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import tempfile
-import traceback
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 from returns.pipeline import is_successful
@@ -23,16 +19,26 @@ from rich.console import Console
 from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_patch
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import Runner, resolve_runner
 from interpreters.report_cli import report
-from interpreters.taskfolder import load_task, resolve_source
+from interpreters.setup import (
+    BadInput,
+    Inputs,
+    graded,
+    grading_repo,
+    load_inputs,
+    make_results,
+    repo_option,
+    results_option,
+    runner_option,
+    source_option,
+    task_option,
+    verdict_line,
+)
 from ssegrade import (
     BenchSession,
     EvaluationResult,
     GradeOptions,
-    PatchResult,
     RuntimeResult,
-    Task,
     bencher_interpreter,
     grade,
     result_schema,
@@ -42,16 +48,6 @@ from ssegrade import (
 __all__ = ["cli", "main"]
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class BadInput(click.ClickException):
-    """Input the command cannot work with: printed as one line, exit 2."""
-
-    exit_code = 2
-
-
-class Interrupted(Exception):
-    """SIGTERM or SIGINT arrived while grading."""
 
 
 def _say(message: str) -> None:
@@ -107,20 +103,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 
 
 @cli.command()
-@click.option(
-    "--task",
-    "task_dir",
-    envvar="SSE_BENCH_PATH",
-    default="/ssebench",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Task folder holding config.yaml [env SSE_BENCH_PATH].",
-)
-@click.option(
-    "--source",
-    type=click.Path(path_type=Path),
-    help="The agent's source tree (default: `source` of config.yaml).",
-)
+@task_option
+@source_option
 @click.option(
     "--baseline",
     "baseline_dir",
@@ -128,21 +112,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     type=click.Path(path_type=Path),
     help="Baseline recorded before the agent ran [env SSE_BASELINE].",
 )
-@click.option(
-    "--repo",
-    envvar="SSE_REPO_PATH",
-    type=click.Path(path_type=Path),
-    help="Grading repo to patch [env SSE_REPO_PATH; default /ssebench-repo if it exists, "
-    "else a checkout of the baseline].",
-)
-@click.option(
-    "--results",
-    envvar="SSE_RESULTS",
-    default="/var/lib/ssebench/results",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Results folder [env SSE_RESULTS].",
-)
+@repo_option
+@results_option
 @click.option(
     "--timeout",
     envvar="TIMEOUT",
@@ -158,7 +129,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     callback=_positive,
     help="Time limit of each script, seconds (default: the time left).",
 )
-@click.option("--runner-user", help="User that runs task scripts when root (default sse-runner).")
+@runner_option
 @click.option(
     "--agent-duration",
     envvar="AGENT_DURATION",
@@ -197,56 +168,63 @@ def evaluate(
     Prints one line per finished check on stderr and the verdict on stdout; exits 0 whenever
     result.json was written, whatever the verdict.
     """
-    task_dir = task_dir.absolute()
-    loaded = load_task(task_dir)
-    if not is_successful(loaded):
-        raise BadInput(loaded.failure().message)
-    task = loaded.unwrap()
-    found = resolve_source(task, task_dir, source)
-    if not is_successful(found):
-        raise BadInput(found.failure().message)
-    source = found.unwrap()
-    runner = resolve_runner(runner_user)
-    if not is_successful(runner):
-        raise BadInput(runner.failure().message)
-    who = runner.unwrap()
+    inputs = load_inputs(task_dir, source, runner_user)
     if agent_timeout is None:
         agent_timeout = "SSE_METRIC_AGENT_TIMEOUT" in os.environ
     runtime = _agent_runtime(agent_duration, bool(agent_timeout), agent_exit_code)
-    try:
-        results.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"results folder {results}: {exc.strerror}") from exc
+    results = make_results(results)
     if daemon_socket is not None:
         result = evaluate_through_daemon(
             daemon_socket,
-            task,
-            task_dir,
-            source,
-            results.absolute(),
+            inputs,
+            results,
             timeout=timeout,
             script_timeout=script_timeout,
             runtime=runtime,
             say=_say,
         )
-        patch = result.patch_result
-        click.echo(
-            patch.status if patch.error_msg is None else f"{patch.status}: {patch.error_msg}"
+    else:
+        result = _evaluate_here(
+            inputs, baseline_dir, repo, results, timeout, script_timeout, runtime
         )
-        return
+    click.echo(verdict_line(result))
+
+
+def _evaluate_here(
+    inputs: Inputs,
+    baseline_dir: Path | None,
+    repo: Path | None,
+    results: Path,
+    timeout: int,
+    script_timeout: int | None,
+    runtime: RuntimeResult,
+) -> EvaluationResult:
     scratch = Path(tempfile.mkdtemp(prefix="ssegrade-"))
     scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
     try:
-        base = _baseline(source, baseline_dir, scratch)
-        grading_repo = _grading_repo(repo, base, scratch)
-        if who.note is not None:
-            _say(who.note)
-        places = Places(task_dir, source, base, grading_repo, results.absolute(), scratch / "work")
-        result = _grade(places, who, task, timeout, script_timeout, runtime)
+        base = _baseline(inputs.source, baseline_dir, scratch)
+        places = Places(
+            inputs.task_dir,
+            inputs.source,
+            base,
+            grading_repo(repo, base, scratch),
+            results,
+            scratch / "work",
+        )
+        if inputs.runner.note is not None:
+            _say(inputs.runner.note)
+        task, folder = inputs.task, str(inputs.task_dir)
+
+        def local() -> EvaluationResult:
+            system = LocalSystem(
+                places, inputs.runner, timeout=timeout, script_timeout=script_timeout, say=_say
+            )
+            options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
+            return run(grade(options), bencher_interpreter(BenchSession(task, folder), system))
+
+        return graded(results, runtime, local)
     finally:
         files.remove_tree(scratch)
-    patch = result.patch_result
-    click.echo(patch.status if patch.error_msg is None else f"{patch.status}: {patch.error_msg}")
 
 
 def _baseline(source: Path, given: Path | None, scratch: Path) -> git.Baseline:
@@ -263,64 +241,6 @@ def _baseline(source: Path, given: Path | None, scratch: Path) -> git.Baseline:
     if not is_successful(recorded):
         raise BadInput(recorded.failure().message)
     return recorded.unwrap()
-
-
-def _grading_repo(given: Path | None, base: git.Baseline, scratch: Path) -> Path:
-    if given is None and Path("/ssebench-repo").is_dir():
-        given = Path("/ssebench-repo")
-    if given is not None:
-        if not given.is_dir():
-            raise BadInput(f"grading repo not found: {given}")
-        return given.absolute()
-    checkout = scratch / "repo"
-    made = git.checkout_baseline(base, checkout)
-    if not is_successful(made):
-        raise BadInput(made.failure().message)
-    return checkout
-
-
-def _raise_interrupted(signum: int, _frame: FrameType | None) -> NoReturn:
-    raise Interrupted(f"interrupted by {signal.strsignal(signum) or signum}")
-
-
-def _grade(
-    places: Places,
-    runner: Runner,
-    task: Task,
-    timeout: int,
-    script_timeout: int | None,
-    runtime: RuntimeResult,
-) -> EvaluationResult:
-    previous: dict[signal.Signals, Callable[..., Any] | int | None] = {}
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous[sig] = signal.signal(sig, _raise_interrupted)
-    try:
-        system = LocalSystem(
-            places, runner, timeout=timeout, script_timeout=script_timeout, say=_say
-        )
-        session = BenchSession(task=task, folder=str(places.task))
-        options = GradeOptions(task=task, folder=str(places.task), timeout=timeout, runtime=runtime)
-        try:
-            return run(grade(options), bencher_interpreter(session, system))
-        except Exception as exc:  # noqa: BLE001 - the grade must still be written
-            return _write_fallback(places.results, runtime, exc)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _write_fallback(results: Path, runtime: RuntimeResult, exc: Exception) -> EvaluationResult:
-    patch = PatchResult(
-        status="error",
-        error_msg=f"Exception: {exc}",
-        error_log="".join(traceback.format_exception(exc)),
-    )
-    result = EvaluationResult(patch_result=patch, runtime_result=runtime)
-    try:
-        files.atomic_write(results / "result.json", result.to_json())
-    except OSError as write_error:
-        raise click.ClickException(f"result.json not written: {write_error}") from exc
-    return result
 
 
 cli.add_command(report)

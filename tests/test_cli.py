@@ -239,6 +239,7 @@ def test_background_process_is_gone_after_its_check(task: RealTask) -> None:
             f"#!/bin/sh\n(sleep 300 & echo $! >> {pidfile})\n"
             f"setsid sh -c 'sleep 301 & echo $! >> {pidfile}; wait' &\n"
             f"nohup sleep 302 > /dev/null 2>&1 & echo $! >> {pidfile}\n"
+            f'while [ "$(wc -l < {pidfile})" -lt 3 ]; do sleep 0.05; done\n'
             "echo built > out.txt\n",
         )
         evaluate(task)

@@ -25,6 +25,7 @@ from interpreters.daemon.commands import evaluate_through_daemon
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
+from interpreters.setup import Inputs
 from interpreters.taskfolder import load_task
 from ssegrade import (
     BenchSession,
@@ -174,11 +175,10 @@ def test_embedded_and_daemon_grades_are_identical(case: Case, cases: dict[str, P
     made, twin, task, remote_results = ready.made, ready.twin, ready.task, ready.remote_results
     _change(made, twin, case.scenario)
     _embedded(made, task, case.timeout, case.script_timeout)
+    runner = resolve_runner(None).unwrap()
     evaluate_through_daemon(
         ready.daemon.admin,
-        task,
-        made.task,
-        twin,
+        Inputs(task, made.task, twin, runner),
         remote_results,
         timeout=case.timeout,
         script_timeout=case.script_timeout,

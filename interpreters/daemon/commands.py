@@ -9,25 +9,30 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any, NoReturn
 
 import click
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from interpreters.daemon.console import Unusable
-from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading, ResultsWriter
-from interpreters.real import files
+from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
+from interpreters.real.local import ResultsWriter
+from interpreters.setup import (
+    BadInput,
+    Inputs,
+    graded,
+    repo_option,
+    results_option,
+    runner_option,
+    source_option,
+    task_option,
+)
 from ssegrade.difficulty import LEVELS
 from ssegrade.preview import INTERNAL_FAILURE, preview
 from ssegrade.program import GradeOptions, grade
-from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
+from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import run
 from ssegrade.task import Task
 
@@ -60,35 +65,10 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
 
 
 @click.command("daemon")
-@click.option(
-    "--task",
-    "task_dir",
-    envvar="SSE_BENCH_PATH",
-    default="/ssebench",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Task folder holding config.yaml [env SSE_BENCH_PATH].",
-)
-@click.option(
-    "--source",
-    type=click.Path(path_type=Path),
-    help="The agent's source tree (default: `source` of config.yaml).",
-)
-@click.option(
-    "--repo",
-    envvar="SSE_REPO_PATH",
-    type=click.Path(path_type=Path),
-    help="Grading repo [env SSE_REPO_PATH; default /ssebench-repo if it exists, "
-    "else a checkout of the baseline].",
-)
-@click.option(
-    "--results",
-    envvar="SSE_RESULTS",
-    default="/var/lib/ssebench/results",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Results folder [env SSE_RESULTS].",
-)
+@task_option
+@source_option
+@repo_option
+@results_option
 @click.option(
     "--agent-socket",
     envvar="SSE_DAEMON_SOCKET",
@@ -128,7 +108,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
     callback=_positive,
     help="Longest an agent's script may run, seconds; the evaluator sets its own.",
 )
-@click.option("--runner-user", help="User that runs task scripts when root (default sse-runner).")
+@runner_option
 @click.option("--openapi", is_flag=True, help="Print the OpenAPI document of the API and exit.")
 def daemon(
     *,
@@ -175,31 +155,21 @@ def daemon(
 # ---------------------------------------------------------------------------- evaluate --daemon
 
 
-class _Interrupted(Exception):
-    """SIGTERM or SIGINT arrived while grading through the daemon."""
-
-
-def _raise_interrupted(signum: int, _frame: FrameType | None) -> NoReturn:
-    raise _Interrupted(f"interrupted by {signal.Signals(signum).name}")
-
-
 def _preflight(client: DaemonClient, task: Task) -> None:
     try:
         project = client.project()
         asked = client.capabilities()
     except DaemonError as exc:
-        raise Unusable(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     if project.id != task.id:
-        raise Unusable(f"the daemon at {client.where} serves task {project.id!r}, not {task.id!r}")
+        raise BadInput(f"the daemon at {client.where} serves task {project.id!r}, not {task.id!r}")
     if asked.listener != "admin":
-        raise Unusable(f"{client.where} is an agent-facing socket: grading needs the admin socket")
+        raise BadInput(f"{client.where} is an agent-facing socket: grading needs the admin socket")
 
 
 def evaluate_through_daemon(
     admin_socket: Path,
-    task: Task,
-    task_dir: Path,
-    source: Path,
+    inputs: Inputs,
     results: Path,
     *,
     timeout: int,
@@ -208,40 +178,19 @@ def evaluate_through_daemon(
     say: Callable[[str], None],
 ) -> EvaluationResult:
     """Grade with the pure grading program, the bencher effects answered by the daemon on
-    `admin_socket`, the others locally (`source` is archived, `results` written).
+    `admin_socket`, the others locally (the source tree is archived, `results` written).
 
     A daemon that cannot be reached, or serves another task, is bad input (`click` error, exit
     2); a failure once grading started ends as an `error` grade, written like any other.
     """
     with DaemonClient(admin_socket) as client:
-        _preflight(client, task)
-        writer = ResultsWriter(source, results, say)
+        _preflight(client, inputs.task)
+        writer = ResultsWriter(inputs.source, results, say)
         interpreter = RemoteGrading(client, writer, timeout=timeout, script_timeout=script_timeout)
-        options = GradeOptions(task=task, folder=str(task_dir), timeout=timeout, runtime=runtime)
-        previous: dict[int, Any] = {}
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, _raise_interrupted)
-        try:
-            return run(grade(options), interpreter)
-        except Exception as exc:  # noqa: BLE001 - the grade must still be written
-            return _write_fallback(results, runtime, exc)
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
-
-
-def _write_fallback(results: Path, runtime: RuntimeResult, exc: Exception) -> EvaluationResult:
-    patch = PatchResult(
-        status="error",
-        error_msg=f"Exception: {exc}",
-        error_log="".join(traceback.format_exception(exc)),
-    )
-    result = EvaluationResult(patch_result=patch, runtime_result=runtime)
-    try:
-        files.atomic_write(results / "result.json", result.to_json())
-    except OSError as write_error:
-        raise click.ClickException(f"result.json not written: {write_error}") from exc
-    return result
+        options = GradeOptions(
+            task=inputs.task, folder=str(inputs.task_dir), timeout=timeout, runtime=runtime
+        )
+        return graded(results, runtime, lambda: run(grade(options), interpreter))
 
 
 # ---------------------------------------------------------------------------- test-patch

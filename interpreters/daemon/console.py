@@ -1,4 +1,4 @@
-"""How the daemon's commands speak: progress lines on stderr, and the one-line failure.
+"""How the daemon speaks: progress lines on stderr, and its version.
 
 Interpreter layer; kept apart so that `commands` (loaded by every `ssegrade` run) and `startup`
 (loaded only by `ssegrade daemon`, with the server libraries) share it.
@@ -10,13 +10,7 @@ from importlib import metadata
 
 import click
 
-__all__ = ["Unusable", "say", "version"]
-
-
-class Unusable(click.ClickException):
-    """Input the command cannot work with: printed as one line, exit 2."""
-
-    exit_code = 2
+__all__ = ["say", "version"]
 
 
 def say(message: str) -> None:

@@ -14,72 +14,31 @@ Interpreter layer.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, assert_never
 
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from interpreters.real import files
-from interpreters.real.local import describe_check
 from ssegrade.api import prepared_result, script_result
 from ssegrade.effects import (
-    Archive,
-    ArchiveError,
     Bench,
-    CheckFinished,
     Effect,
-    Notify,
     PrepareGrading,
     TimeLimitReached,
-    WriteResult,
 )
 from ssegrade.preview import SpillLog
 
-__all__ = ["PreviewInterpreter", "RemoteGrading", "ResultsWriter"]
+__all__ = ["PreviewInterpreter", "RemoteGrading"]
 
 _REPLY_GRACE = 300.0
 """Seconds a reply may take beyond the script's limit (the copy of the project, the clean-up)."""
-
-
-@dataclass
-class ResultsWriter:
-    """Answers the grading effects that stay with the evaluator: the archive of the source tree,
-    `checks.jsonl` and progress lines, notes, and `result.json`."""
-
-    source: Path
-    results: Path
-    say: Callable[[str], None] = print
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
-        match effect:
-            case Archive():
-                archived = files.archive(self.source, self.results / "source.tar.gz")
-                if isinstance(archived, Success):
-                    return Success(None)
-                return Failure(ArchiveError(archived.failure()))
-            case CheckFinished(record=record):
-                line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
-                with (self.results / "checks.jsonl").open("a") as out:
-                    out.write(line)
-                self.say(describe_check(record))
-                return None
-            case Notify(message=message):
-                self.say(message)
-                return None
-            case WriteResult(result=result):
-                files.atomic_write(self.results / "result.json", result.to_json())
-                return None
-            case _:
-                raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 from returns.result import Failure
 
 from interpreters.daemon.backend import LocalBackend
-from interpreters.daemon.console import Unusable, say, version
+from interpreters.daemon.console import say, version
 from interpreters.daemon.server import (
     Listening,
     SocketError,
@@ -31,8 +31,7 @@ from interpreters.daemon.server import (
 from interpreters.daemon.service import Service
 from interpreters.real import files, git
 from interpreters.real.local import Places
-from interpreters.real.runner import resolve_runner
-from interpreters.taskfolder import load_task, resolve_source
+from interpreters.setup import BadInput, grading_repo, load_inputs, make_results
 from ssegrade.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
@@ -58,30 +57,16 @@ def _baseline(source: Path, given: Path | None, state: Path) -> git.Baseline:
     if given is not None and given.is_dir() and any(given.iterdir()):
         loaded = git.load_baseline(given)
         if isinstance(loaded, Failure):
-            raise Unusable(loaded.failure().message)
+            raise BadInput(loaded.failure().message)
         say(f"baseline loaded from {given} (recorded by an earlier start)")
         return loaded.unwrap()
     into = given if given is not None else state / "baseline"
     recorded = git.record_baseline(source, into)
     if isinstance(recorded, Failure):
-        raise Unusable(recorded.failure().message)
+        raise BadInput(recorded.failure().message)
     base = recorded.unwrap()
     say(f"baseline recorded: commit {base.commit}")
     return base
-
-
-def _grading_repo(given: Path | None, base: git.Baseline, state: Path) -> Path:
-    if given is None and Path("/ssebench-repo").is_dir():
-        given = Path("/ssebench-repo")
-    if given is not None:
-        if not given.is_dir():
-            raise Unusable(f"grading repo not found: {given}")
-        return given.absolute()
-    checkout = state / "repo"
-    made = git.checkout_baseline(base, checkout)
-    if isinstance(made, Failure):
-        raise Unusable(made.failure().message)
-    return checkout
 
 
 def _listeners(agent: Path, admin: Path, port: int | None) -> list[Listening]:
@@ -95,50 +80,35 @@ def _listeners(agent: Path, admin: Path, port: int | None) -> list[Listening]:
         for item in bound:
             item.sock.close()
             remove_socket(item.path)
-        raise Unusable(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     return bound
 
 
 def run_daemon(settings: Settings) -> None:
     """Check the input, record the baseline, then serve until SIGTERM or SIGINT.
 
-    Bad input raises `Unusable` (one line, exit 2) before anything is recorded or bound.
+    Bad input raises `BadInput` (one line, exit 2) before anything is recorded or bound.
     """
     level = parse_difficulty(os.environ.get("SSE_DIFFICULTY"))
     if isinstance(level, Failure):
-        raise Unusable(level.failure())
-    task_dir = settings.task_dir.absolute()
-    loaded = load_task(task_dir)
-    if isinstance(loaded, Failure):
-        raise Unusable(loaded.failure().message)
-    task = loaded.unwrap()
-    found = resolve_source(task, task_dir, settings.source)
-    if isinstance(found, Failure):
-        raise Unusable(found.failure().message)
-    source = found.unwrap()
-    runner = resolve_runner(settings.runner_user)
-    if isinstance(runner, Failure):
-        raise Unusable(runner.failure().message)
-    who = runner.unwrap()
+        raise BadInput(level.failure())
+    inputs = load_inputs(settings.task_dir, settings.source, settings.runner_user)
+    task, task_dir, source, who = inputs.task, inputs.task_dir, inputs.source, inputs.runner
     agent_socket = settings.agent_socket.absolute()
     admin_socket = settings.admin_socket.absolute()
     if agent_socket == admin_socket:
-        raise Unusable("the agent-facing and admin sockets must be different paths")
-    results = settings.results.absolute()
-    try:
-        results.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Unusable(f"results folder {results}: {exc.strerror}") from exc
+        raise BadInput("the agent-facing and admin sockets must be different paths")
+    results = make_results(settings.results)
     try:
         check_admin_folder(admin_socket)
     except SocketError as exc:
-        raise Unusable(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     state = Path(tempfile.mkdtemp(prefix="ssegrade-daemon-"))
     try:
         state.chmod(0o711)  # the runner must reach its scratch folder below, and nothing else
         base = _baseline(source, settings.baseline_dir, state)
-        grading_repo = _grading_repo(settings.repo, base, state)
-        places = Places(task_dir, source, base, grading_repo, results, state / "scratch")
+        repo = grading_repo(settings.repo, base, state)
+        places = Places(task_dir, source, base, repo, results, state / "scratch")
         reference = task_dir / task.files.patch if task.files.patch else None
         service = Service(
             task=task,

@@ -47,7 +47,7 @@ from ssegrade import (
     WriteResult,
 )
 
-__all__ = ["LocalSystem", "Places", "describe_check"]
+__all__ = ["LocalSystem", "Places", "ResultsWriter", "describe_check"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,44 @@ def describe_check(record: CheckRecord) -> str:
     return f"{name}: {verdict}{how} ({record.seconds:.1f}s{code})"
 
 
+Reported = Archive | CheckFinished | Notify | WriteResult
+
+
+@dataclass(slots=True)
+class ResultsWriter:
+    """Answers the grading effects that stay with the evaluator: the archive of the source tree,
+    `checks.jsonl` and progress lines, notes, and `result.json`."""
+
+    source: Path
+    results: Path
+    say: Callable[[str], None] = print
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
+        if not isinstance(effect, Reported):
+            raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
+        match effect:
+            case Archive():
+                archived = files.archive(self.source, self.results / "source.tar.gz")
+                if is_successful(archived):
+                    return Success(None)
+                return Failure(ArchiveError(archived.failure()))
+            case CheckFinished(record=record):
+                line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
+                with (self.results / "checks.jsonl").open("a") as out:
+                    out.write(line)
+                self.say(describe_check(record))
+                return None
+            case Notify(message=message):
+                self.say(message)
+                return None
+            case WriteResult(result=result):
+                files.atomic_write(self.results / "result.json", result.to_json())
+                return None
+            case _:
+                assert_never(effect)
+
+
 @dataclass(slots=True)
 class LocalSystem:
     """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
@@ -87,9 +125,11 @@ class LocalSystem:
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
+    _writer: ResultsWriter = field(init=False)
 
     def __post_init__(self) -> None:
         self.deadline = self.clock() + self.timeout
+        self._writer = ResultsWriter(self.places.source, self.places.results, self.say)
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
         self.places.scratch.chmod(0o711)
@@ -172,23 +212,8 @@ class LocalSystem:
             case Discard(workspace=workspace):
                 files.remove_tree(Path(workspace.path))
                 return None
-            case Archive():
-                archived = files.archive(self.places.source, self.places.results / "source.tar.gz")
-                if is_successful(archived):
-                    return Success(None)
-                return Failure(ArchiveError(archived.failure()))
-            case CheckFinished(record=record):
-                line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
-                with (self.places.results / "checks.jsonl").open("a") as out:
-                    out.write(line)
-                self.say(describe_check(record))
-                return None
-            case Notify(message=message):
-                self.say(message)
-                return None
-            case WriteResult(result=result):
-                files.atomic_write(self.places.results / "result.json", result.to_json())
-                return None
+            case Archive() | CheckFinished() | Notify() | WriteResult():
+                return self._writer(effect)
             case _:
                 assert_never(effect)
 

@@ -1,0 +1,208 @@
+"""What `ssegrade evaluate` and `ssegrade daemon` both do before and around grading: shared
+options, loading the task, the grading repo, and writing a result whatever happens.
+
+Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn, TypeVar
+
+import click
+from returns.pipeline import is_successful
+
+from interpreters.real import files, git
+from interpreters.real.runner import Runner, resolve_runner
+from interpreters.taskfolder import load_task, resolve_source
+from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Task
+
+__all__ = [
+    "BadInput",
+    "Inputs",
+    "Interrupted",
+    "graded",
+    "grading_repo",
+    "load_inputs",
+    "make_results",
+    "repo_option",
+    "results_option",
+    "runner_option",
+    "source_option",
+    "task_option",
+    "verdict_line",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class BadInput(click.ClickException):
+    """Input a command cannot work with: printed as one line, exit 2."""
+
+    exit_code = 2
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGINT arrived while grading."""
+
+
+# ---------------------------------------------------------------------------- shared options
+
+
+def task_option(command: F) -> F:
+    """`--task DIR` [env SSE_BENCH_PATH, default /ssebench]."""
+    return click.option(
+        "--task",
+        "task_dir",
+        envvar="SSE_BENCH_PATH",
+        default="/ssebench",
+        show_default=True,
+        type=click.Path(path_type=Path),
+        help="Task folder holding config.yaml [env SSE_BENCH_PATH].",
+    )(command)
+
+
+def source_option(command: F) -> F:
+    """`--source DIR` (default: `source` of config.yaml)."""
+    return click.option(
+        "--source",
+        type=click.Path(path_type=Path),
+        help="The agent's source tree (default: `source` of config.yaml).",
+    )(command)
+
+
+def repo_option(command: F) -> F:
+    """`--repo DIR` [env SSE_REPO_PATH]."""
+    return click.option(
+        "--repo",
+        envvar="SSE_REPO_PATH",
+        type=click.Path(path_type=Path),
+        help="Grading repo to patch [env SSE_REPO_PATH; default /ssebench-repo if it exists, "
+        "else a checkout of the baseline].",
+    )(command)
+
+
+def results_option(command: F) -> F:
+    """`--results DIR` [env SSE_RESULTS, default /var/lib/ssebench/results]."""
+    return click.option(
+        "--results",
+        envvar="SSE_RESULTS",
+        default="/var/lib/ssebench/results",
+        show_default=True,
+        type=click.Path(path_type=Path),
+        help="Results folder [env SSE_RESULTS].",
+    )(command)
+
+
+def runner_option(command: F) -> F:
+    """`--runner-user NAME`."""
+    return click.option(
+        "--runner-user", help="User that runs task scripts when root (default sse-runner)."
+    )(command)
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """A task checked on disk, its folder, the agent's source tree and who runs scripts."""
+
+    task: Task
+    task_dir: Path
+    source: Path
+    runner: Runner
+
+
+def load_inputs(task_dir: Path, source: Path | None, runner_user: str | None) -> Inputs:
+    """Load and check the task, find the source tree, choose the runner; `BadInput` if not."""
+    task_dir = task_dir.absolute()
+    loaded = load_task(task_dir)
+    if not is_successful(loaded):
+        raise BadInput(loaded.failure().message)
+    task = loaded.unwrap()
+    found = resolve_source(task, task_dir, source)
+    if not is_successful(found):
+        raise BadInput(found.failure().message)
+    runner = resolve_runner(runner_user)
+    if not is_successful(runner):
+        raise BadInput(runner.failure().message)
+    return Inputs(task, task_dir, found.unwrap(), runner.unwrap())
+
+
+def make_results(results: Path) -> Path:
+    """Create the results folder if needed; its absolute path."""
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"results folder {results}: {exc.strerror}") from exc
+    return results.absolute()
+
+
+def grading_repo(given: Path | None, base: git.Baseline, scratch: Path) -> Path:
+    """The repo to patch: `given`, else `/ssebench-repo` if it exists, else a checkout of the
+    baseline in `scratch`."""
+    if given is None and Path("/ssebench-repo").is_dir():
+        given = Path("/ssebench-repo")
+    if given is not None:
+        if not given.is_dir():
+            raise BadInput(f"grading repo not found: {given}")
+        return given.absolute()
+    checkout = scratch / "repo"
+    made = git.checkout_baseline(base, checkout)
+    if not is_successful(made):
+        raise BadInput(made.failure().message)
+    return checkout
+
+
+# ---------------------------------------------------------------------------- grading
+
+
+def _raise_interrupted(signum: int, _frame: FrameType | None) -> NoReturn:
+    raise Interrupted(f"interrupted by {signal.strsignal(signum) or signum}")
+
+
+@contextmanager
+def _interrupts_raise() -> Iterator[None]:
+    previous = {
+        sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def graded(
+    results: Path, runtime: RuntimeResult, grade: Callable[[], EvaluationResult]
+) -> EvaluationResult:
+    """Run `grade`; SIGTERM/SIGINT become exceptions the grading program turns into an `error`
+    grade, and whatever escapes it still leaves an `error` result.json behind."""
+    with _interrupts_raise():
+        try:
+            return grade()
+        except Exception as exc:  # noqa: BLE001 - the grade must still be written
+            patch = PatchResult(
+                status="error",
+                error_msg=f"Exception: {exc}",
+                error_log="".join(traceback.format_exception(exc)),
+            )
+            result = EvaluationResult(patch_result=patch, runtime_result=runtime)
+            try:
+                files.atomic_write(results / "result.json", result.to_json())
+            except OSError as write_error:
+                raise click.ClickException(f"result.json not written: {write_error}") from exc
+            return result
+
+
+def verdict_line(result: EvaluationResult) -> str:
+    """What `evaluate` prints on stdout: the status, and the first failure if any."""
+    patch = result.patch_result
+    return patch.status if patch.error_msg is None else f"{patch.status}: {patch.error_msg}"
