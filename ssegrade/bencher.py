@@ -25,6 +25,7 @@ from ssegrade.effects import (
     Effect,
     FreshCopy,
     NewSession,
+    Notify,
     Prepared,
     PrepareError,
     PrepareGrading,
@@ -43,6 +44,7 @@ __all__ = [
     "BenchSession",
     "bench",
     "bencher_interpreter",
+    "gitignore_changes",
     "is_blank",
     "prepare",
     "task_path",
@@ -58,6 +60,22 @@ def task_path(folder: str, path: str) -> str:
     '/elsewhere/run.sh'
     """
     return str(PurePosixPath(folder, path))
+
+
+def gitignore_changes(patch: bytes) -> tuple[str, ...]:
+    """The `.gitignore` files a patch touches: they decide what counts as new, so grading
+    notes them.
+
+    >>> gitignore_changes(b"diff --git a/src/.gitignore b/src/.gitignore\\nindex 1..2\\n")
+    ('src/.gitignore',)
+    """
+    found: list[str] = []
+    for line in patch.split(b"\n"):
+        if line.startswith(b"diff --git a/"):
+            path = line[len(b"diff --git a/") :].rsplit(b" b/", 1)[0].decode("utf-8", "replace")
+            if path == ".gitignore" or path.endswith("/.gitignore"):
+                found.append(path)
+    return tuple(found)
 
 
 def is_blank(patch: bytes) -> bool:
@@ -113,6 +131,8 @@ async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
         return Failure(CaptureError("the captured patch does not reproduce the source tree"))
     await WriteArtifact("final.patch", capture.patch)
     await WriteArtifact("commits.log", capture.commits_log)
+    for path in gitignore_changes(capture.patch):
+        await Notify(f"the patch changes {path}: it decides which new files are left out")
     prepared = Prepared(patch_bytes=len(capture.patch), empty=is_blank(capture.patch))
     if prepared.empty:
         session.prepared = Success(prepared)

@@ -243,3 +243,13 @@ def test_second_prepare_does_not_apply_twice() -> None:
     second = run(prepare(session), world)
     assert first == second
     assert world.applied == 1
+
+
+def test_a_gitignore_change_is_noted() -> None:
+    patch = PATCH + b"diff --git a/.gitignore b/.gitignore\n--- a/.gitignore\n+++ b/.gitignore\n"
+    world = FakeWorld(patch=patch)
+    world.grade(FULL)
+    assert any(".gitignore" in note for note in world.notes)
+    plain = FakeWorld(patch=PATCH)
+    plain.grade(FULL)
+    assert not any(".gitignore" in note for note in plain.notes)

@@ -17,7 +17,7 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import Runner, kill_session
+from interpreters.real.runner import Runner
 from ssegrade.effects import CaptureError
 from ssegrade.run import Interpreter
 
@@ -67,7 +67,7 @@ class LocalBackend:
 
     def begin_grading(self) -> None:
         """Kill the runner's processes, discard the agent phase's scratch, new grading system."""
-        kill_session(self.runner)
+        self.abort()
         files.remove_tree(self.places.scratch / "agent")
         self._agent = None
         self._grading = self._system(
@@ -82,8 +82,10 @@ class LocalBackend:
         return self._grading
 
     def abort(self) -> None:
-        """Kill every process of the runner's session."""
-        kill_session(self.runner)
+        """Kill every process of the runner's sessions."""
+        for system in (self._agent, self._grading):
+            if system is not None:
+                system.stop()
 
     def live_patch(self) -> Result[bytes, CaptureError]:
         """The patch of the live tree, captured exactly as `CaptureTree` does."""

@@ -135,6 +135,10 @@ class LocalSystem:
         self.places.scratch.chmod(0o711)
         self._new_home()
 
+    def stop(self) -> None:
+        """Kill every process of this system's runner session (as root: of the runner)."""
+        kill_session(self.runner, self._token)
+
     # -------------------------------------------------------------- helpers
 
     def _next(self, stem: str) -> Path:
@@ -183,7 +187,7 @@ class LocalSystem:
     def _answer(self, effect: SystemEffect) -> object:
         match effect:
             case NewSession():
-                kill_session(self.runner, self._token)
+                self.stop()
                 self._new_home()
                 return None
             case CaptureTree():
