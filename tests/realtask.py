@@ -7,7 +7,9 @@ every `tests/*.sh`; the hidden diff adds a test that requires `fixed`.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,3 +133,17 @@ def make_task(
     git(source, "add", "-A")
     git(source, "commit", "-q", "-m", "initial")
     return made
+
+
+def ssegrade(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the console script in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-c", "from interpreters.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        check=False,
+    )

@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.realtask import RealTask, git, make_task
+from tests.realtask import RealTask, git, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
-
-
-def ssegrade(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """Run the console script in a subprocess, as a user would."""
-    return subprocess.run(
-        [sys.executable, "-c", "from interpreters.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-        check=False,
-    )
 
 
 def evaluate(t: RealTask, *extra: str, baseline: bool = True) -> subprocess.CompletedProcess[str]:

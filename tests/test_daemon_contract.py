@@ -36,7 +36,7 @@ from ssegrade import (
     grade,
     run,
 )
-from tests.realtask import RealTask, make_task
+from tests.realtask import RealTask, make_task, ssegrade
 from tests.test_contract import SCENARIOS, Scenario, _script_body
 from tests.test_daemon import TOP, RunningDaemon, running_daemon, start_daemon
 
@@ -209,62 +209,40 @@ def test_evaluate_command_with_daemon(workdir: Path) -> None:
     scenario = next(s for s in SCENARIOS if s.name == "second poc triggers")
     made, twin, _ = _twins(workdir, Case(scenario))
     remote_results = workdir / "daemon-results"
-    command = [sys.executable, "-c", "from interpreters.cli import main; main()", "evaluate"]
     with running_daemon(made.task, twin, remote_results) as daemon:
         _change(made, twin, scenario)
-        local = subprocess.run(
-            [
-                *command,
-                "--task",
-                str(made.task),
-                "--source",
-                str(made.source),
-                "--baseline",
-                str(made.baseline),
-                "--results",
-                str(made.results),
-            ],
-            cwd=TOP,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        local = ssegrade(
+            "evaluate",
+            "--task",
+            str(made.task),
+            "--source",
+            str(made.source),
+            "--baseline",
+            str(made.baseline),
+            "--results",
+            str(made.results),
         )
-        remote = subprocess.run(
-            [
-                *command,
-                "--task",
-                str(made.task),
-                "--source",
-                str(twin),
-                "--results",
-                str(remote_results),
-                "--daemon",
-                str(daemon.admin),
-            ],
-            cwd=TOP,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        remote = ssegrade(
+            "evaluate",
+            "--task",
+            str(made.task),
+            "--source",
+            str(twin),
+            "--results",
+            str(remote_results),
+            "--daemon",
+            str(daemon.admin),
         )
-        wrong = subprocess.run(
-            [
-                *command,
-                "--task",
-                str(made.task),
-                "--source",
-                str(twin),
-                "--results",
-                str(workdir / "elsewhere"),
-                "--daemon",
-                str(daemon.agent),
-            ],
-            cwd=TOP,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        wrong = ssegrade(
+            "evaluate",
+            "--task",
+            str(made.task),
+            "--source",
+            str(twin),
+            "--results",
+            str(workdir / "elsewhere"),
+            "--daemon",
+            str(daemon.agent),
         )
     assert local.returncode == remote.returncode == 0, (local.stderr, remote.stderr)
     assert remote.stdout == local.stdout == f"failed: PoC failed: {made.task}/pocs/poc2.bin\n"
