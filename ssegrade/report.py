@@ -33,7 +33,7 @@ from returns.result import Failure, Result, Success
 
 from ssegrade.result import PatchResult, Status, parse_result
 from ssegrade.stats import INTERVAL_NAME, TEST_NAME, mcnemar_exact, wilson
-from ssegrade.task import Check
+from ssegrade.task import Check, checks_of
 
 __all__ = [
     "CHECKS",
@@ -110,16 +110,13 @@ class TaskConfig(_Lenient):
         """
         scripts = self.scripts or _Scripts()
         files = self.files or _Files()
-        has: set[Check] = set()
-        if scripts.build:
-            has.add("build")
-        if scripts.run and files.poc:
-            has.add("poc")
-        if scripts.test:
-            has.add("function_test")
-            if files.future_test:
-                has.add("intent_test")
-        return frozenset(has)
+        return checks_of(
+            build=scripts.build,
+            run=scripts.run,
+            test=scripts.test,
+            pocs=files.poc,
+            future_test=files.future_test,
+        )
 
 
 class RunConfig(_Lenient):

@@ -19,6 +19,7 @@ __all__ = [
     "Check",
     "Task",
     "TaskError",
+    "checks_of",
     "parse_task",
 ]
 
@@ -128,16 +129,13 @@ class Task(_Open):
         ...     "build", "function_test"}
         True
         """
-        has: set[Check] = set()
-        if self.scripts.build:
-            has.add("build")
-        if self.scripts.run and self.files.poc:
-            has.add("poc")
-        if self.scripts.test:
-            has.add("function_test")
-            if self.files.future_test:
-                has.add("intent_test")
-        return frozenset(has)
+        return checks_of(
+            build=self.scripts.build,
+            run=self.scripts.run,
+            test=self.scripts.test,
+            pocs=self.files.poc,
+            future_test=self.files.future_test,
+        )
 
     def named_files(self) -> tuple[tuple[str, str], ...]:
         """Every (key, path) the config names that must exist in the task folder."""
@@ -154,6 +152,32 @@ class Task(_Open):
         if self.files.future_test:
             named.append(("files.future_test", self.files.future_test))
         return tuple(named)
+
+
+def checks_of(
+    *,
+    build: str | None,
+    run: str | None,
+    test: str | None,
+    pocs: tuple[str, ...],
+    future_test: str | None,
+) -> frozenset[Check]:
+    """Which checks a config has (SPEC §2): build ⇔ a build script; poc ⇔ a run script and
+    PoCs; function_test ⇔ a test script; intent_test ⇔ a test script and hidden tests.
+
+    >>> sorted(checks_of(build=None, run="r", test="t", pocs=("p",), future_test=None))
+    ['function_test', 'poc']
+    """
+    has: set[Check] = set()
+    if build:
+        has.add("build")
+    if run and pocs:
+        has.add("poc")
+    if test:
+        has.add("function_test")
+        if future_test:
+            has.add("intent_test")
+    return frozenset(has)
 
 
 def parse_task(data: bytes) -> Result[Task, TaskError]:
