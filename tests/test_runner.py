@@ -419,9 +419,11 @@ def test_as_root_the_default_runner_is_sse_runner() -> None:
 
 
 @needs_root
-def test_as_root_every_runner_process_is_killed(runner: Runner, work: Path, tmp_path: Path) -> None:
-    # Started outside any script, with no marker: only its uid gives it away.
-    stray = subprocess.Popen(
+def test_a_runner_process_outside_the_script_is_never_signalled(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    # Same uid as the script, started outside it: another grading's process, say.
+    outside = subprocess.Popen(
         ["sleep", "60"],
         user=runner.uid,
         group=runner.gid,
@@ -430,13 +432,24 @@ def test_as_root_every_runner_process_is_killed(runner: Runner, work: Path, tmp_
         start_new_session=True,
         stderr=subprocess.DEVNULL,
     )
+    script = "#!/bin/sh\nsetsid sleep 60 >/dev/null 2>&1 &\necho $!\n"
     try:
-        assert run(runner, work, tmp_path, "#!/bin/sh\ntrue\n").passed
-        assert stray.wait(timeout=5) == -signal.SIGKILL
+        done = run(runner, work, tmp_path, script)
+        assert done.passed
+        child = int(done.stdout)
+        assert not _alive(child)
+        assert outside.poll() is None
     finally:
-        if stray.poll() is None:
-            stray.kill()
-            stray.wait()
+        outside.kill()
+        outside.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return stat_file.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
 
 
 def _throwaway_name() -> str:

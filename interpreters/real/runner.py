@@ -11,7 +11,7 @@ runner) run the agent's code, so they are treated as hostile:
 - after every script, whatever its outcome, everything it started is killed: its process
   group and session, every process carrying its run marker, the descendants of those, orphans
   that were handed back to us (this process is a *child subreaper*, so daemons that double-fork
-  come back to us instead of init) and, as root, every process of the runner uid. Zombies are
+  come back to us instead of init). No other process is ever signalled. Zombies are
   reaped. Then the output is read and the log file written.
 """
 
@@ -213,8 +213,8 @@ def kill_session(runner: Runner, session: str | None = None) -> int:
     """Kill every process of a runner session and reap those that are our children.
 
     Kills the processes whose environment carries `session` (any ssegrade session when
-    `None`) and their descendants and, when the runner is isolated, every process of the
-    runner uid. Answers how many processes were found (0: nothing was left running).
+    `None`) and their descendants, and nothing else. Answers how many processes were found
+    (0: nothing was left running).
     """
     marker = None if session is None else f"{SESSION_VAR}={session}".encode()
 
@@ -615,17 +615,6 @@ def _environ(pid: int) -> list[bytes]:
         return []
 
 
-def _uids(pid: int) -> set[int]:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Uid:"):
-                    return {int(field) for field in line.split()[1:]}
-    except (OSError, ValueError):
-        pass
-    return set()
-
-
 def _ancestors(table: dict[int, _Proc]) -> set[int]:
     found = {os.getpid(), 1}
     pid = os.getppid()
@@ -636,31 +625,10 @@ def _ancestors(table: dict[int, _Proc]) -> set[int]:
     return found
 
 
-def _kill_every_process_of(runner: Runner) -> None:
-    """`kill(-1, SIGKILL)` from a helper running as the runner: every runner process at once.
-
-    The kernel blocks forks while it walks the process list, so a fork bomb cannot escape.
-    """
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(
-            ["/bin/sh", "-c", "kill -9 -1"],
-            env=_TOOL_ENV,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            user=runner.uid,
-            group=runner.gid,
-            extra_groups=[],
-            cwd="/",
-            timeout=_SWEEP_SECONDS,
-            check=False,
-        )
-
-
 def _sweep(
     runner: Runner, matches: Callable[[_Proc], bool], *, spare: frozenset[int]
 ) -> tuple[int, list[int]]:
-    """Kill what `matches` (and its descendants; as root, every runner process) until none is
+    """Kill what `matches` (and its descendants) until none is
     left, reaping our zombie children among them, except `spare` and those in our own process
     group: some `Popen` waits for those, and reaping them would make it report exit status 0.
     (A script can never join our process group: it runs in a session of its own.)
@@ -668,25 +636,19 @@ def _sweep(
     Answers how many processes were killed and which ones were still alive at the deadline.
     """
     me, my_group = os.getpid(), os.getpgid(0)
-    by_uid = _isolated(runner)
     table = _processes()
     protected = _ancestors(table)
-    # kill(-1) as the runner would also hit an ancestor of ours that runs as the runner.
-    at_once = by_uid and not any(runner.uid in _uids(pid) for pid in protected if pid != 1)
     killed: set[int] = set()  # killed and not yet reaped
     count: set[int] = set()
     deadline = time.monotonic() + _SWEEP_SECONDS
     delay = 0.001
     while True:
-        if at_once:
-            _kill_every_process_of(runner)
-            table = _processes()
         live: set[int] = set()
         reap: list[int] = []
         for item in table.values():
             if item.pid in protected:
                 continue
-            hit = matches(item) or (by_uid and runner.uid in _uids(item.pid))
+            hit = matches(item)
             if item.zombie:
                 ours = item.ppid == me and item.pid not in spare and item.pgid != my_group
                 if ours and (hit or item.pid in killed):
