@@ -16,6 +16,7 @@ import click
 from returns.pipeline import is_successful
 from rich.console import Console
 
+from interpreters.batch.commands import batch, verify
 from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_patch
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
@@ -246,6 +247,8 @@ def _baseline(source: Path, given: Path | None, scratch: Path) -> git.Baseline:
 cli.add_command(report)
 cli.add_command(daemon)
 cli.add_command(test_patch)
+cli.add_command(verify)
+cli.add_command(batch)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
