@@ -149,7 +149,8 @@ def _problem(key: str, control: Control, seen: bool | None, error: str | None) -
     )
     if control == "reference":
         return f"reference patch fails {what}"
-    return f"{what} {'pass' if seen else 'fail'} {where}"
+    verb = ("passes" if seen else "fails") if key == "build" else ("pass" if seen else "fail")
+    return f"{what} {verb} {where}"
 
 
 def _flaky(key: str, control: Control, seen: Sequence[bool | None]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BadJobs, run_batch
-from ssegrade import EvaluationResult, PatchResult, RuntimeResult, parse_run
+from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status, parse_run
 from ssegrade.report import RunFolder
 from tests.realtask import make_task
 
@@ -38,7 +38,7 @@ def verdict_grade(
     data = patch if isinstance(patch, bytes) else patch.read_bytes()
     if b"crash" in data:
         raise RuntimeError("the grading crashed")
-    status = "passed" if b"fixed" in data else "failed"
+    status: Status = "passed" if b"fixed" in data else "failed"
     result = EvaluationResult(
         patch_result=PatchResult(status=status, build_success=status == "passed"),
         runtime_result=runtime or RuntimeResult(),
