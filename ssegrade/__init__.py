@@ -8,6 +8,7 @@ a `result.json`, parse a task config, or run the grading program with your own i
 'passed'
 """
 
+from ssegrade.batch import Job, JobProblem, Tally, job_digest, parse_jobs, summary_document
 from ssegrade.bencher import BenchSession, bench, bencher_interpreter, is_blank, prepare, task_path
 from ssegrade.difficulty import LEVELS, Level, allowed, parse_difficulty
 from ssegrade.effects import (
@@ -71,6 +72,7 @@ from ssegrade.verdict import (
     bound_log,
     decide,
 )
+from ssegrade.verify import ControlRun, Verification, judge
 
 __all__ = [
     "LEVELS",
@@ -90,6 +92,7 @@ __all__ = [
     "CheckFinished",
     "CheckOutcome",
     "CheckRecord",
+    "ControlRun",
     "Crashed",
     "Discard",
     "Effect",
@@ -100,6 +103,8 @@ __all__ = [
     "GradeOptions",
     "GradingEffect",
     "Interpreter",
+    "Job",
+    "JobProblem",
     "Level",
     "NewSession",
     "Notify",
@@ -122,11 +127,13 @@ __all__ = [
     "Staged",
     "Status",
     "SystemEffect",
+    "Tally",
     "Task",
     "TaskError",
     "TimeLimitReached",
     "TimedOut",
     "Unstage",
+    "Verification",
     "Workspace",
     "WriteArtifact",
     "WriteResult",
@@ -139,8 +146,11 @@ __all__ = [
     "decide",
     "grade",
     "is_blank",
+    "job_digest",
+    "judge",
     "mcnemar_exact",
     "parse_difficulty",
+    "parse_jobs",
     "parse_result",
     "parse_run",
     "parse_task",
@@ -150,6 +160,7 @@ __all__ = [
     "result_schema",
     "run",
     "status_of",
+    "summary_document",
     "task_path",
     "wilson",
 ]
