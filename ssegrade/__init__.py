@@ -15,7 +15,6 @@ from ssegrade.effects import (
     Action,
     ApplyDiff,
     ApplyError,
-    ApplyToRepo,
     Archive,
     ArchiveError,
     Bench,
@@ -23,6 +22,7 @@ from ssegrade.effects import (
     CaptureError,
     CaptureTree,
     CheckFinished,
+    CheckPatch,
     CheckRecord,
     Discard,
     Effect,
@@ -38,6 +38,7 @@ from ssegrade.effects import (
     ScriptResult,
     Staged,
     StageFiles,
+    StageItem,
     SystemEffect,
     TimeLimitReached,
     Unstage,
@@ -60,7 +61,7 @@ from ssegrade.result import (
 )
 from ssegrade.run import Interpreter, run
 from ssegrade.stats import mcnemar_exact, wilson
-from ssegrade.task import Check, Task, TaskError, parse_task
+from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -80,7 +81,6 @@ __all__ = [
     "ApplyDiff",
     "ApplyError",
     "ApplyFailed",
-    "ApplyToRepo",
     "Archive",
     "ArchiveError",
     "Bench",
@@ -91,6 +91,7 @@ __all__ = [
     "Check",
     "CheckFinished",
     "CheckOutcome",
+    "CheckPatch",
     "CheckRecord",
     "ControlRun",
     "Crashed",
@@ -124,6 +125,7 @@ __all__ = [
     "ScriptResult",
     "SpillLog",
     "StageFiles",
+    "StageItem",
     "Staged",
     "Status",
     "SystemEffect",
@@ -154,6 +156,7 @@ __all__ = [
     "parse_result",
     "parse_run",
     "parse_task",
+    "poc_folder",
     "prepare",
     "preview",
     "render",
@@ -161,6 +164,7 @@ __all__ = [
     "run",
     "status_of",
     "summary_document",
+    "support_folders",
     "task_path",
     "wilson",
 ]

@@ -262,7 +262,7 @@ class RayEngine:
                 ray.init(address=self.address, log_to_driver=False, configure_logging=False)
         self._remote = ray.remote(max_retries=0)(run_work)
         if self.capacity <= 0:
-            self.capacity = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            self.capacity = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def start(self, work: Work) -> None:
         """Submit one grading as a Ray task."""

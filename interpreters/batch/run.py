@@ -40,6 +40,7 @@ from interpreters.batch.jobs import (
     validate_jobs,
 )
 from interpreters.batch.progress import Reporter, make_reporter
+from interpreters.grading import grade_patch
 from interpreters.real import files
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Job, Tally, cached_result, summary_document
@@ -88,8 +89,6 @@ class BatchReport:
 
 
 def _default_grade() -> GradeFunction:
-    from interpreters.grading import grade_patch  # noqa: PLC0415 - heavy, loaded when used
-
     return grade_patch
 
 

@@ -17,6 +17,7 @@ from returns.pipeline import is_successful
 
 from interpreters.batch.engines import Done, EngineName, GradeFunction, Work, drive, make_engine
 from interpreters.batch.jobs import BadJobs, check_runner
+from interpreters.grading import grade_patch
 from interpreters.real import files
 from interpreters.taskfolder import load_task
 from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
@@ -95,8 +96,6 @@ class _Subject:
 
 
 def _default_grade() -> GradeFunction:
-    from interpreters.grading import grade_patch  # noqa: PLC0415 - heavy, loaded when used
-
     return grade_patch
 
 
