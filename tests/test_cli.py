@@ -117,7 +117,7 @@ def test_reference_fix_passes(task: RealTask) -> None:
         f"{task.task}/pocs/poc1.bin",
         f"{task.task}/pocs/poc2.bin",
     ]
-    build_log = Path(checks[0]["log_file"]).read_text()
+    build_log = Path(checks[1]["log_file"]).read_text()
     assert "build.sh" in build_log
 
 
