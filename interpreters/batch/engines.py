@@ -109,7 +109,6 @@ def run_work(grade: GradeFunction, work: Work) -> Done:
             script_timeout=work.script_timeout,
             runner_user=work.runner_user,
             runtime=work.runtime,
-            force=True,
             say=None,
         )
     except Exception as exc:  # noqa: BLE001 - the job's error belongs in its result.json
@@ -347,10 +346,12 @@ def drive(
     *,
     say: Callable[[str], None],
     tick: Callable[[], None] = lambda: None,
+    on_start: Callable[[Work], None] = lambda _work: None,
 ) -> Driven:
     """Run `works` on `engine`, `engine.capacity` at a time, calling `on_done` for each
-    finished one (it may hand back more work). SIGINT: the first starts no new work and waits
-    for the running gradings; the second kills them. Never raises KeyboardInterrupt."""
+    finished one (it may hand back more work) and `on_start` just before one starts.
+    SIGINT: the first starts no new work and waits for the running gradings; the second kills
+    them. Never raises KeyboardInterrupt."""
     todo = deque(works)
     interrupts = _Interrupts()
     announced = False
@@ -360,7 +361,9 @@ def drive(
             if interrupts.count >= 2:
                 return Driven(True, tuple(engine.kill()))
             while todo and not interrupts.count and engine.running() < engine.capacity:
-                engine.start(todo.popleft())
+                work = todo.popleft()
+                on_start(work)
+                engine.start(work)
             if not engine.running():
                 if interrupts.count or not todo:
                     return Driven(bool(interrupts.count))

@@ -152,6 +152,7 @@ def run_batch(
                 batch.on_done,
                 say=batch.reporter.note,
                 tick=lambda: batch.reporter.tick(batch.tally),
+                on_start=lambda work: _prepare(Path(work.results)),
             )
         finally:
             running.close()
@@ -213,10 +214,9 @@ class _Batch:
         return todo
 
     def work(self, job: Planned) -> Work:
-        """Prepare the job's folder (cleared, marked incomplete) and describe its grading."""
+        """Describe the job's grading (its folder is made ready when it starts)."""
         key = len(self.by_key)
         self.by_key[key] = job
-        _prepare(job.folder)
         return Work(
             key=key,
             task=str(job.task_dir),
