@@ -222,10 +222,13 @@ def summary_document(
 ) -> dict[str, Any]:
     """The `summary.json` of a batch run (SPEC §11, §14): the task config, the run config, the
     grade, the agent's facts from the job line, the digest and, for a cached run, where the
-    grade comes from."""
+    grade comes from. The run config's three keys are also written at the top level, where
+    readers that take `config` for the task config (as in `result.json`) find them."""
+    run_config = {"agent": job.agent, "model": job.model, "reference_run": job.reference_run}
     doc: dict[str, Any] = {
         "task": task.model_dump(mode="json", exclude_none=True),
-        "config": {"agent": job.agent, "model": job.model, "reference_run": job.reference_run},
+        "config": run_config,
+        **run_config,
         "patch_result": result.patch_result.model_dump(mode="json"),
         "runtime_result": result.runtime_result.model_dump(mode="json"),
         "spend": job.spend,

@@ -94,6 +94,12 @@ def test_batch_grades_each_job_and_report_reads_the_results(tmp_path: Path) -> N
         .splitlines()[-1]
         .startswith("0 graded, 0 passed, 0 failed, 0 error, 0 cached, 3 skipped in ")
     )
+    # A reference run is left out of the shares.
+    ref = write_jobs(tmp_path, made, {"ref": fix_to("fixed")}, reference_run=True)
+    assert ssegrade("batch", str(ref), "--results", str(results)).returncode == 0
+    report = ssegrade("report", str(results), "--format", "json", "--runs", "all")
+    assert json.loads(report.stdout)["rows"][0]["runs"] == 3
+    assert [e["run_id"] for e in json.loads(report.stdout)["excluded"]] == ["ref"]
 
 
 def test_bad_lines_are_named_with_their_numbers_and_nothing_runs(tmp_path: Path) -> None:
