@@ -26,6 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Literal, Protocol
 
+from interpreters.real import files
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
 
 __all__ = [
@@ -117,9 +118,7 @@ def run_work(grade: GradeFunction, work: Work) -> Done:
             runtime_result=work.runtime,
         )
         results.mkdir(parents=True, exist_ok=True)
-        tmp = results / ".result.json.tmp"
-        tmp.write_bytes(result.to_json())
-        tmp.replace(results / "result.json")
+        files.atomic_write(results / "result.json", result.to_json())
     return Done(work.key, result, time.monotonic() - start)
 
 
