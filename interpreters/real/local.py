@@ -307,22 +307,28 @@ class LocalSystem:
             os.chown(folder, *owner)
         return Staged(str(folder), tuple(staged))
 
-    def _run(self, effect: RunScript) -> ScriptResult:
+    def _restore_support(self) -> None:
         for path in self._support.restore():
-            self.say(f"restored the support folder {path}: a script had changed it")
+            self._writer.note(f"restored the support folder {path}: a script had changed it")
+
+    def _run(self, effect: RunScript) -> ScriptResult:
+        self._restore_support()
         left = self._left()
         bound_by_total = self.script_timeout is None or self.script_timeout >= left
         limit = left if bound_by_total else float(self.script_timeout or left)
-        result = run_script(
-            self.runner,
-            [effect.script, *effect.args],
-            Path(effect.workspace.path),
-            home=self._home(),
-            limit=limit,
-            log_path=self._log_path(effect.label),
-            label=effect.label,
-            session=self._token,
-        )
+        try:
+            result = run_script(
+                self.runner,
+                [effect.script, *effect.args],
+                Path(effect.workspace.path),
+                home=self._home(),
+                limit=limit,
+                log_path=self._log_path(effect.label),
+                label=effect.label,
+                session=self._token,
+            )
+        finally:
+            self._restore_support()
         if result.killed and bound_by_total:
             raise TimeLimitReached(self.timeout)
         return result
