@@ -84,6 +84,18 @@ def describe_check(record: CheckRecord) -> str:
 Reported = Archive | CheckFinished | Notify | WriteResult
 
 
+def _append(path: Path, text: str) -> None:
+    """Append `text` to `path`, never through a link planted in its place."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        data = text.encode(errors="replace")
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
 @dataclass(slots=True)
 class ResultsWriter:
     """Answers the grading effects that stay with the evaluator: the archive of the source tree,
@@ -94,13 +106,8 @@ class ResultsWriter:
     say: Callable[[str], None] = print
 
     def note(self, message: str) -> None:
-        """Append a line to `logs/notes.log` (never through a link)."""
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.results / "logs" / "notes.log", flags, 0o644)
-        try:
-            os.write(fd, f"{message}\n".encode(errors="replace"))
-        finally:
-            os.close(fd)
+        """Append a line to `logs/notes.log`."""
+        _append(self.results / "logs" / "notes.log", f"{message}\n")
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
@@ -116,8 +123,7 @@ class ResultsWriter:
                 return Failure(ArchiveError(archived.failure()))
             case CheckFinished(record=record):
                 line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
-                with (self.results / "checks.jsonl").open("a") as out:
-                    out.write(line)
+                _append(self.results / "checks.jsonl", line)
                 self.say(describe_check(record))
                 return None
             case Notify(message=message):
