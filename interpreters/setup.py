@@ -197,8 +197,9 @@ def make_results(results: Path, *, force: bool = False) -> Path:
         except OSError as exc:
             raise BadInput(f"--force: cannot clear {results}: {exc.strerror or exc}") from exc
     elif graded:
+        held = "result.json" if "result.json" in graded else "checks.jsonl"
         raise BadInput(
-            f"results folder {results} already holds {sorted(graded)[0]}: "
+            f"results folder {results} already holds {held}: "
             "choose a new folder, or --force to clear it"
         )
     return results

@@ -84,6 +84,18 @@ def describe_check(record: CheckRecord) -> str:
 Reported = Archive | CheckFinished | Notify | WriteResult
 
 
+def _append(path: Path, text: str) -> None:
+    """Append `text` to `path`, never through a link planted in its place."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        data = text.encode(errors="replace")
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
 @dataclass(slots=True)
 class ResultsWriter:
     """Answers the grading effects that stay with the evaluator: the archive of the source tree,
@@ -94,13 +106,8 @@ class ResultsWriter:
     say: Callable[[str], None] = print
 
     def note(self, message: str) -> None:
-        """Append a line to `logs/notes.log` (never through a link)."""
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.results / "logs" / "notes.log", flags, 0o644)
-        try:
-            os.write(fd, f"{message}\n".encode(errors="replace"))
-        finally:
-            os.close(fd)
+        """Append a line to `logs/notes.log`."""
+        _append(self.results / "logs" / "notes.log", f"{message}\n")
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
@@ -116,8 +123,7 @@ class ResultsWriter:
                 return Failure(ArchiveError(archived.failure()))
             case CheckFinished(record=record):
                 line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
-                with (self.results / "checks.jsonl").open("a") as out:
-                    out.write(line)
+                _append(self.results / "checks.jsonl", line)
                 self.say(describe_check(record))
                 return None
             case Notify(message=message):
@@ -307,22 +313,28 @@ class LocalSystem:
             os.chown(folder, *owner)
         return Staged(str(folder), tuple(staged))
 
-    def _run(self, effect: RunScript) -> ScriptResult:
+    def _restore_support(self) -> None:
         for path in self._support.restore():
-            self.say(f"restored the support folder {path}: a script had changed it")
+            self._writer.note(f"restored the support folder {path}: a script had changed it")
+
+    def _run(self, effect: RunScript) -> ScriptResult:
+        self._restore_support()
         left = self._left()
         bound_by_total = self.script_timeout is None or self.script_timeout >= left
         limit = left if bound_by_total else float(self.script_timeout or left)
-        result = run_script(
-            self.runner,
-            [effect.script, *effect.args],
-            Path(effect.workspace.path),
-            home=self._home(),
-            limit=limit,
-            log_path=self._log_path(effect.label),
-            label=effect.label,
-            session=self._token,
-        )
+        try:
+            result = run_script(
+                self.runner,
+                [effect.script, *effect.args],
+                Path(effect.workspace.path),
+                home=self._home(),
+                limit=limit,
+                log_path=self._log_path(effect.label),
+                label=effect.label,
+                session=self._token,
+            )
+        finally:
+            self._restore_support()
         if result.killed and bound_by_total:
             raise TimeLimitReached(self.timeout)
         return result
