@@ -13,6 +13,7 @@ and move to a process group of their own; Ray runs its workers apart from the te
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import multiprocessing
 import os
 import signal
@@ -37,6 +38,7 @@ __all__ = [
     "LocalEngine",
     "RayEngine",
     "Work",
+    "check_engine",
     "drive",
     "make_engine",
     "run_work",
@@ -45,6 +47,7 @@ __all__ = [
 EngineName = Literal["local", "ray"]
 
 _POLL = 0.2
+_NO_RAY = "the ray engine needs Ray: pip install 'ssegrade[ray]'"
 _KILL_GRACE = 30.0
 
 
@@ -249,9 +252,7 @@ class RayEngine:
         try:
             import ray  # noqa: PLC0415 - optional extra
         except ImportError:
-            raise EngineUnavailable(
-                "the ray engine needs Ray: pip install 'ssegrade[ray]'"
-            ) from None
+            raise EngineUnavailable(_NO_RAY) from None
         self._ray = ray
         with _sigint_ignored():
             if self.address is None:
@@ -307,6 +308,12 @@ class RayEngine:
     def close(self) -> None:
         """Disconnect (and stop the local Ray this engine started)."""
         self._ray.shutdown()
+
+
+def check_engine(name: EngineName) -> None:
+    """`EngineUnavailable` when the engine called `name` cannot run here."""
+    if name == "ray" and importlib.util.find_spec("ray") is None:
+        raise EngineUnavailable(_NO_RAY)
 
 
 def make_engine(

@@ -28,6 +28,7 @@ from interpreters.batch.engines import (
     EngineName,
     GradeFunction,
     Work,
+    check_engine,
     drive,
     make_engine,
 )
@@ -118,6 +119,7 @@ def run_batch(
     are removed); the report then says `interrupted`.
     """
     start = time.monotonic()
+    check_engine(engine)
     if isinstance(jobs, Path):
         lines, where, base = read_jobs(jobs), str(jobs), jobs.absolute().parent
     else:

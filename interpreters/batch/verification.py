@@ -15,7 +15,15 @@ from typing import Any
 
 from returns.pipeline import is_successful
 
-from interpreters.batch.engines import Done, EngineName, GradeFunction, Work, drive, make_engine
+from interpreters.batch.engines import (
+    Done,
+    EngineName,
+    GradeFunction,
+    Work,
+    check_engine,
+    drive,
+    make_engine,
+)
 from interpreters.batch.jobs import BadJobs, check_runner
 from interpreters.grading import grade_patch
 from interpreters.real import files
@@ -142,6 +150,7 @@ def verify_tasks(
     The project graded is `repo`, else each task's `source`. Raises `BadJobs` (one line per
     problem) before anything runs when a task cannot be loaded.
     """
+    check_engine(engine)
     subjects: list[_Subject] = []
     problems: list[str] = []
     for task_dir in tasks:
