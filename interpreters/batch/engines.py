@@ -102,9 +102,21 @@ def run_work(grade: GradeFunction, work: Work) -> Done:
     """Run one grading with `grade`; an exception it raises becomes an `error` result written
     into the results folder (the grade of a job that could not be graded)."""
     start = time.monotonic()
-    results = Path(work.results)
+    result = _grade(grade, work, Path(work.results))
+    return Done(work.key, result, time.monotonic() - start)
+
+
+def _run_in_worker(grade: GradeFunction, work: Work) -> Done:
+    """`run_work` in a local worker, which then kills what the grading left below it."""
     try:
-        result = grade(
+        return run_work(grade, work)
+    finally:
+        _kill_descendants()
+
+
+def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
+    try:
+        return grade(
             Path(work.task),
             work.patch,
             Path(work.repo),
@@ -122,7 +134,35 @@ def run_work(grade: GradeFunction, work: Work) -> Done:
         )
         results.mkdir(parents=True, exist_ok=True)
         files.atomic_write(results / "result.json", result.to_json())
-    return Done(work.key, result, time.monotonic() - start)
+        return result
+
+
+def _kill_descendants() -> None:
+    """Kill whatever a grading left below this worker (e.g. a script started just as an
+    interrupt arrived) and reap it. A worker runs one grading at a time and starts nothing
+    else, so its descendants are that grading's, and no other process is touched."""
+    me = os.getpid()
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    todo, found = [me], []
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in children.get(me, []):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 class Engine(Protocol):
@@ -187,7 +227,7 @@ class LocalEngine:
     def start(self, work: Work) -> None:
         """Hand one grading to a worker (started with SIGINT ignored)."""
         with _sigint_ignored():
-            future = self._executor().submit(run_work, self.grade, work)
+            future = self._executor().submit(_run_in_worker, self.grade, work)
         self._futures[future] = work.key
 
     def running(self) -> int:
