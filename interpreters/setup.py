@@ -22,7 +22,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real import files, git
 from interpreters.real.runner import Runner, resolve_runner
-from interpreters.taskfolder import load_task, resolve_source
+from interpreters.taskfolder import load_task, lock_hidden, resolve_source
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Task
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "graded",
     "grading_repo",
     "load_inputs",
+    "lock_task",
     "make_results",
     "repo_option",
     "results_option",
@@ -129,6 +130,8 @@ def load_inputs(
     """Load and check the task, find the source tree (unless not needed: then it may be
     `None`), choose the runner; `BadInput` if not."""
     task_dir = task_dir.absolute()
+    if not task_dir.is_dir():
+        raise BadInput(f"task folder not found: {task_dir} (give --task DIR or set SSE_BENCH_PATH)")
     loaded = load_task(task_dir)
     if not is_successful(loaded):
         raise BadInput(loaded.failure().message)
@@ -158,6 +161,22 @@ RESULTS_ENTRIES = frozenset(
     }
 )
 """What a grading writes in its results folder; `--force` clears these and nothing else."""
+
+
+def lock_task(inputs: Inputs) -> list[str]:
+    """As root with a runner account: lock the task's hidden material away from the runner
+    before any script runs (`lock_hidden`); answers the paths changed. `BadInput` when it
+    cannot be done: grading would expose the hidden tests and the reference fix."""
+    if not inputs.runner.isolated:
+        return []
+    try:
+        return lock_hidden(inputs.task, inputs.task_dir)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise BadInput(
+            f"cannot make the task's hidden material unreadable to the runner: "
+            f"{exc.strerror or exc}{where}"
+        ) from exc
 
 
 def make_results(results: Path, *, force: bool = False) -> Path:

@@ -19,6 +19,7 @@ from ssegrade.effects import (
     Bench,
     CheckFinished,
     CheckRecord,
+    CheckStarted,
     Notify,
     PrepareGrading,
     TimeLimitReached,
@@ -59,6 +60,7 @@ class _Log:
 async def _check(
     log: _Log, check: Check, action: Action, poc: str | None = None, poc_path: str | None = None
 ) -> bool:
+    await CheckStarted(check, poc_path)
     result = await Bench(action, poc)
     log.runs.append(CheckOutcome(check, result.passed, result.log, poc_path))
     await CheckFinished(
