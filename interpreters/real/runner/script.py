@@ -293,8 +293,7 @@ class _ScriptRun:
             user=self.runner.uid if as_runner else None,
             group=self.runner.gid if as_runner else None,
             extra_groups=[] if as_runner else None,
-            # Only system calls on data prepared beforehand (see Confinement.preexec).
-            preexec_fn=preexec,
+            preexec_fn=preexec,  # noqa: PLW1509 - system calls only (Confinement.preexec)
         )
 
 
