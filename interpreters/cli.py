@@ -23,6 +23,7 @@ from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
     Inputs,
+    Interrupted,
     graded,
     grading_repo,
     load_inputs,
@@ -257,6 +258,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
         sys.exit(130)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except Interrupted as interrupted:
+        click.echo(f"ssegrade: {interrupted}", err=True)
+        sys.exit(interrupted.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
         click.echo(f"{where}: error: {exc.format_message()}", err=True)

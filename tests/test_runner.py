@@ -7,6 +7,7 @@ one that needs an ordinary user skips as root.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
@@ -28,7 +29,6 @@ from interpreters.real.runner import (
     Runner,
     kill_session,
     new_session,
-    probe,
     resolve_runner,
     run_script,
 )
@@ -391,7 +391,7 @@ def test_a_cut_never_splits_a_character_and_counts_every_byte(
     # 3-byte characters: neither cut point falls on a character boundary.
     count = (KEPT_HEAD + KEPT_TAIL) // 3 + 1000
     result = run(runner, work, tmp_path, f"#!/bin/sh\nyes € | tr -d '\\n' | head -c {count * 3}\n")
-    head, line, tail = result.stdout.partition("[... ")
+    head, _line, tail = result.stdout.partition("[... ")
     number = int(tail.split(" ", 1)[0])
     kept = tail.split(" bytes cut ...]\n", 1)[1]
     assert "\ufffd" not in result.stdout
@@ -401,7 +401,7 @@ def test_a_cut_never_splits_a_character_and_counts_every_byte(
 
 def test_a_log_that_cannot_be_written_raises(runner: Runner, work: Path, tmp_path: Path) -> None:
     (tmp_path / "full").write_text("not a folder")
-    with pytest.raises(LogWriteError, match="cannot write the log .*full/logs/x.log"):
+    with pytest.raises(LogWriteError, match=r"cannot write the log .*full/logs/x\.log"):
         run_script(
             runner,
             ["/bin/true"],
@@ -424,10 +424,8 @@ def test_a_full_results_disk_never_reaches_the_script(
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(results)], check=True)
     try:
         (results / "filler").write_bytes(b"x" * 60_000)
-        try:
+        with contextlib.suppress(OSError):
             (results / "more").write_bytes(b"x" * 8192)
-        except OSError:
-            pass
         script = write_script(work, "#!/bin/sh\nhead -c 500000 /dev/zero\necho done >&2\n")
         with pytest.raises(LogWriteError, match="No space left"):
             run_script(

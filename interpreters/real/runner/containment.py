@@ -156,8 +156,8 @@ def _find_cgroups() -> tuple[Cgroups | None, str | None]:
         except OSError:
             enabled = []
         if "pids" in enabled and _can_make(v2):
-            names = [name for name in ("pids", "memory") if name in enabled]
-            return Cgroups(2, dict.fromkeys(names, v2)), None
+            wanted = [name for name in ("pids", "memory") if name in enabled]
+            return Cgroups(2, dict.fromkeys(wanted, v2)), None
     return None, "no cgroup with a pids controller can be made"
 
 
