@@ -8,6 +8,7 @@ session's scratch home, then the extra pairs given, then the run's markers.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -99,6 +100,12 @@ def _folders(paths: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+@functools.lru_cache(maxsize=4096)
+def _resolved(path: str) -> str:
+    """`path` with its symlinks resolved (our own environment's values: a cache is enough)."""
+    return os.path.realpath(path)
+
+
 def _points_into(value: str, folders: tuple[str, ...]) -> bool:
     """Whether `value`, or one entry of it as a colon-separated list, is a path inside (or
     equal to) one of `folders`."""
@@ -107,7 +114,7 @@ def _points_into(value: str, folders: tuple[str, ...]) -> bool:
     for part in value.split(os.pathsep):
         if not part.startswith("/"):
             continue
-        for form in {os.path.normpath(part), os.path.realpath(part)}:
+        for form in (os.path.normpath(part), _resolved(part)):
             if any(form == folder or form.startswith(folder + "/") for folder in folders):
                 return True
     return False

@@ -189,7 +189,10 @@ class _ScriptRun:
             self.confinement.close()
 
     def _run(self, limit: float) -> tuple[int, bool, str | None]:
-        before = children_of(os.getpid())
+        # Our children before the start: orphans the script hands back to us are the others.
+        # A namespace keeps its orphans: a contained run needs no such list.
+        contained = self.confinement.contained
+        before = frozenset[int]() if contained else children_of(os.getpid())
         proc = self.start()
         if isinstance(proc, str):
             return -1, False, proc
@@ -198,7 +201,12 @@ class _ScriptRun:
         marker = f"{RUN_VAR}={self.env[RUN_VAR]}".encode()
 
         def started_by_script(item: Proc) -> bool:
-            orphan = item.ppid == me and item.pid not in before and item.pgid != my_group
+            orphan = (
+                not contained
+                and item.ppid == me
+                and item.pid not in before
+                and item.pgid != my_group
+            )
             return leader in (item.pgid, item.sid) or orphan or marker in environ(item.pid)
 
         try:
@@ -217,7 +225,7 @@ class _ScriptRun:
             if not ended:
                 self.confinement.kill(leader)
             kill_group(leader)
-            if not (ended and self.confinement.contained):
+            if not (ended and contained):
                 _, survivors = sweep(started_by_script, spare=before | {leader})
                 if survivors:
                     self.notes.append(
@@ -233,7 +241,7 @@ class _ScriptRun:
         if status < 0:
             self.notes.append(f"killed by signal {_signal_name(-status)}")
             return 128 - status, False, None
-        if status > 128 and self.confinement.contained:
+        if status > 128 and contained:
             self.notes.append(
                 f"exit code {status}: killed by signal {_signal_name(status - 128)}, "
                 "or exited with that code"
