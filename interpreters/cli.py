@@ -22,6 +22,7 @@ from interpreters.real import files, git
 from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
+    Interrupted,
     load_inputs,
     make_results,
     repo_option,
@@ -276,6 +277,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
         sys.exit(130)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except Interrupted as interrupted:
+        click.echo(f"ssegrade: {interrupted}", err=True)
+        sys.exit(interrupted.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
         message = " ".join(exc.format_message().split())

@@ -349,6 +349,8 @@ class LocalSystem:
                 log_path=self._log_path(effect.label),
                 label=effect.label,
                 session=self._token,
+                spool=self.places.scratch,
+                keep=self.places.support,
             )
         finally:
             self._restore_support()
