@@ -92,11 +92,6 @@ def kvconf_toolchain() -> Iterator[dict[str, str]]:
         shutil.rmtree(home)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the kvconf toolchain reaches task scripts only through the evaluator's "
-    "environment (KVC_HOME), which scripts do not get yet (SPEC §5); remove this mark then",
-)
 def test_the_bundled_kvconf_example_is_ok(tmp_path: Path, kvconf_toolchain: dict[str, str]) -> None:
     code, doc, err = verify(
         str(EXAMPLES / "kvconf" / "task"), "--results", str(tmp_path / "r"), env=kvconf_toolchain
