@@ -156,7 +156,8 @@ def test_the_ray_engine_without_ray_is_one_clear_line(tmp_path: Path) -> None:
 
 @pytest.fixture
 def state() -> Iterator[Path]:
-    """A folder the runner account can write its readiness files to."""
+    """A folder the runner account can write its readiness files to (named in the
+    environment, so that a script's private /tmp shows it)."""
     folder = Path(tempfile.mkdtemp(prefix="batch-int-", dir="/tmp"))
     folder.chmod(0o777)
     try:
@@ -165,16 +166,16 @@ def state() -> Iterator[Path]:
         shutil.rmtree(folder)
 
 
-def holding_task(root: Path, state: Path, tail: str) -> RealTask:
-    """The shell task, whose functional test says it is running (`ready-<VALUE>`), then runs
-    `tail`."""
+def holding_task(root: Path, tail: str) -> RealTask:
+    """The shell task, whose functional test says it is running (`ready-<VALUE>` in the
+    folder `$BATCH_STATE` names), then runs `tail`."""
     made = make_task(root)
     made.script(
         "test.sh",
         "#!/bin/sh\n"
         "if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi\n"
         ". ./lib.sh\n"
-        f"echo $$ > {state}/ready-$VALUE\n"
+        'echo $$ > "$BATCH_STATE/ready-$VALUE"\n'
         f"{tail}\n",
     )
     return made
@@ -189,9 +190,10 @@ def start() -> Iterator[Start]:
     signals. Whatever a test leaves running is killed at the end."""
     started: list[subprocess.Popen[str]] = []
 
-    def launch(jobs: Path, results: Path, *extra: str) -> subprocess.Popen[str]:
+    def launch(jobs: Path, results: Path, state: Path, *extra: str) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
             [*CLI, "batch", str(jobs), "--results", str(results), *extra],
+            env={**os.environ, "BATCH_STATE": str(state)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -230,11 +232,11 @@ def test_first_interrupt_waits_for_running_jobs_and_a_rerun_resumes(
     tmp_path: Path, state: Path, start: Start
 ) -> None:
     made = holding_task(
-        tmp_path / "t", state, f"while [ ! -e {state}/release ]; do sleep 0.05; done"
+        tmp_path / "t", 'while [ ! -e "$BATCH_STATE/release" ]; do sleep 0.05; done'
     )
     jobs = write_jobs(tmp_path, made, {n: fix_to(f"fixed{n}") for n in ("a", "b", "c")})
     results = tmp_path / "results"
-    proc = start(jobs, results, "--workers", "2")
+    proc = start(jobs, results, state, "--workers", "2")
     assert proc.stderr is not None
     wait_for([state / "ready-fixeda", state / "ready-fixedb"], proc)
     os.killpg(proc.pid, signal.SIGINT)
@@ -252,6 +254,7 @@ def test_first_interrupt_waits_for_running_jobs_and_a_rerun_resumes(
     assert not (run / "c").exists()
     again = subprocess.run(
         [*CLI, "batch", str(jobs), "--results", str(results)],
+        env={**os.environ, "BATCH_STATE": str(state)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -269,10 +272,10 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
     tmp_path: Path, state: Path, start: Start
 ) -> None:
     token = f"{secrets.randbelow(10**6) + 1000}.{secrets.randbelow(10**6)}"
-    made = holding_task(tmp_path / "t", state, f"exec sleep {token}")
+    made = holding_task(tmp_path / "t", f"exec sleep {token}")
     jobs = write_jobs(tmp_path, made, {n: fix_to(f"fixed{n}") for n in ("a", "b")})
     results = tmp_path / "results"
-    proc = start(jobs, results, "--workers", "2")
+    proc = start(jobs, results, state, "--workers", "2")
     assert proc.stderr is not None
     wait_for([state / "ready-fixeda", state / "ready-fixedb"], proc)
     os.killpg(proc.pid, signal.SIGINT)

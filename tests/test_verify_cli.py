@@ -166,17 +166,25 @@ def test_a_flaky_test_script_is_flaky_with_its_counts(tmp_path: Path) -> None:
     try:
         state.chmod(0o777)
         made = shell_task(tmp_path)
-        # The functional tests fail every other time they run (the intent tests run as usual).
+        # The functional tests fail every other time they run (the intent tests run as usual);
+        # the count lives in a folder named in the environment, which scripts see.
         made.script(
             "test.sh",
             "#!/bin/sh\n"
             "if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi\n"
-            f"n=$(cat {state}/count 2>/dev/null || echo 0)\n"
-            f"echo $((n + 1)) > {state}/count\n"
+            'n=$(cat "$FLAKY_STATE/count" 2>/dev/null || echo 0)\n'
+            'echo $((n + 1)) > "$FLAKY_STATE/count"\n'
             "[ $((n % 2)) -eq 0 ]\n",
         )
         code, doc, err = verify(
-            str(made.task), "--repo", str(made.source), "--repeat", "2", "--workers", "1"
+            str(made.task),
+            "--repo",
+            str(made.source),
+            "--repeat",
+            "2",
+            "--workers",
+            "1",
+            env={"FLAKY_STATE": str(state)},
         )
         assert code == 1, err
         task = only(doc)
