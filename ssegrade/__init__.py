@@ -14,7 +14,6 @@ from ssegrade.effects import (
     Action,
     ApplyDiff,
     ApplyError,
-    ApplyToRepo,
     Archive,
     ArchiveError,
     Bench,
@@ -22,6 +21,7 @@ from ssegrade.effects import (
     CaptureError,
     CaptureTree,
     CheckFinished,
+    CheckPatch,
     CheckRecord,
     Discard,
     Effect,
@@ -37,6 +37,7 @@ from ssegrade.effects import (
     ScriptResult,
     Staged,
     StageFiles,
+    StageItem,
     SystemEffect,
     TimeLimitReached,
     Unstage,
@@ -59,7 +60,7 @@ from ssegrade.result import (
 )
 from ssegrade.run import Interpreter, run
 from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
-from ssegrade.task import Check, Task, TaskError, parse_task
+from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -78,7 +79,6 @@ __all__ = [
     "ApplyDiff",
     "ApplyError",
     "ApplyFailed",
-    "ApplyToRepo",
     "Archive",
     "ArchiveError",
     "Bench",
@@ -89,6 +89,7 @@ __all__ = [
     "Check",
     "CheckFinished",
     "CheckOutcome",
+    "CheckPatch",
     "CheckRecord",
     "Crashed",
     "Discard",
@@ -119,6 +120,7 @@ __all__ = [
     "ScriptResult",
     "SpillLog",
     "StageFiles",
+    "StageItem",
     "Staged",
     "Status",
     "SystemEffect",
@@ -148,12 +150,14 @@ __all__ = [
     "parse_task",
     "pass_at_k",
     "pass_hat_k",
+    "poc_folder",
     "prepare",
     "preview",
     "render",
     "result_schema",
     "run",
     "status_of",
+    "support_folders",
     "task_path",
     "wilson",
 ]
