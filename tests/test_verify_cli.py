@@ -226,6 +226,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+    scratch = Path(done.stderr.split("results kept in ")[1].split()[0])
+    assert not scratch.exists()
 
 
 def test_results_json_goes_to_a_file_with_o(tmp_path: Path) -> None:

@@ -147,10 +147,11 @@ def verify(
 
     Exits 0 when every task is ok, 1 when one is not, 2 for bad input.
     """
+    scratch = results is None
     if results is None:
         results = Path(tempfile.mkdtemp(prefix="ssegrade-verify-"))
     _say(f"results kept in {results}")
-    with _bad_input():
+    with _bad_input(), _removed_if_empty(results if scratch else None):
         report = verify_tasks(
             list(tasks),
             results,
@@ -178,6 +179,17 @@ def verify(
     if report.interrupted:
         _say("interrupted: tasks whose runs did not all finish are not reported")
     raise click.exceptions.Exit(report.exit_code)
+
+
+@contextmanager
+def _removed_if_empty(folder: Path | None) -> Iterator[None]:
+    """Remove the scratch results folder when verification stops before writing anything."""
+    try:
+        yield
+    except BaseException:
+        if folder is not None and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
 
 
 def _table(tasks: tuple[TaskVerification, ...]) -> str:
