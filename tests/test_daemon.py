@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from interpreters.daemon.client import DaemonClient
-from ssegrade.api import PatchText, changed_files, decode_patch
+from ssegrade.protocol import PatchText, changed_files, decode_patch
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from tests.realtask import RealTask, make_task
 

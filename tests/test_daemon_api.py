@@ -22,7 +22,7 @@ from returns.result import Result, Success
 from interpreters.daemon.app import create_app, openapi_document
 from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld, Script
-from ssegrade.api import changed_files, decode_patch, encode_patch, public_project
+from ssegrade.protocol import changed_files, decode_patch, encode_patch, public_project
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.effects import Action, CaptureError, RunScript
 from ssegrade.run import Interpreter

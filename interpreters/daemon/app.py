@@ -2,7 +2,7 @@
 
 Interpreter layer. One app per listener: the same routes everywhere, the listener's kind
 (`agent` or `admin`) decides what a request may do. Request and reply bodies are the models of
-`ssegrade.api`, so the OpenAPI document (`openapi_document`, published as `docs/openapi.json`)
+`ssegrade.protocol`, so the OpenAPI document (`openapi_document`, published as `docs/openapi.json`)
 is generated from them. Every error is `{"error": "<message>"}`: 400 for a request the API
 cannot take (malformed body, unknown action, bad PoC), 403 for one it forbids, 404 for a document
 that does not exist yet, 503 while the daemon stops, 500 when the daemon itself failed.
@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from interpreters.daemon.service import Refused, Service
-from ssegrade.api import (
+from ssegrade.protocol import (
     API_VERSION,
     AgentExitedReply,
     BencherReply,

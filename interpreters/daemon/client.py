@@ -1,4 +1,4 @@
-"""An httpx client of the daemon API over a Unix socket (or TCP), speaking `ssegrade.api`.
+"""An httpx client of the daemon API over a Unix socket (or TCP), speaking `ssegrade.protocol`.
 
 Interpreter layer. Every reply is validated into its model; an error reply, a broken connection
 or an unreadable body raises `DaemonError` with one line that says which request failed.
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ssegrade.api import (
+from ssegrade.protocol import (
     AgentExitedReply,
     BencherReply,
     BencherRequest,

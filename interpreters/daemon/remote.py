@@ -26,7 +26,7 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from ssegrade.api import prepared_result, script_result
+from ssegrade.protocol import prepared_result, script_result
 from ssegrade.effects import (
     Bench,
     Effect,

@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.api import (
+from ssegrade.protocol import (
     AGENT_PHASE_OVER,
     AgentExitedReply,
     BencherReply,

@@ -1,24 +1,31 @@
 """Real file operations: fresh copies of a tree, the source archive, atomic writes, removal.
 
 Interpreter layer (performs I/O). The copy is the hot path of grading (one fresh copy of the
-grading repo per check), so it works on directory file descriptors (`openat`-style calls: short
-lookups, no symlink is ever followed) and copies file data in the kernel (`copy_file_range`, which
-also reflinks on filesystems that can, falling back to `sendfile`, then to read/write). Files are
-copied by a few worker threads: the system calls release the GIL, so the data copies of several
-files overlap. `benchmarks/bench_copy.py` measures it against `cp -a`.
-"""
+grading repo per check) and, in the daemon's agent phase, a read of the agent's live tree as
+root while the agent may change it. So it works on directory file descriptors only: each folder
+is opened relative to its parent's descriptor with O_NOFOLLOW, listed through its own
+descriptor, and its entries opened relative to it with O_NOFOLLOW; no path of the tree is looked
+up twice, and no symlink is followed, whatever is swapped in meanwhile. File data is copied in
+the kernel (`copy_file_range`, which also reflinks on filesystems that can, falling back to
+`sendfile`, then to read/write) by a few worker threads: the system calls release the GIL, so
+the data copies of several files overlap. `benchmarks/bench_copy.py` measures it against
+`cp -a`."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
+import resource
 import stat
 import subprocess
 import tarfile
 import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
@@ -33,6 +40,7 @@ _KEPT_BITS = 0o7777 & ~(stat.S_ISUID | stat.S_ISGID)
 _BATCH = 128
 _CHUNK = 1 << 30
 _WORKERS = max(2, min(8, os.cpu_count() or 2))
+_WANTED_FILES = 1 << 16
 
 
 def _current_umask() -> int:
@@ -90,18 +98,21 @@ class _Plan:
     umask: int
 
 
-def _copy_entries(src_dir: str, dst_dir: str, names: list[str], plan: _Plan) -> None:
-    """Copy the regular files and symlinks `names` of `src_dir` into `dst_dir` (one batch)."""
-    sfd = os.open(src_dir, _DIR_FLAGS)
+def _copy_entries(
+    sfd: int, dfd: int, names: list[str], plan: _Plan, done: Callable[[], None]
+) -> None:
+    """Copy the regular files and symlinks `names` of the folder `sfd` into `dfd` (one batch).
+
+    The batch owns both descriptors (duplicates made for it) and closes them; `done` is called
+    at the end, whatever happens.
+    """
     try:
-        dfd = os.open(dst_dir, _DIR_FLAGS)
-        try:
-            for name in names:
-                _copy_entry(sfd, dfd, name, plan)
-        finally:
-            os.close(dfd)
+        for name in names:
+            _copy_entry(sfd, dfd, name, plan)
     finally:
         os.close(sfd)
+        os.close(dfd)
+        done()
 
 
 def _copy_entry(sfd: int, dfd: int, name: str, plan: _Plan) -> None:
@@ -117,7 +128,7 @@ def _copy_entry(sfd: int, dfd: int, name: str, plan: _Plan) -> None:
     try:
         st = os.fstat(src)
         if not stat.S_ISREG(st.st_mode):
-            return  # a FIFO or device swapped in after the listing: skipped like the others
+            return  # a folder, FIFO or device swapped in after the listing: skipped
         mode = st.st_mode & _KEPT_BITS
         dst = os.open(name, _DST_FLAGS, mode & 0o777, dir_fd=dfd)
         try:
@@ -135,13 +146,18 @@ def _copy_entry(sfd: int, dfd: int, name: str, plan: _Plan) -> None:
 
 
 def _copy_symlink(sfd: int, dfd: int, name: str, plan: _Plan) -> None:
+    # One lookup: an O_PATH descriptor of the link itself, then its type and target from it.
     try:
-        target = os.readlink(name, dir_fd=sfd)
-        st = os.stat(name, dir_fd=sfd, follow_symlinks=False)
+        link = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=sfd)
     except FileNotFoundError:
         return
-    if not stat.S_ISLNK(st.st_mode):
-        return
+    try:
+        st = os.fstat(link)
+        if not stat.S_ISLNK(st.st_mode):
+            return  # swapped for something else after the first look: skipped
+        target = os.readlink("", dir_fd=link)
+    finally:
+        os.close(link)
     os.symlink(target, name, dir_fd=dfd)
     if plan.owner is not None:
         os.chown(name, *plan.owner, dir_fd=dfd, follow_symlinks=False)
@@ -150,81 +166,180 @@ def _copy_symlink(sfd: int, dfd: int, name: str, plan: _Plan) -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Dir:
-    path: str
+    path: str  # relative to the copy's top folder ("" for the top itself)
     mode: int
     atime_ns: int
     mtime_ns: int
 
 
-def _walk(
-    src: str, dst: str, plan: _Plan, pool: ThreadPoolExecutor, futures: list[Future[None]]
-) -> list[_Dir]:
-    """Create the directories of `src` under `dst` and hand the files to `pool`, in batches.
+@dataclass
+class _Walk:
+    """The state of one copy's walk: the pool, the batches handed to it, the folders made."""
 
-    Returns the directories made, parents before children: their modes, owners and times are
-    set once every file is in (filling a directory changes its mtime, and a read-only directory
-    could not be filled).
-    """
-    pending: list[tuple[str, str]] = [(src, dst)]
-    made: list[_Dir] = []
-    while pending:
-        s, d = pending.pop()
+    plan: _Plan
+    pool: ThreadPoolExecutor
+    slots: threading.BoundedSemaphore
+    futures: list[Future[None]] = field(default_factory=list)
+    made: list[_Dir] = field(default_factory=list)
+
+    def submit(self, sfd: int, dfd: int, names: list[str]) -> None:
+        """Hand a batch of names to the pool, with its own duplicates of both descriptors.
+
+        At most a few batches wait at once, so the descriptors they hold stay few.
+        """
+        self.slots.acquire()
+        try:
+            mine = os.dup(sfd), os.dup(dfd)
+        except BaseException:
+            self.slots.release()
+            raise
+        self.futures.append(
+            self.pool.submit(_copy_entries, *mine, names, self.plan, self.slots.release)
+        )
+
+    def list_folder(self, sfd: int, dfd: int) -> list[str]:
+        """Hand the files and symlinks of the folder `sfd` to the pool; answer its folders."""
+        folders: list[str] = []
         files: list[str] = []
-        with os.scandir(s) as listing:
+        with os.scandir(sfd) as listing:
             for entry in listing:
                 if entry.is_dir(follow_symlinks=False):
-                    sub_dst = os.path.join(d, entry.name)
-                    st = entry.stat(follow_symlinks=False)
-                    os.mkdir(sub_dst, 0o700)
-                    made.append(_Dir(sub_dst, st.st_mode, st.st_atime_ns, st.st_mtime_ns))
-                    pending.append((entry.path, sub_dst))
+                    folders.append(entry.name)
                 elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
                     files.append(entry.name)
                     if len(files) == _BATCH:
-                        futures.append(pool.submit(_copy_entries, s, d, files, plan))
+                        self.submit(sfd, dfd, files)
                         files = []
                 # sockets, FIFOs and devices are skipped
         if files:
-            futures.append(pool.submit(_copy_entries, s, d, files, plan))
-    return made
+            self.submit(sfd, dfd, files)
+        return folders
+
+    def enter(self, sfd: int, dfd: int, name: str, where: str) -> tuple[int, int] | None:
+        """Open the subfolder `name` of `sfd` (never through a symlink), make its copy in `dfd`;
+        answer both descriptors, or None when it is no longer a folder (then it was copied as
+        what it became, or skipped)."""
+        try:
+            child = os.open(name, _DIR_FLAGS, dir_fd=sfd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped after the listing
+                _copy_entry(sfd, dfd, name, self.plan)
+                return None
+            if exc.errno == errno.ENOENT:
+                return None
+            raise
+        try:
+            st = os.fstat(child)
+            os.mkdir(name, 0o700, dir_fd=dfd)
+            made = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+        except BaseException:
+            os.close(child)
+            raise
+        self.made.append(_Dir(where, st.st_mode, st.st_atime_ns, st.st_mtime_ns))
+        return child, made
 
 
-def _finish_dir(item: _Dir, plan: _Plan) -> None:
-    fd = os.open(item.path, _DIR_FLAGS)
+def _walk(top: int, dest: int, walk: _Walk) -> None:
+    """Copy the folders under the folder `top` into `dest`, handing their files to the pool.
+
+    Only descriptors are used: each subfolder is opened relative to its parent's descriptor
+    with O_NOFOLLOW, listed through its own descriptor, and its entries opened relative to it,
+    so no path of the tree is ever looked up twice and no symlink is followed, however the
+    tree changes meanwhile. Descriptors are held only along the current branch.
+    """
+    stack: list[tuple[int, int, str, Iterator[str]]] = [
+        (top, dest, "", iter(walk.list_folder(top, dest)))
+    ]
     try:
-        if plan.owner is not None:
-            os.fchown(fd, *plan.owner)
-        os.fchmod(fd, item.mode & _KEPT_BITS)
-        os.utime(fd, ns=(item.atime_ns, item.mtime_ns))
+        while stack:
+            sfd, dfd, where, folders = stack[-1]
+            name = next(folders, None)
+            if name is None:
+                stack.pop()
+                if stack:  # the top's descriptors belong to the caller
+                    os.close(sfd)
+                    os.close(dfd)
+                continue
+            path = f"{where}/{name}" if where else name
+            opened = walk.enter(sfd, dfd, name, path)
+            if opened is not None:
+                try:
+                    listed = walk.list_folder(*opened)
+                except BaseException:
+                    os.close(opened[0])
+                    os.close(opened[1])
+                    raise
+                stack.append((*opened, path, iter(listed)))
     finally:
-        os.close(fd)
+        for sfd, dfd, _where, _folders in stack[1:]:
+            os.close(sfd)
+            os.close(dfd)
+
+
+def _finish_dir(fd: int, item: _Dir, plan: _Plan) -> None:
+    if plan.owner is not None:
+        os.fchown(fd, *plan.owner)
+    os.fchmod(fd, item.mode & _KEPT_BITS)
+    os.utime(fd, ns=(item.atime_ns, item.mtime_ns))
+
+
+@functools.cache
+def _enough_descriptors() -> None:
+    """Raise this process's soft limit of open files towards its hard limit (once): a copy
+    holds two descriptors per level of the branch it is in."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = _WANTED_FILES if hard == resource.RLIM_INFINITY else min(hard, _WANTED_FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def fresh_copy(src: Path, dest: Path, owner: tuple[int, int] | None) -> None:
     """Copy the tree `src` to `dest` (which must not exist; its parent must).
 
-    Symlinks are copied as links, never followed (also when they point outside the tree);
-    sockets, FIFOs and devices are skipped; set-uid and set-gid bits are dropped; permission bits
-    (exec bits included) and times are kept. With `owner` (`(uid, gid)`, needs root) every copied
-    entry belongs to that owner. `src` itself must be a directory, not a symlink to one.
-    Raises `OSError` when the tree cannot be read or the copy cannot be written (`dest` may
-    then hold part of the copy: remove it with `remove_tree`).
+    Symlinks are copied as links, never followed (also when they point outside the tree, and
+    when the tree changes during the copy: the walk uses directory descriptors only, see
+    `_walk`); sockets, FIFOs and devices are skipped; set-uid and set-gid bits are dropped;
+    permission bits (exec bits included) and times are kept. With `owner` (`(uid, gid)`, needs
+    root) every copied entry belongs to that owner. `src` itself must be a directory, not a
+    symlink to one. Raises `OSError` when the tree cannot be read or the copy cannot be written
+    (`dest` may then hold part of the copy: remove it with `remove_tree`).
     """
-    root = os.stat(src, follow_symlinks=False)
-    if not stat.S_ISDIR(root.st_mode):
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory (symlinks are not followed)", src)
-    os.mkdir(dest, 0o700)
-    plan = _Plan(owner=owner, umask=_current_umask())
-    futures: list[Future[None]] = []
-    # Leaving the pool waits for every batch, also when the walk fails: nothing writes into
-    # `dest` once the caller sees an error.
-    with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="fresh_copy") as pool:
-        made = _walk(os.fspath(src), os.fspath(dest), plan, pool, futures)
-    for future in futures:
-        future.result()
-    for item in reversed(made):
-        _finish_dir(item, plan)
-    _finish_dir(_Dir(os.fspath(dest), root.st_mode, root.st_atime_ns, root.st_mtime_ns), plan)
+    _enough_descriptors()
+    try:
+        top = os.open(src, _DIR_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotADirectoryError(
+                errno.ENOTDIR, "not a directory (symlinks are not followed)", os.fspath(src)
+            ) from None
+        raise
+    try:
+        root = os.fstat(top)
+        os.mkdir(dest, 0o700)
+        out = os.open(dest, _DIR_FLAGS)
+        try:
+            plan = _Plan(owner=owner, umask=_current_umask())
+            # Leaving the pool waits for every batch, also when the walk fails: nothing writes
+            # into `dest` once the caller sees an error.
+            with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="fresh_copy") as pool:
+                walk = _Walk(plan, pool, threading.BoundedSemaphore(_WORKERS * 4))
+                _walk(top, out, walk)
+            for future in walk.futures:
+                future.result()
+            # Children before parents: filling a folder changes its mtime, and the copy's
+            # folders stay ours (0700) until their own contents are done.
+            for item in reversed(walk.made):
+                fd = os.open(item.path, _DIR_FLAGS, dir_fd=out)
+                try:
+                    _finish_dir(fd, item, plan)
+                finally:
+                    os.close(fd)
+            _finish_dir(out, _Dir("", root.st_mode, root.st_atime_ns, root.st_mtime_ns), plan)
+        finally:
+            os.close(out)
+    finally:
+        os.close(top)
 
 
 # ---------------------------------------------------------------------------- archive
