@@ -26,7 +26,6 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from ssegrade.protocol import prepared_result, script_result
 from ssegrade.effects import (
     Bench,
     Effect,
@@ -34,6 +33,7 @@ from ssegrade.effects import (
     TimeLimitReached,
 )
 from ssegrade.preview import SpillLog
+from ssegrade.protocol import prepared_result, script_result
 
 __all__ = ["PreviewInterpreter", "RemoteGrading"]
 

@@ -841,3 +841,30 @@ def apply_diff(
     return _neutral_apply(
         Path(os.path.abspath(workspace)), ("-p1", str(diff)), stdin=None, run_as=run_as
     )
+
+
+# ---------------------------------------------------------------------------- changed files
+
+
+def changed_files(source: Path, baseline: Baseline) -> Result[bytes, CaptureError]:
+    """The files `source` changes against the baseline's base, as git lists them: the output
+    of `git diff-tree -r -z --raw --numstat --no-renames` between the base and the tree staged
+    exactly as `capture` stages it (read it with `ssegrade.protocol.changed_files`)."""
+    source = Path(os.path.abspath(source))
+    if not source.is_dir():
+        return Failure(CaptureError(f"source tree not found: {source}"))
+    try:
+        _check_apart(source)
+        with _scratch(_reader_of(source)) as s:
+            repo = s.top / "repo"
+            _lay_out(repo)
+            base = baseline.base_tree
+            new, _left_out = _stage(s, source, base, repo=repo, alternates=baseline.objects)
+            admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
+            listing = s.git(
+                ["diff-tree", "-r", "-z", "--raw", "--numstat", "--no-renames", base, new],
+                env=admin,
+            ).stdout
+    except (_GitError, OSError, ValueError) as exc:
+        return Failure(CaptureError(f"cannot list the changed files of {source}: {_why(exc)}"))
+    return Success(listing)
