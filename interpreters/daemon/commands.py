@@ -8,9 +8,7 @@ the interpreters of `interpreters.daemon`. Bad input is one line on stderr and e
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -212,12 +210,6 @@ def passed(text: str) -> bool:
     )
 
 
-def _log_dir(given: Path | None) -> Path:
-    if given is not None:
-        return given
-    return Path(tempfile.gettempdir()) / f"ssegrade-test-patch-{os.getuid()}"
-
-
 @click.command("test-patch")
 @click.option(
     "--socket",
@@ -231,8 +223,8 @@ def _log_dir(given: Path | None) -> Path:
     "--log-dir",
     envvar="MCP_LOG_DIR",
     type=click.Path(path_type=Path),
-    help="Where a long log is written whole [env MCP_LOG_DIR; default: a folder in the "
-    "temporary folder].",
+    help="Where a long log is written whole: a folder you own [env MCP_LOG_DIR; default: a "
+    "new private folder in the temporary folder].",
 )
 def test_patch(where: str, log_dir: Path | None) -> None:
     """Check the patch on your live source tree with the checks the difficulty level allows
@@ -249,7 +241,7 @@ def test_patch(where: str, log_dir: Path | None) -> None:
             click.echo(INTERNAL_FAILURE)
             click.echo(f"test-patch: the daemon reports an unknown level {asked.level}", err=True)
             sys.exit(1)
-        interpreter = PreviewInterpreter(client, _log_dir(log_dir).absolute())
+        interpreter = PreviewInterpreter(client, log_dir)
         text = run(
             preview(LEVELS[asked.level], frozenset(asked.checks), tuple(asked.pocs)), interpreter
         )
