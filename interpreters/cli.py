@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -17,14 +16,11 @@ from returns.pipeline import is_successful
 from rich.console import Console
 
 from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_patch
+from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.real import files, git
-from interpreters.real.local import LocalSystem, Places
 from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
-    Inputs,
-    graded,
-    grading_repo,
     load_inputs,
     make_results,
     repo_option,
@@ -34,16 +30,7 @@ from interpreters.setup import (
     task_option,
     verdict_line,
 )
-from ssegrade import (
-    BenchSession,
-    EvaluationResult,
-    GradeOptions,
-    RuntimeResult,
-    bencher_interpreter,
-    grade,
-    result_schema,
-    run,
-)
+from ssegrade import RuntimeResult, result_schema
 
 __all__ = ["cli", "main"]
 
@@ -67,13 +54,29 @@ def cli() -> None:
 @click.option(
     "--into", required=True, type=click.Path(path_type=Path), help="Folder for the baseline."
 )
-def baseline(source: Path, into: Path) -> None:
-    """Record the baseline of SOURCE before the agent runs (SPEC §4)."""
+@click.option(
+    "--no-repo",
+    is_flag=True,
+    help="Do not keep a copy of the whole tree (ignored files included) as INTO/repo.",
+)
+def baseline(source: Path, into: Path, no_repo: bool) -> None:
+    """Record the baseline of the tree the agent will edit, before it runs.
+
+    Also keeps a pristine copy of the whole tree, ignored files included (vendored modules),
+    as INTO/repo: the grading repo whenever none is named.
+    """
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
         raise BadInput(recorded.failure().message)
     base = recorded.unwrap()
-    click.echo(f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}")
+    if not no_repo:
+        try:
+            keep_repo_copy(source.absolute(), base.path)
+        except OSError as exc:
+            files.remove_tree(base.path / git.REPO_COPY)
+            raise BadInput(f"cannot copy {source} into {base.path}: {exc.strerror or exc}") from exc
+    kept = "" if no_repo else f", tree copied to {base.path / git.REPO_COPY}"
+    click.echo(f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}{kept}")
 
 
 @cli.command()
@@ -149,6 +152,18 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     type=click.Path(path_type=Path),
     help="Grade through the task daemon's admin socket (SPEC §9) instead of locally.",
 )
+@click.option(
+    "--patch",
+    "patch_file",
+    type=click.Path(path_type=Path),
+    help="Grade this recorded patch (e.g. an earlier final.patch) instead of capturing one: "
+    "no source tree or baseline needed, only the grading repo.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Clear a results folder that already holds a grade (refused otherwise).",
+)
 def evaluate(
     task_dir: Path,
     source: Path | None,
@@ -162,17 +177,22 @@ def evaluate(
     agent_timeout: bool | None,
     agent_exit_code: str | None,
     daemon_socket: Path | None,
+    patch_file: Path | None,
+    force: bool,
 ) -> None:
     """Grade the agent's patch and write RESULTS/result.json (SPEC §3).
 
     Prints one line per finished check on stderr and the verdict on stdout; exits 0 whenever
     result.json was written, whatever the verdict.
     """
-    inputs = load_inputs(task_dir, source, runner_user)
+    if patch_file is not None and daemon_socket is not None:
+        raise BadInput("--patch and --daemon cannot be used together")
+    recorded = read_patch(patch_file) if patch_file is not None else None
+    inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
         agent_timeout = "SSE_METRIC_AGENT_TIMEOUT" in os.environ
     runtime = _agent_runtime(agent_duration, bool(agent_timeout), agent_exit_code)
-    results = make_results(results)
+    results = make_results(results, force=force)
     if daemon_socket is not None:
         result = evaluate_through_daemon(
             daemon_socket,
@@ -184,63 +204,16 @@ def evaluate(
             say=_say,
         )
     else:
-        result = _evaluate_here(
-            inputs, baseline_dir, repo, results, timeout, script_timeout, runtime
+        result = grade_here(
+            inputs,
+            Sources(patch=recorded, repo=repo, baseline=baseline_dir),
+            results,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runtime=runtime,
+            say=_say,
         )
     click.echo(verdict_line(result))
-
-
-def _evaluate_here(
-    inputs: Inputs,
-    baseline_dir: Path | None,
-    repo: Path | None,
-    results: Path,
-    timeout: int,
-    script_timeout: int | None,
-    runtime: RuntimeResult,
-) -> EvaluationResult:
-    scratch = Path(tempfile.mkdtemp(prefix="ssegrade-"))
-    scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
-    try:
-        base = _baseline(inputs.source, baseline_dir, scratch)
-        places = Places(
-            inputs.task_dir,
-            inputs.source,
-            base,
-            grading_repo(repo, base, scratch),
-            results,
-            scratch / "work",
-        )
-        if inputs.runner.note is not None:
-            _say(inputs.runner.note)
-        task, folder = inputs.task, str(inputs.task_dir)
-
-        def local() -> EvaluationResult:
-            system = LocalSystem(
-                places, inputs.runner, timeout=timeout, script_timeout=script_timeout, say=_say
-            )
-            options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
-            return run(grade(options), bencher_interpreter(BenchSession(task, folder), system))
-
-        return graded(results, runtime, local)
-    finally:
-        files.remove_tree(scratch)
-
-
-def _baseline(source: Path, given: Path | None, scratch: Path) -> git.Baseline:
-    if given is not None:
-        loaded = git.load_baseline(given)
-        if not is_successful(loaded):
-            raise BadInput(loaded.failure().message)
-        return loaded.unwrap()
-    _say(
-        "warning: no baseline recorded before the agent ran: using the root commit of the "
-        "source tree's history, which the agent could have rewritten"
-    )
-    recorded = git.record_baseline(source, scratch / "baseline", from_root=True)
-    if not is_successful(recorded):
-        raise BadInput(recorded.failure().message)
-    return recorded.unwrap()
 
 
 cli.add_command(report)

@@ -14,7 +14,6 @@ from returns.result import Failure, Result, Success
 from ssegrade import (
     ApplyDiff,
     ApplyError,
-    ApplyToRepo,
     Archive,
     ArchiveError,
     BenchSession,
@@ -22,6 +21,7 @@ from ssegrade import (
     CaptureError,
     CaptureTree,
     CheckFinished,
+    CheckPatch,
     CheckRecord,
     Discard,
     Effect,
@@ -73,6 +73,7 @@ class FakeWorld:
 
     patch: bytes = b""
     commits_log: bytes = b""
+    left_out: tuple[str, ...] = ()
     capture_error: str | None = None
     proof_differs: bool = False
     apply_error: str | None = None
@@ -128,13 +129,13 @@ class FakeWorld:
             case CaptureTree():
                 if self.capture_error is not None:
                     return Failure(CaptureError(self.capture_error))
-                return Success(Capture(self.patch, "base", "new", self.commits_log))
+                return Success(Capture(self.patch, "base", "new", self.commits_log, self.left_out))
             case ProvePatch():
                 return Success("other" if self.proof_differs else "new")
             case WriteArtifact(name=name, data=data):
                 self.artifacts[name] = data
-                return None
-            case ApplyToRepo():
+                return f"results/{name}"
+            case CheckPatch():
                 self.applied += 1
                 if self.apply_error is not None:
                     return Failure(ApplyError(self.apply_error))
@@ -143,10 +144,10 @@ class FakeWorld:
                 path = self._next("copy")
                 self.live_workspaces.add(path)
                 return Workspace(path)
-            case StageFiles(files=files):
+            case StageFiles(items=items):
                 folder = self._next("stage")
                 self.live_staged.add(folder)
-                return Staged(folder, tuple(f"{folder}/{i}" for i in range(len(files))))
+                return Staged(folder, tuple(f"{folder}/{i}" for i in range(len(items))))
             case Unstage(staged=staged):
                 self.live_staged.discard(staged.folder)
                 return None

@@ -6,7 +6,9 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +26,7 @@ from interpreters.taskfolder import load_task, resolve_source
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Task
 
 __all__ = [
+    "RESULTS_ENTRIES",
     "BadInput",
     "Inputs",
     "Interrupted",
@@ -116,48 +119,127 @@ class Inputs:
 
     task: Task
     task_dir: Path
-    source: Path
+    source: Path | None
     runner: Runner
 
 
-def load_inputs(task_dir: Path, source: Path | None, runner_user: str | None) -> Inputs:
-    """Load and check the task, find the source tree, choose the runner; `BadInput` if not."""
+def load_inputs(
+    task_dir: Path, source: Path | None, runner_user: str | None, *, need_source: bool = True
+) -> Inputs:
+    """Load and check the task, find the source tree (unless not needed: then it may be
+    `None`), choose the runner; `BadInput` if not."""
     task_dir = task_dir.absolute()
     loaded = load_task(task_dir)
     if not is_successful(loaded):
         raise BadInput(loaded.failure().message)
     task = loaded.unwrap()
-    found = resolve_source(task, task_dir, source)
-    if not is_successful(found):
-        raise BadInput(found.failure().message)
+    tree: Path | None = None
+    if need_source:
+        found = resolve_source(task, task_dir, source)
+        if not is_successful(found):
+            raise BadInput(found.failure().message)
+        tree = found.unwrap()
     runner = resolve_runner(runner_user)
     if not is_successful(runner):
         raise BadInput(runner.failure().message)
-    return Inputs(task, task_dir, found.unwrap(), runner.unwrap())
+    return Inputs(task, task_dir, tree, runner.unwrap())
 
 
-def make_results(results: Path) -> Path:
-    """Create the results folder if needed; its absolute path."""
+RESULTS_ENTRIES = frozenset(
+    {
+        "result.json",
+        "final.patch",
+        "commits.log",
+        "source.tar.gz",
+        "checks.jsonl",
+        "logs",
+        "agent-phase",
+        "summary.json",
+    }
+)
+"""What a grading writes in its results folder; `--force` clears these and nothing else."""
+
+
+def make_results(results: Path, *, force: bool = False) -> Path:
+    """Create the results folder if needed; its absolute path.
+
+    A folder that already holds a grade (`result.json`, or the `checks.jsonl` of a grading
+    that died) is refused unless `force`, which first clears what a grading writes there, and
+    only in a folder that holds nothing else: the logs of two gradings never mix, and a
+    crash never leaves the grade of an earlier grading behind. As root, a folder that another
+    user owns or may write to is refused: root would write through links planted there.
+    """
+    results = results.absolute()
     try:
         results.mkdir(parents=True, exist_ok=True)
+        st = os.stat(results, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            raise BadInput(f"results folder {results}: not a folder (links are not followed)")
+        if os.geteuid() == 0 and (st.st_uid != 0 or st.st_mode & 0o022):
+            raise BadInput(
+                f"results folder {results}: owned by another user or writable by others; "
+                "root does not write there"
+            )
+        names = set(os.listdir(results))
     except OSError as exc:
         raise BadInput(f"results folder {results}: {exc.strerror}") from exc
-    return results.absolute()
+    graded = names & {"result.json", "checks.jsonl"}
+    if force:
+        strangers = sorted(n for n in names if n not in RESULTS_ENTRIES and not _temp_name(n))
+        if strangers:
+            raise BadInput(
+                f"--force: {results} is not a results folder (it holds {strangers[0]!r}): "
+                "not clearing it"
+            )
+        try:
+            for name in sorted(names):
+                files.remove_tree(results / name)
+        except OSError as exc:
+            raise BadInput(f"--force: cannot clear {results}: {exc.strerror or exc}") from exc
+    elif graded:
+        held = "result.json" if "result.json" in graded else "checks.jsonl"
+        raise BadInput(
+            f"results folder {results} already holds {held}: "
+            "choose a new folder, or --force to clear it"
+        )
+    return results
 
 
-def grading_repo(given: Path | None, base: git.Baseline, scratch: Path) -> Path:
-    """The repo to patch: `given`, else `/ssebench-repo` if it exists, else a checkout of the
-    baseline in `scratch`."""
+def _temp_name(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def grading_repo(
+    given: Path | None,
+    base: git.Baseline | None,
+    scratch: Path,
+    warn: Callable[[str], None] | None = None,
+) -> Path:
+    """The pristine repo every check copies: `given`, else `/ssebench-repo` if it exists,
+    else the baseline's copy of the whole tree (`ssegrade baseline` keeps it), else a
+    checkout of the baseline commit in `scratch`, which lacks the ignored files of the
+    original tree (`warn` says so)."""
     if given is None and Path("/ssebench-repo").is_dir():
         given = Path("/ssebench-repo")
     if given is not None:
         if not given.is_dir():
             raise BadInput(f"grading repo not found: {given}")
         return given.absolute()
+    if base is None:
+        raise BadInput("no grading repo: give --repo (or a baseline to check it out from)")
+    if base.repo_copy is not None:
+        return base.repo_copy
     checkout = scratch / "repo"
     made = git.checkout_baseline(base, checkout)
     if not is_successful(made):
         raise BadInput(made.failure().message)
+    if warn is not None:
+        warn(
+            "warning: no grading repo given and the baseline keeps no copy of the tree: "
+            "grading a checkout of the baseline commit, without the ignored files of the "
+            "original tree (e.g. vendor/); record the baseline with `ssegrade baseline` or "
+            "give --repo"
+        )
     return checkout
 
 

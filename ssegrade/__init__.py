@@ -15,7 +15,6 @@ from ssegrade.effects import (
     Action,
     ApplyDiff,
     ApplyError,
-    ApplyToRepo,
     Archive,
     ArchiveError,
     Bench,
@@ -23,6 +22,7 @@ from ssegrade.effects import (
     CaptureError,
     CaptureTree,
     CheckFinished,
+    CheckPatch,
     CheckRecord,
     Discard,
     Effect,
@@ -38,6 +38,7 @@ from ssegrade.effects import (
     ScriptResult,
     Staged,
     StageFiles,
+    StageItem,
     SystemEffect,
     TimeLimitReached,
     Unstage,
@@ -60,7 +61,7 @@ from ssegrade.result import (
 )
 from ssegrade.run import Interpreter, run
 from ssegrade.stats import mcnemar_exact, wilson
-from ssegrade.task import Check, Task, TaskError, parse_task
+from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -79,7 +80,6 @@ __all__ = [
     "ApplyDiff",
     "ApplyError",
     "ApplyFailed",
-    "ApplyToRepo",
     "Archive",
     "ArchiveError",
     "Bench",
@@ -90,6 +90,7 @@ __all__ = [
     "Check",
     "CheckFinished",
     "CheckOutcome",
+    "CheckPatch",
     "CheckRecord",
     "Crashed",
     "Discard",
@@ -120,6 +121,7 @@ __all__ = [
     "ScriptResult",
     "SpillLog",
     "StageFiles",
+    "StageItem",
     "Staged",
     "Status",
     "SystemEffect",
@@ -145,12 +147,14 @@ __all__ = [
     "parse_result",
     "parse_run",
     "parse_task",
+    "poc_folder",
     "prepare",
     "preview",
     "render",
     "result_schema",
     "run",
     "status_of",
+    "support_folders",
     "task_path",
     "wilson",
 ]

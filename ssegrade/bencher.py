@@ -17,10 +17,10 @@ from returns.result import Failure, Result, Success
 from ssegrade.effects import (
     Action,
     ApplyDiff,
-    ApplyToRepo,
     Bench,
     CaptureError,
     CaptureTree,
+    CheckPatch,
     Discard,
     Effect,
     FreshCopy,
@@ -33,12 +33,13 @@ from ssegrade.effects import (
     RunScript,
     ScriptResult,
     StageFiles,
+    StageItem,
     Unstage,
     Workspace,
     WriteArtifact,
 )
 from ssegrade.run import Interpreter, run
-from ssegrade.task import Task
+from ssegrade.task import Task, poc_folder
 
 __all__ = [
     "BenchSession",
@@ -89,10 +90,12 @@ def is_blank(patch: bytes) -> bool:
 
 @dataclass(slots=True)
 class BenchSession:
-    """The state of one runner session for one task."""
+    """The state of one runner session for one task. `recorded` is a patch given up front
+    (`evaluate --patch`): it is graded instead of capturing the source tree."""
 
     task: Task
     folder: str
+    recorded: bytes | None = None
     build_copy: Workspace | None = None
     prepared: Result[Prepared, PrepareError] | None = None
 
@@ -102,24 +105,43 @@ class BenchSession:
         return task_path(self.folder, path) if path else None
 
     def poc(self, name: str) -> str | None:
-        """The absolute path of a PoC the task names (by config path or absolute path)."""
+        """The config path of a PoC the task names (by config path or absolute path)."""
         for configured in self.task.files.poc:
-            absolute = task_path(self.folder, configured)
-            if name in (configured, absolute):
-                return absolute
+            if name in (configured, task_path(self.folder, configured)):
+                return configured
         return None
+
+    @property
+    def patch(self) -> bytes:
+        """The patch every fresh copy gets: the prepared one, or none before preparing."""
+        if self.prepared is None or not is_successful(self.prepared):
+            return b""
+        return self.prepared.unwrap().patch
 
 
 def _refused(message: str) -> ScriptResult:
     return ScriptResult(code=-1, stderr=message)
 
 
-async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
-    """New runner session, capture with its fidelity proof, save, apply once."""
-    await NewSession()
-    session.build_copy = None
-    if session.prepared is not None:
-        return session.prepared
+def _capture_log(patch: bytes, left_out: tuple[str, ...], recorded: bool) -> bytes:
+    lines = [
+        "patch: given with --patch" if recorded else "patch: captured against the baseline",
+        f"patch bytes: {len(patch)}",
+        *(
+            f"changes {path}: it decides which new files are left out"
+            for path in gitignore_changes(patch)
+        ),
+        f"left out of the capture: {len(left_out)} paths",
+        *(f"  {path}" for path in left_out),
+    ]
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
+async def _patch(session: BenchSession) -> Result[tuple[bytes, tuple[str, ...]], CaptureError]:
+    if session.recorded is not None:
+        await WriteArtifact("final.patch", session.recorded)
+        await WriteArtifact("commits.log", b"")
+        return Success((session.recorded, ()))
     captured = await CaptureTree()
     if not is_successful(captured):
         return Failure(captured.failure())
@@ -131,24 +153,43 @@ async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
         return Failure(CaptureError("the captured patch does not reproduce the source tree"))
     await WriteArtifact("final.patch", capture.patch)
     await WriteArtifact("commits.log", capture.commits_log)
-    for path in gitignore_changes(capture.patch):
-        await Notify(f"the patch changes {path}: it decides which new files are left out")
-    prepared = Prepared(patch_bytes=len(capture.patch), empty=is_blank(capture.patch))
-    if prepared.empty:
-        session.prepared = Success(prepared)
+    return Success((capture.patch, capture.left_out))
+
+
+async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
+    """New runner session; capture with its fidelity proof (or take the recorded patch),
+    save it, and check once that it applies to the grading repo, which is never modified:
+    every fresh copy gets the patch applied in it."""
+    await NewSession()
+    session.build_copy = None
+    if session.prepared is not None:
         return session.prepared
-    applied = await ApplyToRepo(capture.patch)
-    outcome: Result[Prepared, PrepareError] = (
-        Success(prepared) if is_successful(applied) else Failure(applied.failure())
+    got = await _patch(session)
+    if not is_successful(got):
+        return Failure(got.failure())
+    patch, left_out = got.unwrap()
+    log = await WriteArtifact(
+        "logs/capture.log", _capture_log(patch, left_out, session.recorded is not None)
     )
-    session.prepared = outcome
-    return outcome
+    for path in gitignore_changes(patch):
+        await Notify(f"the patch changes {path}: it decides which new files are left out")
+    if left_out:
+        await Notify(f"the capture left out {len(left_out)} paths: see logs/capture.log")
+    empty = is_blank(patch)
+    prepared = Prepared(len(patch), empty, b"" if empty else patch, left_out, log)
+    if not empty:
+        checked = await CheckPatch(patch)
+        if not is_successful(checked):
+            session.prepared = Failure(checked.failure())
+            return session.prepared
+    session.prepared = Success(prepared)
+    return session.prepared
 
 
 async def _run_staged(
-    workspace: Workspace, script: str, extra: tuple[str, ...], label: str
+    workspace: Workspace, script: str, extra: tuple[StageItem, ...], label: str
 ) -> ScriptResult:
-    staged = await StageFiles((script, *extra))
+    staged = await StageFiles((StageItem(script), *extra))
     try:
         return await RunScript(staged.paths[0], staged.paths[1:], workspace, label)
     finally:
@@ -157,7 +198,7 @@ async def _run_staged(
 
 async def _build(session: BenchSession, script: str) -> ScriptResult:
     previous = session.build_copy
-    workspace = await FreshCopy()
+    workspace = await FreshCopy(session.patch)
     session.build_copy = workspace
     if previous is not None:
         await Discard(previous)
@@ -174,23 +215,28 @@ async def _run_poc(session: BenchSession, poc: str | None) -> ScriptResult:
     if session.build_copy is None:
         if session.script("build") is not None:
             return _refused("no build yet: run the build action before run_poc")
-        session.build_copy = await FreshCopy()
-    index = [task_path(session.folder, p) for p in session.task.files.poc].index(found) + 1
-    return await _run_staged(session.build_copy, runner, (found,), f"poc-{index}")
+        session.build_copy = await FreshCopy(session.patch)
+    index = session.task.files.poc.index(found) + 1
+    along = poc_folder(session.task, found)
+    item = StageItem(
+        task_path(session.folder, found),
+        None if along is None else task_path(session.folder, along),
+    )
+    return await _run_staged(session.build_copy, runner, (item,), f"poc-{index}")
 
 
-async def _function_test(script: str) -> ScriptResult:
-    workspace = await FreshCopy()
+async def _function_test(session: BenchSession, script: str) -> ScriptResult:
+    workspace = await FreshCopy(session.patch)
     try:
         return await _run_staged(workspace, script, (), "function_test")
     finally:
         await Discard(workspace)
 
 
-async def _intent_test(script: str, diff: str) -> ScriptResult:
-    workspace = await FreshCopy()
+async def _intent_test(session: BenchSession, script: str, diff: str) -> ScriptResult:
+    workspace = await FreshCopy(session.patch)
     try:
-        staged = await StageFiles((diff,))
+        staged = await StageFiles((StageItem(diff),))
         try:
             applied = await ApplyDiff(workspace, staged.paths[0], "intent_test-apply")
         finally:
@@ -214,11 +260,11 @@ async def bench(session: BenchSession, action: Action, poc: str | None = None) -
     if action == "build":
         return await _build(session, script)
     if action == "function_test":
-        return await _function_test(script)
+        return await _function_test(session, script)
     diff = session.task.files.future_test
     if diff is None:
         return _refused("the task has no hidden tests")
-    return await _intent_test(script, task_path(session.folder, diff))
+    return await _intent_test(session, script, task_path(session.folder, diff))
 
 
 def bencher_interpreter(session: BenchSession, system: Interpreter) -> Interpreter:

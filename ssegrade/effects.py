@@ -23,7 +23,6 @@ __all__ = [
     "Action",
     "ApplyDiff",
     "ApplyError",
-    "ApplyToRepo",
     "Archive",
     "ArchiveError",
     "Bench",
@@ -31,6 +30,7 @@ __all__ = [
     "CaptureError",
     "CaptureTree",
     "CheckFinished",
+    "CheckPatch",
     "CheckRecord",
     "Discard",
     "Effect",
@@ -45,6 +45,7 @@ __all__ = [
     "RunScript",
     "ScriptResult",
     "StageFiles",
+    "StageItem",
     "Staged",
     "SystemEffect",
     "TimeLimitReached",
@@ -112,8 +113,19 @@ class Workspace:
 
 
 @dataclass(frozen=True, slots=True)
+class StageItem:
+    """A task file to stage (absolute path); with `along`, the task folder holding it
+    (absolute) is staged whole, so that the file's siblings (a Go module's `go.mod`, a
+    harness crate) come with it."""
+
+    path: str
+    along: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Staged:
-    """Task files copied where the runner can read them, for one check only."""
+    """Task files copied where the runner can read them, for one check only; `paths[i]` is
+    where the i-th staged item's file is."""
 
     folder: str
     paths: tuple[str, ...]
@@ -132,10 +144,14 @@ class Capture:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """The patch is captured, saved and applied (or empty)."""
+    """The patch is captured (or given), saved and known to apply (or empty); `patch` is what
+    every fresh copy gets applied."""
 
     patch_bytes: int
     empty: bool
+    patch: bytes = b""
+    left_out: tuple[str, ...] = ()
+    log_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +181,8 @@ PrepareError = ApplyError | CaptureError
 
 @dataclass(frozen=True, slots=True)
 class CheckRecord:
-    """One line of `checks.jsonl`."""
+    """One line of `checks.jsonl`: a check that ran, or (`name == "prepare"`) how the patch
+    was prepared, with the paths the capture left out."""
 
     name: str
     poc: str | None
@@ -174,6 +191,7 @@ class CheckRecord:
     killed: bool
     log_file: str | None
     passed: bool
+    left_out: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------- grading effects
@@ -181,7 +199,8 @@ class CheckRecord:
 
 @dataclass(frozen=True, slots=True)
 class PrepareGrading(Effect[Result[Prepared, PrepareError]]):
-    """New runner session, capture, write `final.patch`/`commits.log`, apply to the repo."""
+    """New runner session, capture, write `final.patch`/`commits.log`, check that the patch
+    applies to the grading repo (which is never modified)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,30 +262,35 @@ class ProvePatch(Effect[Result[str, CaptureError]]):
 
 
 @dataclass(frozen=True, slots=True)
-class WriteArtifact(Effect[None]):
-    """Write a file of the results folder atomically."""
+class WriteArtifact(Effect[str]):
+    """Write a file of the results folder atomically; answers the path written."""
 
     name: str
     data: bytes
 
 
 @dataclass(frozen=True, slots=True)
-class ApplyToRepo(Effect[Result[None, ApplyError]]):
-    """`git apply --binary` of the captured patch to the grading repo."""
+class CheckPatch(Effect[Result[None, ApplyError]]):
+    """`git apply --check --binary` of the patch against the grading repo, which stays
+    untouched."""
 
     patch: bytes
 
 
 @dataclass(frozen=True, slots=True)
 class FreshCopy(Effect[Workspace]):
-    """A fresh copy of the grading repo, owned by the runner."""
+    """A fresh copy of the grading repo, owned by the runner, with `patch` applied in it
+    (checked beforehand with `CheckPatch`: a copy it does not apply to is an exception)."""
+
+    patch: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
 class StageFiles(Effect[Staged]):
-    """Copy task files (absolute paths) where the runner can read them."""
+    """Copy task files (absolute paths, each alone or with its folder) where the runner can
+    read them."""
 
-    files: tuple[str, ...]
+    items: tuple[StageItem, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +331,7 @@ SystemEffect = (
     | CaptureTree
     | ProvePatch
     | WriteArtifact
-    | ApplyToRepo
+    | CheckPatch
     | FreshCopy
     | StageFiles
     | Unstage

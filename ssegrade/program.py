@@ -75,16 +75,34 @@ async def _check(
     return result.passed
 
 
+def _prepare_record(
+    log_file: str | None, *, passed: bool, left_out: tuple[str, ...]
+) -> CheckRecord:
+    return CheckRecord(
+        name="prepare",
+        poc=None,
+        exit_code=0 if passed else 1,
+        seconds=0.0,
+        killed=False,
+        log_file=log_file,
+        passed=passed,
+        left_out=left_out,
+    )
+
+
 async def _checks(options: GradeOptions, log: _Log) -> Ending:
     has = options.task.checks
     prepared = await PrepareGrading()
     if not is_successful(prepared):
         error = prepared.failure()
         if isinstance(error, ApplyError):
+            await CheckFinished(_prepare_record(error.log_file, passed=False, left_out=()))
             log.apply_failed = ApplyFailed(error.log)
             return Finished()
         return Crashed(error.message)
-    if prepared.unwrap().empty:
+    ready = prepared.unwrap()
+    await CheckFinished(_prepare_record(ready.log_file, passed=True, left_out=ready.left_out))
+    if ready.empty:
         await Notify("the patch is empty: grading the unmodified project")
     if "build" in has and not await _check(log, "build", "build"):
         return Finished()

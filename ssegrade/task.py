@@ -6,7 +6,9 @@ interpreter's job, which reports a missing one with `TaskError.missing_file`.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
@@ -21,6 +23,8 @@ __all__ = [
     "TaskError",
     "checks_of",
     "parse_task",
+    "poc_folder",
+    "support_folders",
 ]
 
 Check = Literal["build", "poc", "function_test", "intent_test"]
@@ -45,8 +49,10 @@ def _inside(path: str) -> str:
         raise ValueError("must not be empty")
     if "\x00" in path:
         raise ValueError("must not contain NUL")
+    if path.startswith("/"):
+        raise ValueError(f"'{path}' must be relative to the task folder")
     if ".." in PurePosixPath(path).parts:
-        raise ValueError(f"'{path}' must not contain '..'")
+        raise ValueError(f"'{path}' must not contain '..' (it must stay in the task folder)")
     return path
 
 
@@ -57,7 +63,13 @@ class _Open(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
-class Scripts(_Open):
+class _Closed(BaseModel):
+    """A section whose keys are closed: a typo must never silently drop a check."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Scripts(_Closed):
     """`scripts`: the build script, the PoC runner and the functional test script."""
 
     build: str | None = None
@@ -70,7 +82,7 @@ class Scripts(_Open):
         return None if value is None else _inside(value)
 
 
-class Files(_Open):
+class Files(_Closed):
     """`files`: PoCs, the hidden tests and reference material."""
 
     poc: tuple[InsidePath, ...] = ()
@@ -90,7 +102,7 @@ class Files(_Open):
         return None if value is None else _inside(value)
 
 
-class TaskDescription(_Open):
+class TaskDescription(_Closed):
     """`task_description`: informative only."""
 
     issue: str | None = None
@@ -153,6 +165,75 @@ class Task(_Open):
             named.append(("files.future_test", self.files.future_test))
         return tuple(named)
 
+    def hidden_files(self) -> tuple[str, ...]:
+        """Config paths of the material the runner must not see outside the check that needs
+        it: scripts, PoCs, the hidden tests and the reference fix (SPEC §5)."""
+        found = [
+            path
+            for path in (
+                self.scripts.build,
+                self.scripts.run,
+                self.scripts.test,
+                self.files.future_test,
+                self.files.patch,
+                self.files.security_test,
+                self.files.intent_test,
+            )
+            if path
+        ]
+        return (*found, *self.files.poc)
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(part for part in PurePosixPath(path).parts if part != ".")
+
+
+def poc_folder(task: Task, poc: str) -> str | None:
+    """The top-level task folder staged along with PoC `poc` (a config path), or None when
+    the PoC is staged alone: it sits at the top, or its folder holds hidden material other
+    than PoCs (SPEC §5).
+
+    >>> t = Task(id="t", files=Files(poc=("pocs/poc.go",), patch="fix.diff"))
+    >>> poc_folder(t, "pocs/poc.go"), poc_folder(t, "./pocs/poc.go")
+    ('pocs', 'pocs')
+    >>> poc_folder(Task(id="t", files=Files(poc=("x/p",), future_test="x/t.diff")), "x/p")
+    >>> poc_folder(Task(id="t", files=Files(poc=("p.bin",))), "p.bin")
+    """
+    parts = _parts(poc)
+    if len(parts) < 2:
+        return None
+    top = parts[0]
+    pocs = {_parts(p) for p in task.files.poc}
+    for hidden in task.hidden_files():
+        other = _parts(hidden)
+        if other[:1] == (top,) and other not in pocs:
+            return None
+    return top
+
+
+def support_folders(
+    task: Task, folder: str, scripts: Mapping[str, str], entries: Iterable[str]
+) -> tuple[str, ...]:
+    """Top-level task folders (`entries`: the names of the task folder's subfolders) that a
+    script names by absolute path (`scripts`: config path → text) and that hold no hidden
+    material: the runner reads them at that path during grading (SPEC §5).
+
+    >>> t = Task(id="t", scripts=Scripts(run="scripts/run.sh"))
+    >>> support_folders(t, "/ssebench", {"scripts/run.sh": "cc /ssebench/harness/h.c"},
+    ...                 ["harness", "scripts", "other"])
+    ('harness',)
+    """
+    hidden_tops = {_parts(path)[0] for path in task.hidden_files() if len(_parts(path)) > 1}
+    root = folder.rstrip("/")
+    found: list[str] = []
+    for name in sorted(entries):
+        if name in hidden_tops or name in found:
+            continue
+        pattern = re.compile(re.escape(f"{root}/{name}") + r"(?![A-Za-z0-9._-])")
+        if any(pattern.search(text) for text in scripts.values()):
+            found.append(name)
+    return tuple(found)
+
 
 def checks_of(
     *,
@@ -204,6 +285,13 @@ def parse_task(data: bytes) -> Result[Task, TaskError]:
         return Failure(TaskError(_describe(exc)))
 
 
+_KNOWN: dict[str, tuple[str, ...]] = {
+    "scripts": tuple(Scripts.model_fields),
+    "files": tuple(Files.model_fields),
+    "task_description": tuple(TaskDescription.model_fields),
+}
+
+
 def _describe(exc: ValidationError) -> str:
     err = exc.errors()[0]
     key = "".join(
@@ -211,5 +299,10 @@ def _describe(exc: ValidationError) -> str:
     ).lstrip(".")
     if err["type"] == "missing":
         return f"config.yaml: {key}: required key is missing"
+    if err["type"] == "extra_forbidden" and len(err["loc"]) == 2:
+        section, name = str(err["loc"][0]), str(err["loc"][1])
+        near = difflib.get_close_matches(name, _KNOWN.get(section, ()), n=1, cutoff=0.5)
+        hint = f" (did you mean {section}.{near[0]}?)" if near else ""
+        return f"config.yaml: {key}: unknown key{hint}"
     message = err["msg"].removeprefix("Value error, ")
     return f"config.yaml: {key}: {message}"

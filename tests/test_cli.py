@@ -104,13 +104,20 @@ def test_reference_fix_passes(task: RealTask) -> None:
     assert "Body line." in commits
     assert commits.rstrip().endswith("---")
     checks = [json.loads(line) for line in (task.results / "checks.jsonl").read_text().splitlines()]
-    assert [c["name"] for c in checks] == ["build", "poc", "poc", "function_test", "intent_test"]
+    assert [c["name"] for c in checks] == [
+        "prepare",
+        "build",
+        "poc",
+        "poc",
+        "function_test",
+        "intent_test",
+    ]
     assert all(c["exit_code"] == 0 and Path(c["log_file"]).is_file() for c in checks)
-    assert [c["poc"] for c in checks][1:3] == [
+    assert [c["poc"] for c in checks][2:4] == [
         f"{task.task}/pocs/poc1.bin",
         f"{task.task}/pocs/poc2.bin",
     ]
-    build_log = Path(checks[0]["log_file"]).read_text()
+    build_log = Path(checks[1]["log_file"]).read_text()
     assert "build.sh" in build_log
 
 
@@ -144,7 +151,8 @@ def test_patch_that_does_not_apply(task: RealTask, tmp_path: Path) -> None:
     )
     assert (doc["pov_passed"], doc["pov_total"]) == (None, None)
     assert "lib.sh" in str(doc["error_log"])
-    assert not (task.results / "checks.jsonl").exists()
+    records = (task.results / "checks.jsonl").read_text().splitlines()
+    assert [(r["name"], r["passed"]) for r in map(json.loads, records)] == [("prepare", False)]
 
 
 def test_hidden_diff_that_does_not_apply(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from returns.result import Success
 from interpreters.fake import FakeWorld, Script
 from ssegrade import (
     ApplyDiff,
-    ApplyToRepo,
+    CheckPatch,
     Discard,
     FreshCopy,
     RunScript,
@@ -38,13 +38,20 @@ def test_reference_fix_passes_and_saves_the_patch() -> None:
     assert world.artifacts["commits.log"] == b"abc\nfix\n\n---\n"
     assert world.script_labels() == ["build", "poc-1", "poc-2", "function_test", "intent_test"]
     assert world.leaks() == Success(None)
-    assert [c.name for c in world.checks] == ["build", "poc", "poc", "function_test", "intent_test"]
+    assert [c.name for c in world.checks] == [
+        "prepare",
+        "build",
+        "poc",
+        "poc",
+        "function_test",
+        "intent_test",
+    ]
 
 
 def test_empty_patch_grades_the_unmodified_project() -> None:
     world = FakeWorld(patch=b"  \n", scripts={"poc-1": Script(code=1, stderr="overflow")})
     result = world.grade(FULL)
-    assert not any(isinstance(e, ApplyToRepo) for e in world.trace)
+    assert not any(isinstance(e, CheckPatch) for e in world.trace)
     assert world.artifacts["final.patch"] == b"  \n"
     assert result.patch_result.status == "failed"
     assert result.patch_result.error_msg == "PoC failed: /task/pocs/a.bin"
@@ -105,7 +112,7 @@ def test_intent_test_stages_the_hidden_diff_only_while_applying() -> None:
     start = next(
         i
         for i, e in enumerate(world.trace)
-        if isinstance(e, StageFiles) and e.files[0].endswith(".diff")
+        if isinstance(e, StageFiles) and e.items[0].path.endswith(".diff")
     )
     kinds = [type(e) for e in world.trace[start - 1 : start + 7]]
     assert kinds == [
@@ -156,7 +163,7 @@ def test_per_script_kill_is_a_failed_check_and_grading_goes_on() -> None:
     result = world.grade(FULL)
     assert result.patch_result.func_test_success is False
     assert result.patch_result.intent_test_success is True
-    assert world.checks[3].killed is True
+    assert world.checks[4].killed is True
 
 
 def test_exception_keeps_finished_checks_and_still_writes() -> None:

@@ -138,9 +138,17 @@ def test_checks_follow_the_pipeline(task: Task, data: st.DataObject) -> None:
 
 @given(tasks(), st.data())
 def test_every_check_is_recorded(task: Task, data: st.DataObject) -> None:
-    """Property: each finished bencher action is followed by its checks.jsonl record."""
+    """Property: each finished bencher action is followed by its checks.jsonl record, after
+    one `prepare` record when the patch was prepared or refused by git."""
     world, _ = _grade(task, data)
     records = [e.record for e in world.trace if isinstance(e, CheckFinished)]
+    prepared = world.answers[0]
+    recorded = isinstance(prepared, Success) or (
+        isinstance(prepared, Failure) and isinstance(prepared.failure(), ApplyError)
+    )
+    assert [r.name for r in records[:1]] == (["prepare"] if recorded else [])
+    assert not any(r.name == "prepare" for r in records[1:])
+    records = records[1:] if recorded else records
     benches = world.benches()
     assert len(records) == len(benches)
     for (bench, answer), record in zip(benches, records, strict=True):

@@ -9,23 +9,28 @@ from hypothesis import given
 from ssegrade import Task, parse_task
 from tests.strategies import tasks
 
+# Shaped like a task of the original dataset: informative top-level keys, null values.
 REAL = b"""
 id: gjson-196-bf4efcb
 project: gjson
+repository: https://example.invalid/gjson
 language: go
 source: /src/gjson
-scripts:
-  build: /ssebench/build.sh
-  run: /ssebench/run.sh
-  test: /ssebench/test.sh
-files:
-  poc: [pocs/poc.go]
-  future_test: future_test.diff
-  patch: fix.patch
-  security_test: sec.diff
 task_description:
-  issue: slice bounds out of range
-  crash_report: [crash.txt]
+  crash_report:
+  - reports/crash_report_1.txt
+  bug_description:
+scripts:
+  build: scripts/build.sh
+  run: scripts/run.sh
+  test: scripts/test.sh
+files:
+  patch: diffs/patch.diff
+  poc:
+  - pocs/poc.go
+  future_test: diffs/test.diff
+  intent_test:
+sanitizer:
 difficulty_notes: kept, not used
 """
 
@@ -35,8 +40,39 @@ def test_a_real_config_parses_and_keeps_unknown_keys() -> None:
     assert task.id == "gjson-196-bf4efcb"
     assert task.checks == {"build", "poc", "function_test", "intent_test"}
     assert task.files.poc == ("pocs/poc.go",)
-    assert task.model_extra == {"difficulty_notes": "kept, not used"}
-    assert task.named_files()[0] == ("scripts.build", "/ssebench/build.sh")
+    assert task.model_extra == {
+        "repository": "https://example.invalid/gjson",
+        "sanitizer": None,
+        "difficulty_notes": "kept, not used",
+    }
+    assert task.named_files()[0] == ("scripts.build", "scripts/build.sh")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        (
+            b"id: t\nfiles: {future_tset: x}",
+            "config.yaml: files.future_tset: unknown key (did you mean files.future_test?)",
+        ),
+        (
+            b"id: t\nscripts: {buidl: b.sh}",
+            "config.yaml: scripts.buidl: unknown key (did you mean scripts.build?)",
+        ),
+        (b"id: t\ntask_description: {zzz: 1}", "config.yaml: task_description.zzz: unknown key"),
+        (
+            b"id: t\nscripts: {build: /ssebench/build.sh}",
+            "config.yaml: scripts.build: '/ssebench/build.sh' must be relative to the task folder",
+        ),
+        (
+            b"id: t\nfiles: {poc: [pocs/../../x]}",
+            "config.yaml: files.poc[0]: 'pocs/../../x' must not contain '..' "
+            "(it must stay in the task folder)",
+        ),
+    ],
+)
+def test_closed_sections_and_escaping_paths_are_refused(yaml_text: bytes, message: str) -> None:
+    assert parse_task(yaml_text).failure().message == message
 
 
 @given(tasks())

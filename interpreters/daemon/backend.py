@@ -54,11 +54,16 @@ class LocalBackend:
         )
         return LocalSystem(places, self.runner, timeout=_NO_TOTAL_LIMIT, say=self.say)
 
+    def _live(self) -> tuple[Path, git.Baseline]:
+        if self.places.source is None or self.places.baseline is None:
+            raise RuntimeError("the daemon needs the agent's source tree and its baseline")
+        return self.places.source, self.places.baseline
+
     def agent_system(self, limit: float) -> Interpreter:
         """The agent phase's `LocalSystem`: fresh copies of the live tree."""
         if self._agent is None:
             self._agent = self._system(
-                self.places.source,
+                self._live()[0],
                 self.places.results / AGENT_PHASE_RESULTS,
                 self.places.scratch / "agent",
             )
@@ -89,7 +94,7 @@ class LocalBackend:
 
     def live_patch(self) -> Result[bytes, CaptureError]:
         """The patch of the live tree, captured exactly as `CaptureTree` does."""
-        captured = git.capture(self.places.source, self.places.baseline)
+        captured = git.capture(*self._live())
         if not isinstance(captured, Success):
             return Failure(captured.failure())
         return Success(captured.unwrap().patch)

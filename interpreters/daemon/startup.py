@@ -31,6 +31,7 @@ from interpreters.daemon.server import (
 from interpreters.daemon.service import Service
 from interpreters.real import files, git
 from interpreters.real.local import Places
+from interpreters.real.support import find_support_folders
 from interpreters.setup import BadInput, grading_repo, load_inputs, make_results
 from ssegrade.difficulty import parse_difficulty
 
@@ -94,6 +95,8 @@ def run_daemon(settings: Settings) -> None:
         raise BadInput(level.failure())
     inputs = load_inputs(settings.task_dir, settings.source, settings.runner_user)
     task, task_dir, source, who = inputs.task, inputs.task_dir, inputs.source, inputs.runner
+    if source is None:
+        raise BadInput("the daemon needs the agent's source tree: give --source")
     agent_socket = settings.agent_socket.absolute()
     admin_socket = settings.admin_socket.absolute()
     if agent_socket == admin_socket:
@@ -107,8 +110,16 @@ def run_daemon(settings: Settings) -> None:
     try:
         state.chmod(0o711)  # the runner must reach its scratch folder below, and nothing else
         base = _baseline(source, settings.baseline_dir, state)
-        repo = grading_repo(settings.repo, base, state)
-        places = Places(task_dir, source, base, repo, results, state / "scratch")
+        repo = grading_repo(settings.repo, base, state, say)
+        places = Places(
+            task_dir,
+            source,
+            base,
+            repo,
+            results,
+            state / "scratch",
+            find_support_folders(task, task_dir),
+        )
         reference = task_dir / task.files.patch if task.files.patch else None
         service = Service(
             task=task,

@@ -1,7 +1,8 @@
 """Hermetic git for the real interpreter: the baseline, the capture, its proof, and apply.
 
 Interpreter side of the layers: this module performs what the `CaptureTree`, `ProvePatch`,
-`ApplyToRepo` and `ApplyDiff` effects describe (SPEC §4); the pure core never imports it.
+`CheckPatch`, `FreshCopy` and `ApplyDiff` effects describe (SPEC §4); the core never imports
+it.
 
 Every git command starts from an empty environment (`_environment`): a fixed `PATH`, `HOME` and
 `XDG_CONFIG_HOME` in an empty read-only folder, no system or global configuration or attributes,
@@ -111,6 +112,10 @@ class GitFailure:
     message: str
 
 
+REPO_COPY = "repo"
+"""The baseline folder's copy of the whole tree, ignored files included: the grading repo."""
+
+
 @dataclass(frozen=True, slots=True)
 class Baseline:
     """A recorded baseline: the folder holding it, the initial commit and the base tree."""
@@ -128,6 +133,12 @@ class Baseline:
     def objects(self) -> Path:
         """The object store of the private repository."""
         return self.repository / "objects"
+
+    @property
+    def repo_copy(self) -> Path | None:
+        """The pristine copy of the whole tree kept beside the baseline (`repo`), if any."""
+        copy = self.path / REPO_COPY
+        return copy if copy.is_dir() and not copy.is_symlink() else None
 
 
 # ---------------------------------------------------------------------------- running git
@@ -825,11 +836,24 @@ def _neutral_apply(
     return Success(None)
 
 
-def apply_patch(repo: Path, patch: bytes) -> Result[None, ApplyError]:
-    """Apply the captured patch to the grading repo: `git apply --binary --whitespace=nowarn
-    --allow-empty`, with a neutral `GIT_DIR`; `ApplyError.log` is git's message."""
-    options = ("--binary", "--whitespace=nowarn", "--allow-empty")
-    return _neutral_apply(Path(os.path.abspath(repo)), options, stdin=patch, run_as=None)
+_PATCH_OPTIONS = ("--binary", "--whitespace=nowarn", "--allow-empty")
+
+
+def check_patch(repo: Path, patch: bytes) -> Result[None, ApplyError]:
+    """Check that the patch applies to the grading repo (`git apply --check`, with a neutral
+    `GIT_DIR`), without changing it; `ApplyError.log` is git's message."""
+    return _neutral_apply(
+        Path(os.path.abspath(repo)), ("--check", *_PATCH_OPTIONS), stdin=patch, run_as=None
+    )
+
+
+def apply_patch(
+    tree: Path, patch: bytes, *, run_as: tuple[int, int] | None = None
+) -> Result[None, ApplyError]:
+    """Apply the patch in `tree` (a fresh copy of the grading repo): `git apply --binary
+    --whitespace=nowarn --allow-empty`, with a neutral `GIT_DIR`, optionally as the given
+    uid/gid; `ApplyError.log` is git's message."""
+    return _neutral_apply(Path(os.path.abspath(tree)), _PATCH_OPTIONS, stdin=patch, run_as=run_as)
 
 
 def apply_diff(

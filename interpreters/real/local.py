@@ -20,14 +20,16 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
 from interpreters.real.runner import Runner, kill_session, new_session, run_script
+from interpreters.real.support import SupportFolders
 from ssegrade import (
     ApplyDiff,
     ApplyError,
-    ApplyToRepo,
     Archive,
     ArchiveError,
+    CaptureError,
     CaptureTree,
     CheckFinished,
+    CheckPatch,
     CheckRecord,
     Discard,
     Effect,
@@ -39,6 +41,7 @@ from ssegrade import (
     ScriptResult,
     Staged,
     StageFiles,
+    StageItem,
     SystemEffect,
     TimeLimitReached,
     Unstage,
@@ -52,19 +55,25 @@ __all__ = ["LocalSystem", "Places", "ResultsWriter", "describe_check"]
 
 @dataclass(frozen=True, slots=True)
 class Places:
-    """Where a grading works: the task, the agent's tree, its baseline, the grading repo, the
-    results folder and a scratch folder for copies and staged files."""
+    """Where a grading works: the task, the agent's tree and its baseline (none when a
+    recorded patch is graded), the grading repo, the results folder, a scratch folder for
+    copies and staged files, and the task's support folders."""
 
     task: Path
-    source: Path
-    baseline: git.Baseline
+    source: Path | None
+    baseline: git.Baseline | None
     repo: Path
     results: Path
     scratch: Path
+    support: tuple[Path, ...] = ()
 
 
 def describe_check(record: CheckRecord) -> str:
     """One progress line for a finished check."""
+    if record.name == "prepare":
+        applies = "ready" if record.passed else "does not apply to the grading repo"
+        left = f"; {len(record.left_out)} paths left out" if record.left_out else ""
+        return f"patch: {applies}{left}"
     name = f"poc {record.poc}" if record.poc else record.name
     verdict = "passed" if record.passed else "FAILED"
     how = " (killed at its time limit)" if record.killed else ""
@@ -75,14 +84,30 @@ def describe_check(record: CheckRecord) -> str:
 Reported = Archive | CheckFinished | Notify | WriteResult
 
 
+def _append(path: Path, text: str) -> None:
+    """Append `text` to `path`, never through a link planted in its place."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        data = text.encode(errors="replace")
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
 @dataclass(slots=True)
 class ResultsWriter:
     """Answers the grading effects that stay with the evaluator: the archive of the source tree,
     `checks.jsonl` and progress lines, notes, and `result.json`."""
 
-    source: Path
+    source: Path | None
     results: Path
     say: Callable[[str], None] = print
+
+    def note(self, message: str) -> None:
+        """Append a line to `logs/notes.log`."""
+        _append(self.results / "logs" / "notes.log", f"{message}\n")
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
@@ -90,18 +115,20 @@ class ResultsWriter:
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
             case Archive():
+                if self.source is None:
+                    return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
                 archived = files.archive(self.source, self.results / "source.tar.gz")
                 if is_successful(archived):
                     return Success(None)
                 return Failure(ArchiveError(archived.failure()))
             case CheckFinished(record=record):
                 line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
-                with (self.results / "checks.jsonl").open("a") as out:
-                    out.write(line)
+                _append(self.results / "checks.jsonl", line)
                 self.say(describe_check(record))
                 return None
             case Notify(message=message):
                 self.say(message)
+                self.note(message)
                 return None
             case WriteResult(result=result):
                 files.atomic_write(self.results / "result.json", result.to_json())
@@ -126,6 +153,7 @@ class LocalSystem:
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
     _writer: ResultsWriter = field(init=False)
+    _support: SupportFolders = field(init=False)
 
     def __post_init__(self) -> None:
         self.deadline = self.clock() + self.timeout
@@ -133,7 +161,17 @@ class LocalSystem:
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
         self.places.scratch.chmod(0o711)
+        self._support = SupportFolders(
+            self.places.support,
+            self.places.scratch / "support",
+            open_to_runner=self.runner.isolated,
+        )
         self._new_home()
+
+    def log_notes(self, notes: list[str]) -> None:
+        """Keep notes said before grading began (warnings about its inputs) in the log."""
+        for message in notes:
+            self._writer.note(message)
 
     def stop(self) -> None:
         """Kill every process of this system's runner session (as root: of the runner)."""
@@ -191,21 +229,22 @@ class LocalSystem:
                 self._new_home()
                 return None
             case CaptureTree():
+                if self.places.source is None or self.places.baseline is None:
+                    return Failure(CaptureError("no source tree and baseline to capture"))
                 return git.capture(self.places.source, self.places.baseline)
             case ProvePatch(patch=patch, base_tree=base):
+                if self.places.baseline is None:
+                    return Failure(CaptureError("no baseline to prove the patch against"))
                 return git.prove(self.places.baseline, patch, base)
             case WriteArtifact(name=name, data=data):
                 files.atomic_write(self.places.results / name, data)
-                return None
-            case ApplyToRepo(patch=patch):
-                return self._apply_patch(patch)
-            case FreshCopy():
-                self._left()
-                dest = self._next("copy")
-                files.fresh_copy(self.places.repo, dest, self._owner())
-                return Workspace(str(dest))
-            case StageFiles(files=paths):
-                return self._stage(paths)
+                return str(self.places.results / name)
+            case CheckPatch(patch=patch):
+                return self._check_patch(patch)
+            case FreshCopy(patch=patch):
+                return self._fresh_copy(patch)
+            case StageFiles(items=items):
+                return self._stage(items)
             case Unstage(staged=staged):
                 files.remove_tree(Path(staged.folder))
                 return None
@@ -221,13 +260,26 @@ class LocalSystem:
             case _:
                 assert_never(effect)
 
-    def _apply_patch(self, patch: bytes) -> Result[None, ApplyError]:
-        applied = git.apply_patch(self.places.repo, patch)
-        text = "applied\n" if is_successful(applied) else applied.failure().log
-        log = self._write_log("apply", "git apply --binary final.patch", text)
-        if is_successful(applied):
-            return applied
-        return Failure(ApplyError(applied.failure().log, log))
+    def _check_patch(self, patch: bytes) -> Result[None, ApplyError]:
+        checked = git.check_patch(self.places.repo, patch)
+        text = "applies\n" if is_successful(checked) else checked.failure().log
+        log = self._write_log("apply", "git apply --check --binary final.patch", text)
+        if is_successful(checked):
+            return checked
+        return Failure(ApplyError(checked.failure().log, log))
+
+    def _fresh_copy(self, patch: bytes) -> Workspace:
+        self._left()
+        dest = self._next("copy")
+        files.fresh_copy(self.places.repo, dest, self._owner())
+        if patch:
+            applied = git.apply_patch(dest, patch, run_as=self._owner())
+            if not is_successful(applied):
+                raise RuntimeError(
+                    "the patch applies to the grading repo but not to a fresh copy of it: "
+                    + applied.failure().log.strip()
+                )
+        return Workspace(str(dest))
 
     def _apply_diff(self, workspace: Path, diff: Path, label: str) -> Result[None, ApplyError]:
         applied = git.apply_diff(workspace, diff, run_as=self._owner())
@@ -237,38 +289,52 @@ class LocalSystem:
             return applied
         return Failure(ApplyError(applied.failure().log, log))
 
-    def _stage(self, paths: tuple[str, ...]) -> Staged:
+    def _stage(self, items: tuple[StageItem, ...]) -> Staged:
         folder = self._next("stage")
         folder.mkdir(mode=0o700)
         owner = self._owner()
         staged: list[str] = []
-        for index, source in enumerate(paths):
+        for index, item in enumerate(items):
             slot = folder / str(index)
             slot.mkdir(mode=0o700)
-            target = slot / Path(source).name
-            shutil.copy2(source, target)
+            if item.along is None:
+                target = slot / Path(item.path).name
+                shutil.copy2(item.path, target, follow_symlinks=False)
+                if owner is not None:
+                    os.chown(target, *owner, follow_symlinks=False)
+            else:
+                along = Path(item.along)
+                files.fresh_copy(along, slot / along.name, owner)
+                target = slot / along.name / Path(item.path).relative_to(along)
             if owner is not None:
                 os.chown(slot, *owner)
-                os.chown(target, *owner)
             staged.append(str(target))
         if owner is not None:
             os.chown(folder, *owner)
         return Staged(str(folder), tuple(staged))
 
+    def _restore_support(self) -> None:
+        for path in self._support.restore():
+            self._writer.note(f"restored the support folder {path}: a script had changed it")
+
     def _run(self, effect: RunScript) -> ScriptResult:
+        self._restore_support()
         left = self._left()
         bound_by_total = self.script_timeout is None or self.script_timeout >= left
         limit = left if bound_by_total else float(self.script_timeout or left)
-        result = run_script(
-            self.runner,
-            [effect.script, *effect.args],
-            Path(effect.workspace.path),
-            home=self._home(),
-            limit=limit,
-            log_path=self._log_path(effect.label),
-            label=effect.label,
-            session=self._token,
-        )
+        try:
+            result = run_script(
+                self.runner,
+                [effect.script, *effect.args],
+                Path(effect.workspace.path),
+                home=self._home(),
+                limit=limit,
+                log_path=self._log_path(effect.label),
+                label=effect.label,
+                session=self._token,
+            )
+        finally:
+            self._restore_support()
         if result.killed and bound_by_total:
             raise TimeLimitReached(self.timeout)
         return result

@@ -1,0 +1,204 @@
+"""Grading on this machine: the entry point `ssegrade evaluate` and other tools share.
+
+Interpreter layer. `grade_here` runs the pure grading program over the local real
+interpreter (capturing the agent's tree, or grading a recorded patch); `grade_patch` is the
+Python API for a recorded patch (what `evaluate --patch`, `verify` and `batch` do);
+`keep_repo_copy` makes the baseline's pristine copy of the whole tree.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from returns.pipeline import is_successful
+
+from interpreters.real import files, git
+from interpreters.real.local import LocalSystem, Places
+from interpreters.real.support import find_support_folders
+from interpreters.setup import BadInput, Inputs, graded, grading_repo, load_inputs, make_results
+from ssegrade import (
+    BenchSession,
+    EvaluationResult,
+    GradeOptions,
+    RuntimeResult,
+    bencher_interpreter,
+    grade,
+    run,
+)
+
+__all__ = ["GradingInputError", "Sources", "grade_here", "grade_patch", "keep_repo_copy"]
+
+
+class GradingInputError(ValueError):
+    """Input grading cannot work with (a rejected task, a missing repo or patch, a results
+    folder holding an earlier grade); the message is one line."""
+
+
+def _silent(_message: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """What is graded: the agent's tree against its baseline (`patch` None), or a recorded
+    `patch`; `repo` is the grading repo when one is named, `baseline` the baseline folder."""
+
+    patch: bytes | None = None
+    repo: Path | None = None
+    baseline: Path | None = None
+
+
+def grade_here(
+    inputs: Inputs,
+    sources: Sources,
+    results: Path,
+    *,
+    timeout: int = 3600,
+    script_timeout: int | None = None,
+    runtime: RuntimeResult | None = None,
+    say: Callable[[str], None] = _silent,
+) -> EvaluationResult:
+    """Grade on this machine into `results` (made ready by `make_results`): capture the
+    agent's tree, or take the recorded patch; the grading repo is never modified.
+
+    Raises `BadInput` for input that cannot be graded; once grading started, every failure
+    is an `error` grade in `result.json`.
+    """
+    runtime = runtime if runtime is not None else RuntimeResult()
+    scratch = Path(tempfile.mkdtemp(prefix="ssegrade-"))
+    scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
+    notes: list[str] = []
+
+    def warn(message: str) -> None:
+        say(message)
+        notes.append(message)
+
+    try:
+        base = _baseline(inputs.source, sources, scratch, warn)
+        repo = grading_repo(sources.repo, base, scratch, warn)
+        places = Places(
+            inputs.task_dir,
+            inputs.source if sources.patch is None else None,
+            base if sources.patch is None else None,
+            repo,
+            results,
+            scratch / "work",
+            find_support_folders(inputs.task, inputs.task_dir),
+        )
+        if inputs.runner.note is not None:
+            warn(inputs.runner.note)
+        task, folder = inputs.task, str(inputs.task_dir)
+
+        def local() -> EvaluationResult:
+            system = LocalSystem(
+                places, inputs.runner, timeout=timeout, script_timeout=script_timeout, say=say
+            )
+            system.log_notes(notes)
+            options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
+            session = BenchSession(task, folder, recorded=sources.patch)
+            return run(grade(options), bencher_interpreter(session, system))
+
+        return graded(results, runtime, local)
+    finally:
+        files.remove_tree(scratch)
+
+
+def _baseline(
+    source: Path | None, sources: Sources, scratch: Path, warn: Callable[[str], None]
+) -> git.Baseline | None:
+    if sources.baseline is not None:
+        loaded = git.load_baseline(sources.baseline)
+        if not is_successful(loaded):
+            raise BadInput(loaded.failure().message)
+        return loaded.unwrap()
+    if sources.patch is not None or source is None:
+        return None
+    warn(
+        "warning: no baseline recorded before the agent ran: using the root commit of the "
+        "source tree's history, which the agent could have rewritten"
+    )
+    recorded = git.record_baseline(source, scratch / "baseline", from_root=True)
+    if not is_successful(recorded):
+        raise BadInput(recorded.failure().message)
+    return recorded.unwrap()
+
+
+def grade_patch(
+    task: Path,
+    patch: Path | bytes,
+    repo: Path,
+    results: Path,
+    *,
+    timeout: int = 3600,
+    script_timeout: int | None = None,
+    runner_user: str | None = None,
+    script_env: Sequence[tuple[str, str]] = (),
+    clean_env: bool = False,
+    runtime: RuntimeResult | None = None,
+    force: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> EvaluationResult:
+    """Grade a recorded patch against a pristine grading repo, as `ssegrade evaluate --patch`
+    does, and write `results/` (`result.json`, `final.patch`, `commits.log`, `checks.jsonl`,
+    `logs/`). The repo is never modified, so any number of patches can be graded from it,
+    one after the other or at the same time.
+
+    Raises `GradingInputError` (one line) when the task is rejected, the patch or the repo is
+    missing, or `results` holds an earlier grade and `force` is not set.
+
+    >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +SKIP
+    Traceback (most recent call last):
+    GradingInputError: task folder not found: /nonexistent
+    """
+    try:
+        if isinstance(patch, Path):
+            patch = read_patch(patch)
+        inputs = load_inputs(task, None, runner_user, need_source=False)
+        if not repo.is_dir():
+            raise BadInput(f"grading repo not found: {repo}")
+        ready = make_results(results, force=force)
+        _ = (script_env, clean_env)  # the script environment options reach the runner here
+        return grade_here(
+            inputs,
+            Sources(patch=patch, repo=repo),
+            ready,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runtime=runtime,
+            say=say if say is not None else _silent,
+        )
+    except BadInput as exc:
+        raise GradingInputError(exc.format_message()) from None
+
+
+def read_patch(path: Path) -> bytes:
+    """The bytes of a recorded patch file; `BadInput` when it is not a readable file."""
+    try:
+        with open(path, "rb") as handle:
+            if not os.path.isfile(path):
+                raise BadInput(f"--patch {path}: not a file")
+            return handle.read()
+    except IsADirectoryError as exc:
+        raise BadInput(f"--patch {path}: not a file") from exc
+    except OSError as exc:
+        raise BadInput(f"--patch {path}: {exc.strerror}") from exc
+
+
+def keep_repo_copy(source: Path, baseline: Path) -> Path:
+    """Copy the whole tree `source` as it is now, ignored files included (vendored modules,
+    generated files the build needs), into the baseline folder as its `repo`: the grading
+    repo whenever none is named. `.git` and nested repositories are left out."""
+    dest = baseline / git.REPO_COPY
+    files.fresh_copy(source, dest, None)
+    for here, dirs, names in os.walk(dest):
+        for name in [*dirs, *names]:
+            path = Path(here) / name
+            nested = name in dirs and (path / ".git").exists()
+            if name == ".git" or nested:
+                files.remove_tree(path)
+        dirs[:] = [d for d in dirs if d != ".git" and (Path(here) / d).exists()]
+    return dest
