@@ -13,6 +13,8 @@ import errno
 import json
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -224,3 +226,62 @@ def test_a_failing_accept_is_said_at_most_once_a_second() -> None:
     assert len(said) == 4
     assert said[-1].startswith("cannot accept (")
     assert "more like it not shown" in said[-1]
+
+
+_SERVE = """
+import sys
+from pathlib import Path
+from interpreters.daemon.server import bind_unix, serve
+from interpreters.daemon.service import Service
+from ssegrade.difficulty import LEVELS
+from tests.test_daemon_api import FOLDER, TASK, FakeBackend
+service = Service(task=TASK, folder=FOLDER, level=LEVELS[0], backend=FakeBackend(), version="1")
+serve(service, [bind_unix(Path(sys.argv[1]), 0o666, "agent")], print, idle=float(sys.argv[2]))
+"""
+
+
+def _version(sock: socket.socket) -> bytes:
+    """Ask `GET /version` on a kept-alive connection; answer the whole reply."""
+    sock.sendall(b"GET /version HTTP/1.1\r\nhost: d\r\n\r\n")
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        reply += sock.recv(4096)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head
+
+
+def test_an_idle_connection_is_closed_a_busy_one_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "agent.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(path), "1.0"],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"listening (agent)")  # ready
+        with socket.socket(socket.AF_UNIX) as silent, socket.socket(socket.AF_UNIX) as talker:
+            silent.settimeout(30)
+            talker.settimeout(30)
+            silent.connect(str(path))
+            talker.connect(str(path))
+            started = time.monotonic()
+            for _ in range(4):  # a request every 0.5 s keeps it open
+                assert _version(talker).startswith(b"HTTP/1.1 200 ")
+                time.sleep(0.5)
+            assert silent.recv(1) == b""  # closed by the daemon, not by us
+            assert time.monotonic() - started < 10
+            assert _version(talker).startswith(b"HTTP/1.1 200 ")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -208,7 +208,7 @@ def _guarded(base: type[Any]) -> type[Any]:
         return _GUARDED[base]
 
     class Guarded(base):  # type: ignore[misc]  # uvicorn's class is chosen at run time
-        _sse_heard = True
+        _sse_heard = False
         _sse_timer: asyncio.TimerHandle | None = None
         _sse_transport: asyncio.BaseTransport | None = None
 
