@@ -165,11 +165,14 @@ class BencherReply(_Doc):
 
 
 class PrepareSucceeded(_Doc):
-    """The patch is captured, saved and applied (or empty: the unmodified project is graded)."""
+    """The patch is captured, saved and applied (or empty: the unmodified project is graded);
+    `left_out` names the paths the capture left out, `log_file` the capture's log."""
 
     outcome: Literal["prepared"] = "prepared"
     empty: bool
     patch_bytes: int
+    left_out: list[str] = Field(default_factory=list)
+    log_file: str | None = None
 
 
 class PrepareApplyFailed(_Doc):
@@ -405,7 +408,12 @@ def prepare_reply(
     """
     if isinstance(prepared, Success):
         done = prepared.unwrap()
-        return PrepareSucceeded(empty=done.empty, patch_bytes=done.patch_bytes)
+        return PrepareSucceeded(
+            empty=done.empty,
+            patch_bytes=done.patch_bytes,
+            left_out=list(done.left_out),
+            log_file=done.log_file,
+        )
     error = prepared.failure()
     if isinstance(error, ApplyError):
         return PrepareApplyFailed(log=error.log, log_file=error.log_file)
@@ -421,8 +429,8 @@ def prepared_result(
     <Failure: ApplyError(log='does not apply', log_file='a.log')>
     """
     match reply:
-        case PrepareSucceeded(empty=empty, patch_bytes=size):
-            return Success(Prepared(patch_bytes=size, empty=empty))
+        case PrepareSucceeded(empty=empty, patch_bytes=size, left_out=left, log_file=log):
+            return Success(Prepared(size, empty, left_out=tuple(left), log_file=log))
         case PrepareApplyFailed(log=log, log_file=log_file):
             return Failure(ApplyError(log, log_file))
         case PrepareCaptureFailed(message=message):

@@ -378,7 +378,9 @@ def test_prepare_grading_switches_to_the_grading_session_and_applies_once(api: A
     assert api.admin.get("/final_diff").status_code == 404
     first = api.admin.post("/prepare_grading").json()
     second = api.admin.post("/prepare_grading").json()
-    assert first == second == {"outcome": "prepared", "empty": False, "patch_bytes": len(patch)}
+    assert first == second
+    assert first["outcome"] == "prepared"
+    assert (first["empty"], first["patch_bytes"], first["left_out"]) == (False, len(patch), [])
     assert api.backend.graded.applied == 1
     assert api.backend.begun == 1
     status, body = bencher(api.admin, "build", grading=True)
@@ -405,7 +407,16 @@ def test_prepare_grading_switches_to_the_grading_session_and_applies_once(api: A
                 "message": "the captured patch does not reproduce the source tree",
             },
         ),
-        (FakeWorld(patch=b" \n"), {"outcome": "prepared", "empty": True, "patch_bytes": 2}),
+        (
+            FakeWorld(patch=b" \n"),
+            {
+                "outcome": "prepared",
+                "empty": True,
+                "patch_bytes": 2,
+                "left_out": [],
+                "log_file": "results/logs/capture.log",
+            },
+        ),
     ],
 )
 def test_prepare_grading_outcomes(world: FakeWorld, outcome: dict[str, object]) -> None:

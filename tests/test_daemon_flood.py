@@ -188,9 +188,11 @@ def _flood(made: RealTask, started: Path) -> None:
         # Graded once in peace, for the reference.
         calm = _evaluate(made.task, made.source, made.results, daemon)
         reference = json.loads((made.results / "result.json").read_text())["patch_result"]
-        (made.results / "result.json").unlink()
+        for name in ("result.json", "checks.jsonl"):  # the evaluator's, made again below
+            (made.results / name).unlink()
 
         # Then with the agent socket full of idle connections and busy clients.
+        started_flood = time.time()
         idle = [sock for sock in (_connect(daemon.agent) for _ in range(300)) if sock]
         try:
             assert len(idle) >= CONNECTIONS["agent"]
@@ -200,6 +202,7 @@ def _flood(made: RealTask, started: Path) -> None:
             for sock in idle:
                 sock.close()
         graded = json.loads((made.results / "result.json").read_text())["patch_result"]
+        assert (made.results / "result.json").stat().st_mtime > started_flood
         for result in (graded, reference):
             result.pop("error_log")  # names the PoC's staged path, new for each grading
         assert graded == reference
