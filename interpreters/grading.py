@@ -19,7 +19,15 @@ from returns.pipeline import is_successful
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.support import find_support_folders
-from interpreters.setup import BadInput, Inputs, graded, grading_repo, load_inputs, make_results
+from interpreters.setup import (
+    BadInput,
+    Inputs,
+    graded,
+    grading_repo,
+    load_inputs,
+    lock_task,
+    make_results,
+)
 from ssegrade import (
     BenchSession,
     EvaluationResult,
@@ -61,6 +69,7 @@ def grade_here(
     script_timeout: int | None = None,
     runtime: RuntimeResult | None = None,
     say: Callable[[str], None] = _silent,
+    started: Callable[[str], None] | None = None,
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `make_results`): capture the
     agent's tree, or take the recorded patch; the grading repo is never modified.
@@ -78,6 +87,12 @@ def grade_here(
         notes.append(message)
 
     try:
+        locked = lock_task(inputs)
+        if locked:
+            warn(
+                f"made {len(locked)} paths of the task's hidden material readable by root only "
+                "(the runner must not read the hidden tests, the PoCs or the reference fix)"
+            )
         base = _baseline(inputs.source, sources, scratch, warn)
         repo = grading_repo(sources.repo, base, scratch, warn)
         places = Places(
@@ -95,7 +110,12 @@ def grade_here(
 
         def local() -> EvaluationResult:
             system = LocalSystem(
-                places, inputs.runner, timeout=timeout, script_timeout=script_timeout, say=say
+                places,
+                inputs.runner,
+                timeout=timeout,
+                script_timeout=script_timeout,
+                say=say,
+                started=started,
             )
             system.log_notes(notes)
             options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)

@@ -32,6 +32,7 @@ __all__ = [
     "CheckFinished",
     "CheckPatch",
     "CheckRecord",
+    "CheckStarted",
     "Discard",
     "Effect",
     "FreshCopy",
@@ -217,6 +218,14 @@ class Archive(Effect[Result[None, ArchiveError]]):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckStarted(Effect[None]):
+    """A check is about to run: say so on the progress stream (`poc`: the PoC's path)."""
+
+    name: str
+    poc: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CheckFinished(Effect[None]):
     """A check finished: append to `checks.jsonl` and say so on the progress stream."""
 
@@ -237,7 +246,9 @@ class WriteResult(Effect[None]):
     result: EvaluationResult
 
 
-GradingEffect = PrepareGrading | Bench | Archive | CheckFinished | Notify | WriteResult
+GradingEffect = (
+    PrepareGrading | Bench | Archive | CheckStarted | CheckFinished | Notify | WriteResult
+)
 
 
 # ---------------------------------------------------------------------------- system effects
@@ -339,6 +350,7 @@ SystemEffect = (
     | ApplyDiff
     | Discard
     | Archive
+    | CheckStarted
     | CheckFinished
     | Notify
     | WriteResult

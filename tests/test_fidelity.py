@@ -223,3 +223,40 @@ def test_pocs_come_with_their_folder_and_support_folders_are_restored(open_root:
     assert (harness / "data.txt").read_text() == "pristine\n"
     log = next((task.results / "logs").glob("*poc-1.log")).read_text()
     assert "from the PoC folder" in log
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="locking needs root")
+
+
+@needs_root
+def test_hidden_material_is_locked_before_any_script_runs(task: RealTask, tmp_path: Path) -> None:
+    for path in (task.task, task.task / "future.diff", task.task / "pocs"):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    (task.task / "README.md").write_text("public\n")
+    # The build, as the runner, tries to read the hidden tests by their path.
+    task.script(
+        "build.sh",
+        f'#!/bin/sh\ncat "{task.task}/future.diff" && exit 7\n'
+        '. ./lib.sh\necho "$VALUE" > out.txt\n',
+    )
+    patch = tmp_path / "fix.patch"
+    patch.write_bytes(FIX)
+    code, err = evaluate_patch(task, patch, tmp_path / "r")
+    assert code == 0, err
+    assert status(tmp_path / "r") == ("passed", None)
+    assert "readable by root only" in err
+    for hidden in ("future.diff", "config.yaml", "pocs", "pocs/poc1.bin", "scripts/run.sh"):
+        st = os.stat(task.task / hidden)
+        assert (st.st_uid, stat.S_IMODE(st.st_mode) & 0o077) == (0, 0), hidden
+    assert stat.S_IMODE(os.stat(task.task).st_mode) & 0o066 == 0
+    assert stat.S_IMODE(os.stat(task.task / "README.md").st_mode) == 0o644
+
+
+def test_a_named_file_that_leads_out_of_the_task_folder_is_refused(task: RealTask) -> None:
+    outside = task.root / "outside.diff"
+    outside.write_text("x\n")
+    (task.task / "future.diff").unlink()
+    (task.task / "future.diff").symlink_to(outside)
+    done = ssegrade("evaluate", "--task", str(task.task), "--source", str(task.source))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("'future.diff' leads out of the task folder")

@@ -32,7 +32,7 @@ from interpreters.daemon.service import Service
 from interpreters.real import files, git
 from interpreters.real.local import Places
 from interpreters.real.support import find_support_folders
-from interpreters.setup import BadInput, grading_repo, load_inputs, make_results
+from interpreters.setup import BadInput, grading_repo, load_inputs, lock_task, make_results
 from ssegrade.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
@@ -120,6 +120,9 @@ def run_daemon(settings: Settings) -> None:
             state / "scratch",
             find_support_folders(task, task_dir),
         )
+        locked = lock_task(inputs)  # before any listener: no script runs before this
+        if locked:
+            say(f"made {len(locked)} paths of the task's hidden material readable by root only")
         reference = task_dir / task.files.patch if task.files.patch else None
         service = Service(
             task=task,

@@ -31,6 +31,7 @@ from ssegrade import (
     CheckFinished,
     CheckPatch,
     CheckRecord,
+    CheckStarted,
     Discard,
     Effect,
     FreshCopy,
@@ -50,7 +51,7 @@ from ssegrade import (
     WriteResult,
 )
 
-__all__ = ["LocalSystem", "Places", "ResultsWriter", "describe_check"]
+__all__ = ["LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,20 +69,27 @@ class Places:
     support: tuple[Path, ...] = ()
 
 
+def check_label(name: str, poc: str | None) -> str:
+    """How progress lines name a check: `build`, `poc /ssebench/pocs/poc.go`, …"""
+    return f"poc {poc}" if poc else name
+
+
 def describe_check(record: CheckRecord) -> str:
-    """One progress line for a finished check."""
+    """One progress line for a finished check: status, seconds, exit code, log file."""
+    log = f"; log {record.log_file}" if record.log_file else ""
     if record.name == "prepare":
         applies = "ready" if record.passed else "does not apply to the grading repo"
         left = f"; {len(record.left_out)} paths left out" if record.left_out else ""
-        return f"patch: {applies}{left}"
-    name = f"poc {record.poc}" if record.poc else record.name
+        return f"patch: {applies}{left}{log}"
     verdict = "passed" if record.passed else "FAILED"
     how = " (killed at its time limit)" if record.killed else ""
     code = "" if record.passed else f", exit {record.exit_code}"
-    return f"{name}: {verdict}{how} ({record.seconds:.1f}s{code})"
+    return (
+        f"{check_label(record.name, record.poc)}: {verdict}{how} ({record.seconds:.1f}s{code}{log})"
+    )
 
 
-Reported = Archive | CheckFinished | Notify | WriteResult
+Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult
 
 
 def _append(path: Path, text: str) -> None:
@@ -104,6 +112,8 @@ class ResultsWriter:
     source: Path | None
     results: Path
     say: Callable[[str], None] = print
+    started: Callable[[str], None] | None = None
+    """Shows that a check began (e.g. a live elapsed time); default: a line through `say`."""
 
     def note(self, message: str) -> None:
         """Append a line to `logs/notes.log`."""
@@ -121,6 +131,10 @@ class ResultsWriter:
                 if is_successful(archived):
                     return Success(None)
                 return Failure(ArchiveError(archived.failure()))
+            case CheckStarted(name=name, poc=poc):
+                label = check_label(name, poc)
+                (self.started or self.say)(f"{label}: running…")
+                return None
             case CheckFinished(record=record):
                 line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
                 _append(self.results / "checks.jsonl", line)
@@ -147,6 +161,7 @@ class LocalSystem:
     timeout: int = 3600
     script_timeout: float | None = None
     say: Callable[[str], None] = print
+    started: Callable[[str], None] | None = None
     clock: Callable[[], float] = time.monotonic
     deadline: float = field(init=False)
     _count: int = field(init=False, default=0)
@@ -157,7 +172,9 @@ class LocalSystem:
 
     def __post_init__(self) -> None:
         self.deadline = self.clock() + self.timeout
-        self._writer = ResultsWriter(self.places.source, self.places.results, self.say)
+        self._writer = ResultsWriter(
+            self.places.source, self.places.results, self.say, self.started
+        )
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
         self.places.scratch.chmod(0o711)
@@ -255,7 +272,7 @@ class LocalSystem:
             case Discard(workspace=workspace):
                 files.remove_tree(Path(workspace.path))
                 return None
-            case Archive() | CheckFinished() | Notify() | WriteResult():
+            case Archive() | CheckStarted() | CheckFinished() | Notify() | WriteResult():
                 return self._writer(effect)
             case _:
                 assert_never(effect)
@@ -332,6 +349,8 @@ class LocalSystem:
                 log_path=self._log_path(effect.label),
                 label=effect.label,
                 session=self._token,
+                spool=self.places.scratch,
+                keep=self.places.support,
             )
         finally:
             self._restore_support()
