@@ -19,6 +19,7 @@ from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_p
 from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.progress import CheckProgress
 from interpreters.real import files, git
+from interpreters.real.runner import EnvPolicy
 from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
@@ -28,6 +29,7 @@ from interpreters.setup import (
     repo_option,
     results_option,
     runner_option,
+    script_env_options,
     source_option,
     task_option,
     verdict_line,
@@ -157,6 +159,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     help="Time limit of each script, seconds (default: the time left).",
 )
 @runner_option
+@script_env_options
 @click.option(
     "--agent-duration",
     envvar="AGENT_DURATION",
@@ -201,6 +204,9 @@ def evaluate(
     timeout: int,
     script_timeout: int | None,
     runner_user: str | None,
+    script_env: tuple[tuple[str, str], ...],
+    clean_env: bool,
+    script_memory: int | None,
     agent_duration: int | None,
     agent_timeout: bool | None,
     agent_exit_code: int | None,
@@ -254,6 +260,8 @@ def evaluate(
             runtime=runtime,
             say=_say,
             started=_progress.started,
+            env=EnvPolicy(extra=script_env, clean=clean_env),
+            memory=script_memory,
         )
     _progress.close()
     click.echo(verdict_line(result))

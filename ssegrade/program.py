@@ -22,6 +22,7 @@ from ssegrade.effects import (
     CheckStarted,
     Notify,
     PrepareGrading,
+    ScriptNotStarted,
     TimeLimitReached,
     WriteResult,
 )
@@ -72,6 +73,8 @@ async def _check(
 ) -> bool:
     await CheckStarted(check, poc_path)
     result = await Bench(action, poc)
+    if result.not_started is not None:
+        raise ScriptNotStarted(result.not_started, result.log)
     log.runs.append(CheckOutcome(check, result.passed, result.log, poc_path))
     await CheckFinished(
         CheckRecord(
@@ -143,6 +146,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         ending = TimedOut(options.timeout)
     except GradingInterrupted as interrupt:
         ending = Interrupted(interrupt.signal)
+    except ScriptNotStarted as broken:  # a broken task: its log says why, not a traceback
+        ending = Crashed(str(broken), broken.log)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an `error` grade
         detail = "".join(traceback.format_exception(exc))
         ending = Crashed(str(exc) or type(exc).__name__, detail)

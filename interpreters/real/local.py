@@ -11,7 +11,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -19,7 +19,7 @@ from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
-from interpreters.real.runner import Runner, kill_session, new_session, run_script
+from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
 from interpreters.real.support import SupportFolders
 from ssegrade import (
     ApplyDiff,
@@ -162,6 +162,8 @@ class LocalSystem:
     script_timeout: float | None = None
     say: Callable[[str], None] = print
     started: Callable[[str], None] | None = None
+    env: EnvPolicy | None = None
+    memory: int | None = None
     clock: Callable[[], float] = time.monotonic
     deadline: float = field(init=False)
     _count: int = field(init=False, default=0)
@@ -330,6 +332,14 @@ class LocalSystem:
             os.chown(folder, *owner)
         return Staged(str(folder), tuple(staged))
 
+    def _env_policy(self) -> EnvPolicy:
+        """The script environment: as asked, and never naming the results or the baseline."""
+        policy = self.env or EnvPolicy()
+        hidden = [str(self.places.results)]
+        if self.places.baseline is not None:
+            hidden.append(str(self.places.baseline.path))
+        return replace(policy, hidden=(*policy.hidden, *hidden))
+
     def _restore_support(self) -> None:
         for path in self._support.restore():
             self._writer.note(f"restored the support folder {path}: a script had changed it")
@@ -351,6 +361,8 @@ class LocalSystem:
                 session=self._token,
                 spool=self.places.scratch,
                 keep=self.places.support,
+                env=self._env_policy(),
+                memory=self.memory,
             )
         finally:
             self._restore_support()

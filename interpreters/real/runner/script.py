@@ -108,7 +108,7 @@ def run_script(
         mechanisms,
         runner,
         run_id,
-        keep=[cwd, home, *_argument_folders(argv), *keep],
+        keep=[cwd, home, *_argument_folders(argv), *_environment_folders(variables), *keep],
         pids=pids,
         memory=memory,
     )
@@ -149,6 +149,7 @@ def run_script(
             seconds=round(seconds, 3),
             killed=killed,
             log_file=log_file,
+            not_started=None if start_error is None else start_error.removeprefix("ssegrade: "),
         )
 
 
@@ -328,6 +329,12 @@ def _check_executable(program: str, cwd: Path, path: str) -> None:
         os.close(fd)
     if not start.startswith((b"#!", b"\x7fELF")):
         raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), program)
+    interpreter = _shebang(Path(found)) if start.startswith(b"#!") else None
+    missing = interpreter is not None and not os.access(interpreter[0], os.X_OK)
+    if missing and interpreter is not None and interpreter[0].startswith("/"):
+        # As execve says it: the script's own name, "no such file" (its #! line's interpreter
+        # is missing, or not executable).
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def _argument_folders(argv: Sequence[str]) -> list[Path]:
@@ -339,6 +346,17 @@ def _argument_folders(argv: Sequence[str]) -> list[Path]:
         if len(common.parts) > 3:
             return [common]
     return folders
+
+
+def _environment_folders(variables: dict[str, str]) -> list[Path]:
+    """Folders the environment names by absolute path (a toolchain's `KVC_HOME`, `GOPATH`,
+    an entry of `PATH`): a private `/tmp` must not hide them from the script."""
+    found: list[Path] = []
+    for value in variables.values():
+        for part in value.split(os.pathsep):
+            if part.startswith("/") and os.path.isdir(part):
+                found.append(Path(part))
+    return found
 
 
 def _reason(exc: BaseException) -> str:
