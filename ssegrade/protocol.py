@@ -153,8 +153,11 @@ class BencherRequest(_Doc):
 
 
 class BencherReply(_Doc):
-    """How the action's script ended. `code` is -1 when it was killed or could not run (its
-    reason is in `stderr`); `log_file` is the daemon's log of the run (admin listener only)."""
+    """How the action's script ended: the original daemon's `code`, `stdout`, `stderr`, then
+    ssegrade's fields. `code` is -1 when it was killed or could not run (its reason is in
+    `stderr`); `not_started` says why a task script could not be started at all (a broken
+    task, not a failed check); `log_file` is the daemon's log of the run (admin listener
+    only)."""
 
     code: int
     stdout: str = ""
@@ -162,6 +165,7 @@ class BencherReply(_Doc):
     seconds: float = 0.0
     killed: bool = False
     log_file: str | None = None
+    not_started: str | None = None
 
 
 class PrepareSucceeded(_Doc):
@@ -377,6 +381,7 @@ def bencher_reply(result: ScriptResult, *, show_log_file: bool = True) -> Benche
         seconds=result.seconds,
         killed=result.killed,
         log_file=result.log_file if show_log_file else None,
+        not_started=result.not_started,
     )
 
 
@@ -384,7 +389,7 @@ def script_result(reply: BencherReply) -> ScriptResult:
     """A reply document as the `Bench` answer it carries.
 
     >>> script_result(bencher_reply(ScriptResult(code=0, stdout="ok", seconds=1.5)))
-    ScriptResult(code=0, stdout='ok', stderr='', seconds=1.5, killed=False, log_file=None)
+    ScriptResult(code=0, stdout='ok', stderr='', seconds=1.5, killed=False, log_file=None, not_started=None)
     """
     return ScriptResult(
         code=reply.code,
@@ -393,6 +398,7 @@ def script_result(reply: BencherReply) -> ScriptResult:
         seconds=reply.seconds,
         killed=reply.killed,
         log_file=reply.log_file,
+        not_started=reply.not_started,
     )
 
 
