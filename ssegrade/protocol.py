@@ -388,8 +388,9 @@ def bencher_reply(result: ScriptResult, *, show_log_file: bool = True) -> Benche
 def script_result(reply: BencherReply) -> ScriptResult:
     """A reply document as the `Bench` answer it carries.
 
-    >>> script_result(bencher_reply(ScriptResult(code=0, stdout="ok", seconds=1.5)))
-    ScriptResult(code=0, stdout='ok', stderr='', seconds=1.5, killed=False, log_file=None, not_started=None)
+    >>> done = ScriptResult(code=-1, stderr="no such file", not_started="cannot start b.sh")
+    >>> script_result(bencher_reply(done)) == done
+    True
     """
     return ScriptResult(
         code=reply.code,
