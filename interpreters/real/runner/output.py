@@ -92,8 +92,8 @@ def write_log(log_path: Path, header: list[str], out: IO[bytes], err: IO[bytes])
     made = False
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        # A new file, never through a link or over a file planted where the log goes.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        # Never through a link planted where the log goes (the folder itself is ours).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(log_path, flags, 0o644)
         made = True
         with os.fdopen(fd, "wb") as log:
