@@ -95,12 +95,20 @@ def grade_here(
 
         def local() -> EvaluationResult:
             system = LocalSystem(
-                places, inputs.runner, timeout=timeout, script_timeout=script_timeout, say=say
+                places,
+                inputs.runner,
+                timeout=timeout,
+                script_timeout=script_timeout,
+                say=say,
+                ahead=True,
             )
-            system.log_notes(notes)
-            options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
-            session = BenchSession(task, folder, recorded=sources.patch)
-            return run(grade(options), bencher_interpreter(session, system))
+            try:
+                system.log_notes(notes)
+                options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
+                session = BenchSession(task, folder, recorded=sources.patch)
+                return run(grade(options), bencher_interpreter(session, system))
+            finally:
+                system.close()
 
         return graded(results, runtime, local)
     finally:

@@ -10,16 +10,23 @@ files overlap. `benchmarks/bench_copy.py` measures it against `cp -a`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
+import grp
+import io
 import os
+import pwd
 import stat
 import subprocess
 import tarfile
 import tempfile
+import zlib
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
@@ -157,7 +164,12 @@ class _Dir:
 
 
 def _walk(
-    src: str, dst: str, plan: _Plan, pool: ThreadPoolExecutor, futures: list[Future[None]]
+    src: str,
+    dst: str,
+    plan: _Plan,
+    pool: ThreadPoolExecutor,
+    futures: list[Future[None]],
+    check: Callable[[], None],
 ) -> list[_Dir]:
     """Create the directories of `src` under `dst` and hand the files to `pool`, in batches.
 
@@ -181,10 +193,12 @@ def _walk(
                 elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
                     files.append(entry.name)
                     if len(files) == _BATCH:
+                        check()
                         futures.append(pool.submit(_copy_entries, s, d, files, plan))
                         files = []
                 # sockets, FIFOs and devices are skipped
         if files:
+            check()
             futures.append(pool.submit(_copy_entries, s, d, files, plan))
     return made
 
@@ -200,7 +214,9 @@ def _finish_dir(item: _Dir, plan: _Plan) -> None:
         os.close(fd)
 
 
-def fresh_copy(src: Path, dest: Path, owner: tuple[int, int] | None) -> None:
+def fresh_copy(
+    src: Path, dest: Path, owner: tuple[int, int] | None, *, check: Callable[[], None] | None = None
+) -> None:
     """Copy the tree `src` to `dest` (which must not exist; its parent must).
 
     Symlinks are copied as links, never followed (also when they point outside the tree);
@@ -208,7 +224,9 @@ def fresh_copy(src: Path, dest: Path, owner: tuple[int, int] | None) -> None:
     (exec bits included) and times are kept. With `owner` (`(uid, gid)`, needs root) every copied
     entry belongs to that owner. `src` itself must be a directory, not a symlink to one.
     Raises `OSError` when the tree cannot be read or the copy cannot be written (`dest` may
-    then hold part of the copy: remove it with `remove_tree`).
+    then hold part of the copy: remove it with `remove_tree`). `check` is called before each
+    batch of files is handed out: what it raises (e.g. the time limit) stops the copy the same
+    way.
     """
     root = os.stat(src, follow_symlinks=False)
     if not stat.S_ISDIR(root.st_mode):
@@ -219,7 +237,7 @@ def fresh_copy(src: Path, dest: Path, owner: tuple[int, int] | None) -> None:
     # Leaving the pool waits for every batch, also when the walk fails: nothing writes into
     # `dest` once the caller sees an error.
     with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="fresh_copy") as pool:
-        made = _walk(os.fspath(src), os.fspath(dest), plan, pool, futures)
+        made = _walk(os.fspath(src), os.fspath(dest), plan, pool, futures, check or (lambda: None))
     for future in futures:
         future.result()
     for item in reversed(made):
@@ -229,24 +247,237 @@ def fresh_copy(src: Path, dest: Path, owner: tuple[int, int] | None) -> None:
 
 # ---------------------------------------------------------------------------- archive
 
+_MEMBER_SIZE = 4 << 20
+"""Bytes of tar data per gzip member: members are compressed by several threads at once."""
+_READ_SIZE = 1 << 20
+ARCHIVE_LEVEL = 1
+"""gzip level of `source.tar.gz`: the fastest; the archive is a record, not a distribution."""
 
-def archive(source: Path, dest: Path) -> Result[None, str]:
+
+def _gzip_member(data: bytes, level: int) -> bytes:
+    packer = zlib.compressobj(level, zlib.DEFLATED, 31)  # 31: a whole gzip member
+    return packer.compress(data) + packer.flush()
+
+
+class _ParallelGzip(io.RawIOBase):
+    """A write-only stream that writes what it is given to `fd` as gzip, compressed by a few
+    threads at once (zlib releases the GIL). The output is a series of gzip members, which
+    every gzip reader takes as one stream (RFC 1952, section 2.2)."""
+
+    def __init__(self, fd: int, level: int, pool: ThreadPoolExecutor, check: _Check) -> None:
+        super().__init__()
+        self._fd = fd
+        self._level = level
+        self._pool = pool
+        self._check = check
+        self._buffer = bytearray()
+        self._written = 0
+        self._pending: collections.deque[Future[bytes]] = collections.deque()
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._written
+
+    def write(self, data: Any) -> int:
+        self._buffer += data
+        self._written += len(data)
+        if len(self._buffer) >= _MEMBER_SIZE:
+            self._submit()
+        return len(data)
+
+    def _submit(self) -> None:
+        block, self._buffer = bytes(self._buffer), bytearray()
+        self._pending.append(self._pool.submit(_gzip_member, block, self._level))
+        while len(self._pending) > _WORKERS:
+            self._drain_one()
+
+    def _drain_one(self) -> None:
+        data = memoryview(self._pending.popleft().result())
+        while data:
+            self._check()
+            data = data[os.write(self._fd, data[:_CHUNK]) :]
+
+    def finish(self) -> None:
+        """Compress and write what is left."""
+        if self._buffer:
+            self._submit()
+        while self._pending:
+            self._drain_one()
+
+
+class _FileData:
+    """Reads exactly `size` bytes of an open file for tarfile: a file that shrank meanwhile
+    is padded with zeros, one that grew is cut; the deadline is checked between reads."""
+
+    def __init__(self, fd: int, size: int, check: _Check) -> None:
+        self._fd = fd
+        self._left = size
+        self._check = check
+
+    def read(self, size: int = -1, /) -> bytes:
+        self._check()
+        size = self._left if size < 0 else min(size, self._left)
+        data = os.read(self._fd, size) if size else b""
+        if len(data) < size:
+            data += bytes(size - len(data))
+        self._left -= size
+        return data
+
+
+_Check = Callable[[], None]
+
+
+def _never() -> None:
+    return None
+
+
+@dataclass(slots=True)
+class _Archiver:
+    """Adds a tree to a tar stream walking with directory descriptors (SPEC §6)."""
+
+    tar: tarfile.TarFile
+    check: _Check
+    names: dict[tuple[int, int], tuple[str, str]]
+
+    def info(self, name: str, st: os.stat_result, kind: bytes) -> tarfile.TarInfo:
+        member = tarfile.TarInfo(name)
+        member.type = kind
+        member.mode = stat.S_IMODE(st.st_mode)
+        member.mtime = int(st.st_mtime)
+        member.uid, member.gid = st.st_uid, st.st_gid
+        key = (st.st_uid, st.st_gid)
+        if key not in self.names:
+            self.names[key] = (_user_name(st.st_uid), _group_name(st.st_gid))
+        member.uname, member.gname = self.names[key]
+        return member
+
+    def tree(self, root: int, name: str) -> None:
+        self.tar.addfile(self.info(name, os.fstat(root), tarfile.DIRTYPE))
+        # Each level keeps its descriptor until its subfolders are done: every lookup is one
+        # name relative to a folder already open, never a path looked up again.
+        stack: list[tuple[int, str, list[str]]] = [(root, name, self.entries(root, name))]
+        try:
+            while stack:
+                fd, where, folders = stack[-1]
+                if not folders:
+                    stack.pop()
+                    if fd != root:
+                        os.close(fd)
+                    continue
+                child = folders.pop()
+                self.check()
+                try:
+                    sub = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.EACCES):
+                        continue  # swapped for a link or a file, gone, or unreadable
+                    raise
+                try:
+                    path = f"{where}/{child}"
+                    self.tar.addfile(self.info(path, os.fstat(sub), tarfile.DIRTYPE))
+                    stack.append((sub, path, self.entries(sub, path)))
+                except BaseException:
+                    os.close(sub)
+                    raise
+        finally:
+            for fd, _where, _folders in stack:
+                if fd != root:
+                    os.close(fd)
+
+    def entries(self, fd: int, where: str) -> list[str]:
+        """Add the files and links of the folder `fd`; answer its subfolders, last first."""
+        with os.scandir(fd) as listing:
+            found = sorted((entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing)
+        folders: list[str] = []
+        for name, is_dir in found:
+            self.check()
+            if is_dir:
+                folders.append(name)
+            else:
+                self.entry(fd, name, f"{where}/{name}")
+        folders.reverse()
+        return folders
+
+    def entry(self, dfd: int, name: str, path: str) -> None:
+        try:
+            src = os.open(name, _SRC_FLAGS, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                self.link(dfd, name, path)
+            elif exc.errno not in (errno.ENXIO, errno.ENOENT, errno.EACCES):
+                raise  # ENXIO: a socket; the others: gone or unreadable, left out
+            return
+        try:
+            st = os.fstat(src)
+            if stat.S_ISREG(st.st_mode):  # FIFOs, devices and folders swapped in: left out
+                member = self.info(path, st, tarfile.REGTYPE)
+                member.size = st.st_size
+                self.tar.addfile(member, _FileData(src, st.st_size, self.check))
+        finally:
+            os.close(src)
+
+    def link(self, dfd: int, name: str, path: str) -> None:
+        try:
+            target = os.readlink(name, dir_fd=dfd)
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            member = self.info(path, st, tarfile.SYMTYPE)
+            member.linkname = target
+            self.tar.addfile(member)
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return ""
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return ""
+
+
+def archive(
+    source: Path, dest: Path, *, check: _Check | None = None, level: int = ARCHIVE_LEVEL
+) -> Result[None, str]:
     """Write `source` as a gzip-compressed tar file at `dest` (members under `source.name/`).
 
-    Symlinks are stored as links, never followed; sockets, FIFOs and devices are left out.
-    Best effort: any failure gives `Failure(message)` and leaves no partial file at `dest`.
+    The tree is walked with directory descriptors, so no symlink is ever followed and no path
+    is looked up twice (an entry swapped for a link meanwhile is stored as the link, or left
+    out). Symlinks are stored as links; sockets, FIFOs and devices are left out. Compression
+    (gzip `level`) runs on several threads. `check` is called between entries and reads: what
+    it raises stops the archive and is raised again, leaving no file. Best effort otherwise:
+    any failure gives `Failure(message)` and leaves no partial file at `dest`.
     """
+    check = check if check is not None else _never
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
-                tar.add(source, arcname=source.name, recursive=True, filter=_regular_only)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-        tmp = None
+        root = os.open(source, _DIR_FLAGS)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+            with (
+                os.fdopen(fd, "wb", buffering=0) as raw,
+                ThreadPoolExecutor(_WORKERS, thread_name_prefix="archive") as pool,
+            ):
+                packed = _ParallelGzip(raw.fileno(), level, pool, check)
+                with tarfile.TarFile(
+                    fileobj=packed, mode="w", format=tarfile.PAX_FORMAT, copybufsize=_READ_SIZE
+                ) as tar:
+                    _Archiver(tar, check, {}).tree(root, source.name)
+                packed.finish()
+                os.fsync(raw.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, dest)
+            tmp = None
+        finally:
+            os.close(root)
     except (OSError, tarfile.TarError, ValueError) as exc:
         return Failure(f"could not archive {source}: {exc}")
     finally:
@@ -254,13 +485,6 @@ def archive(source: Path, dest: Path) -> Result[None, str]:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return Success(None)
-
-
-def _regular_only(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    # Sockets never reach the filter (tarfile cannot store them); FIFOs and devices do.
-    if member.ischr() or member.isblk() or member.isfifo():
-        return None
-    return member
 
 
 # ---------------------------------------------------------------------------- small writes
