@@ -14,11 +14,11 @@ import collections
 import contextlib
 import errno
 import grp
-import io
 import os
 import pwd
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
 import zlib
@@ -26,11 +26,17 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from returns.result import Failure, Result, Success
 
-__all__ = ["archive", "atomic_write", "fresh_copy", "remove_tree"]
+__all__ = [
+    "ArchiveProcess",
+    "archive",
+    "atomic_write",
+    "fresh_copy",
+    "remove_tree",
+    "start_archive",
+]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO swapped in after the listing must not block the copy.
@@ -250,8 +256,16 @@ def fresh_copy(
 _MEMBER_SIZE = 4 << 20
 """Bytes of tar data per gzip member: members are compressed by several threads at once."""
 _READ_SIZE = 1 << 20
+_BLOCK = 512
+_RECORD = 20 * _BLOCK
 ARCHIVE_LEVEL = 1
 """gzip level of `source.tar.gz`: the fastest; the archive is a record, not a distribution."""
+
+_Check = Callable[[], None]
+
+
+def _never() -> None:
+    return None
 
 
 def _gzip_member(data: bytes, level: int) -> bytes:
@@ -259,33 +273,24 @@ def _gzip_member(data: bytes, level: int) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
-class _ParallelGzip(io.RawIOBase):
-    """A write-only stream that writes what it is given to `fd` as gzip, compressed by a few
-    threads at once (zlib releases the GIL). The output is a series of gzip members, which
-    every gzip reader takes as one stream (RFC 1952, section 2.2)."""
+class _ParallelGzip:
+    """Writes what it is given to `fd` as gzip, compressed by a few threads at once (zlib
+    releases the GIL). The output is a series of gzip members, which every gzip reader takes
+    as one stream (RFC 1952, section 2.2)."""
 
     def __init__(self, fd: int, level: int, pool: ThreadPoolExecutor, check: _Check) -> None:
-        super().__init__()
         self._fd = fd
         self._level = level
         self._pool = pool
         self._check = check
         self._buffer = bytearray()
-        self._written = 0
         self._pending: collections.deque[Future[bytes]] = collections.deque()
 
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._written
-
-    def write(self, data: Any) -> int:
+    def write(self, data: bytes) -> None:
+        """Add `data` to the stream."""
         self._buffer += data
-        self._written += len(data)
         if len(self._buffer) >= _MEMBER_SIZE:
             self._submit()
-        return len(data)
 
     def _submit(self) -> None:
         block, self._buffer = bytes(self._buffer), bytearray()
@@ -307,54 +312,80 @@ class _ParallelGzip(io.RawIOBase):
             self._drain_one()
 
 
-class _FileData:
-    """Reads exactly `size` bytes of an open file for tarfile: a file that shrank meanwhile
-    is padded with zeros, one that grew is cut; the deadline is checked between reads."""
-
-    def __init__(self, fd: int, size: int, check: _Check) -> None:
-        self._fd = fd
-        self._left = size
-        self._check = check
-
-    def read(self, size: int = -1, /) -> bytes:
-        self._check()
-        size = self._left if size < 0 else min(size, self._left)
-        data = os.read(self._fd, size) if size else b""
-        if len(data) < size:
-            data += bytes(size - len(data))
-        self._left -= size
-        return data
+def _octal(value: int, width: int) -> bytes:
+    return b"%0*o\0" % (width - 1, value)
 
 
-_Check = Callable[[], None]
-
-
-def _never() -> None:
-    return None
+def _ustar(
+    name: str, st: os.stat_result, kind: bytes, size: int, link: str, names: tuple[str, str]
+) -> bytes | None:
+    """A ustar header block, or None when the entry needs tarfile's pax headers."""
+    if not (name.isascii() and link.isascii() and names[0].isascii() and names[1].isascii()):
+        return None
+    raw, target = name.encode(), link.encode()
+    prefix = b""
+    if len(raw) > 100:
+        cut = raw.rfind(b"/", 0, 156)
+        if cut <= 0 or len(raw) - cut - 1 > 100:
+            return None
+        prefix, raw = raw[:cut], raw[cut + 1 :]
+    mtime = int(st.st_mtime)
+    limits = ((st.st_uid, 8**7), (st.st_gid, 8**7), (size, 8**11), (mtime, 8**11))
+    if len(target) > 100 or any(not 0 <= value < top for value, top in limits):
+        return None
+    header = b"".join(
+        (
+            raw.ljust(100, b"\0"),
+            _octal(stat.S_IMODE(st.st_mode), 8),
+            _octal(st.st_uid, 8),
+            _octal(st.st_gid, 8),
+            _octal(size, 12),
+            _octal(mtime, 12),
+            b" " * 8,
+            kind,
+            target.ljust(100, b"\0"),
+            b"ustar\x0000",
+            names[0].encode().ljust(32, b"\0"),
+            names[1].encode().ljust(32, b"\0"),
+            _octal(0, 8),
+            _octal(0, 8),
+            prefix.ljust(155, b"\0"),
+            bytes(12),
+        )
+    )
+    checksum = b"%06o\0 " % sum(header)
+    return header[:148] + checksum + header[156:]
 
 
 @dataclass(slots=True)
 class _Archiver:
-    """Adds a tree to a tar stream walking with directory descriptors (SPEC §6)."""
+    """Writes a tree as a tar stream, walking it with directory descriptors (SPEC §6)."""
 
-    tar: tarfile.TarFile
+    out: _ParallelGzip
     check: _Check
     names: dict[tuple[int, int], tuple[str, str]]
 
-    def info(self, name: str, st: os.stat_result, kind: bytes) -> tarfile.TarInfo:
-        member = tarfile.TarInfo(name)
-        member.type = kind
-        member.mode = stat.S_IMODE(st.st_mode)
-        member.mtime = int(st.st_mtime)
-        member.uid, member.gid = st.st_uid, st.st_gid
+    def header(
+        self, name: str, st: os.stat_result, kind: bytes, size: int = 0, link: str = ""
+    ) -> None:
         key = (st.st_uid, st.st_gid)
         if key not in self.names:
             self.names[key] = (_user_name(st.st_uid), _group_name(st.st_gid))
-        member.uname, member.gname = self.names[key]
-        return member
+        if kind == tarfile.DIRTYPE:
+            name += "/"
+        block = _ustar(name, st, kind, size, link, self.names[key])
+        if block is None:  # long or non-ASCII names, big numbers: tarfile's pax headers
+            member = tarfile.TarInfo(name)
+            member.type, member.size, member.linkname = kind, size, link
+            member.mode = stat.S_IMODE(st.st_mode)
+            member.mtime = int(st.st_mtime)
+            member.uid, member.gid = st.st_uid, st.st_gid
+            member.uname, member.gname = self.names[key]
+            block = member.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+        self.out.write(block)
 
     def tree(self, root: int, name: str) -> None:
-        self.tar.addfile(self.info(name, os.fstat(root), tarfile.DIRTYPE))
+        self.header(name, os.fstat(root), tarfile.DIRTYPE)
         # Each level keeps its descriptor until its subfolders are done: every lookup is one
         # name relative to a folder already open, never a path looked up again.
         stack: list[tuple[int, str, list[str]]] = [(root, name, self.entries(root, name))]
@@ -376,7 +407,7 @@ class _Archiver:
                     raise
                 try:
                     path = f"{where}/{child}"
-                    self.tar.addfile(self.info(path, os.fstat(sub), tarfile.DIRTYPE))
+                    self.header(path, os.fstat(sub), tarfile.DIRTYPE)
                     stack.append((sub, path, self.entries(sub, path)))
                 except BaseException:
                     os.close(sub)
@@ -385,6 +416,7 @@ class _Archiver:
             for fd, _where, _folders in stack:
                 if fd != root:
                     os.close(fd)
+        self.out.write(bytes(2 * _BLOCK))
 
     def entries(self, fd: int, where: str) -> list[str]:
         """Add the files and links of the folder `fd`; answer its subfolders, last first."""
@@ -412,11 +444,24 @@ class _Archiver:
         try:
             st = os.fstat(src)
             if stat.S_ISREG(st.st_mode):  # FIFOs, devices and folders swapped in: left out
-                member = self.info(path, st, tarfile.REGTYPE)
-                member.size = st.st_size
-                self.tar.addfile(member, _FileData(src, st.st_size, self.check))
+                self.header(path, st, tarfile.REGTYPE, st.st_size)
+                self.data(src, st.st_size)
         finally:
             os.close(src)
+
+    def data(self, fd: int, size: int) -> None:
+        """Exactly `size` bytes of `fd`: a file that shrank meanwhile is padded with zeros,
+        one that grew is cut."""
+        left = size
+        while left:
+            self.check()
+            chunk = os.read(fd, min(left, _READ_SIZE))
+            if not chunk:
+                chunk = bytes(min(left, _READ_SIZE))
+            self.out.write(chunk)
+            left -= len(chunk)
+        if size % _BLOCK:
+            self.out.write(bytes(_BLOCK - size % _BLOCK))
 
     def link(self, dfd: int, name: str, path: str) -> None:
         try:
@@ -425,9 +470,7 @@ class _Archiver:
         except OSError:
             return
         if stat.S_ISLNK(st.st_mode):
-            member = self.info(path, st, tarfile.SYMTYPE)
-            member.linkname = target
-            self.tar.addfile(member)
+            self.header(path, st, tarfile.SYMTYPE, link=target)
 
 
 def _user_name(uid: int) -> str:
@@ -444,6 +487,19 @@ def _group_name(gid: int) -> str:
         return ""
 
 
+def _write_archive(source: Path, fd: int, check: _Check, level: int) -> None:
+    """Write the tar.gz of `source` to `fd`; raises on failure."""
+    root = os.open(source, _DIR_FLAGS)
+    try:
+        with ThreadPoolExecutor(_WORKERS, thread_name_prefix="archive") as pool:
+            out = _ParallelGzip(fd, level, pool, check)
+            _Archiver(out, check, {}).tree(root, source.name)
+            out.finish()
+    finally:
+        os.close(root)
+    os.fsync(fd)
+
+
 def archive(
     source: Path, dest: Path, *, check: _Check | None = None, level: int = ARCHIVE_LEVEL
 ) -> Result[None, str]:
@@ -456,28 +512,16 @@ def archive(
     it raises stops the archive and is raised again, leaving no file. Best effort otherwise:
     any failure gives `Failure(message)` and leaves no partial file at `dest`.
     """
-    check = check if check is not None else _never
     tmp: str | None = None
     try:
-        root = os.open(source, _DIR_FLAGS)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
         try:
-            fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-            with (
-                os.fdopen(fd, "wb", buffering=0) as raw,
-                ThreadPoolExecutor(_WORKERS, thread_name_prefix="archive") as pool,
-            ):
-                packed = _ParallelGzip(raw.fileno(), level, pool, check)
-                with tarfile.TarFile(
-                    fileobj=packed, mode="w", format=tarfile.PAX_FORMAT, copybufsize=_READ_SIZE
-                ) as tar:
-                    _Archiver(tar, check, {}).tree(root, source.name)
-                packed.finish()
-                os.fsync(raw.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, dest)
-            tmp = None
+            _write_archive(source, fd, check if check is not None else _never, level)
         finally:
-            os.close(root)
+            os.close(fd)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+        tmp = None
     except (OSError, tarfile.TarError, ValueError) as exc:
         return Failure(f"could not archive {source}: {exc}")
     finally:
@@ -485,6 +529,86 @@ def archive(
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return Success(None)
+
+
+@dataclass(slots=True)
+class ArchiveProcess:
+    """`archive` running in a child process (`start_archive`): no lock of ours is shared with
+    it, and stopping it is a kill."""
+
+    process: subprocess.Popen[bytes]
+    tmp: str
+    dest: Path
+
+    def finish(self, timeout: float) -> Result[None, str]:
+        """Wait at most `timeout` seconds; the archive is then at `dest`, or absent."""
+        try:
+            _out, err = self.process.communicate(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return Failure("not finished within the time limit")
+        try:
+            if self.process.returncode != 0:
+                lines = err.decode(errors="replace").strip().splitlines() or ["no message"]
+                return Failure(f"could not archive: {lines[-1]}")
+            os.chmod(self.tmp, 0o644)
+            os.replace(self.tmp, self.dest)
+        except OSError as exc:
+            return Failure(f"could not archive: {exc}")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+        return Success(None)
+
+    def stop(self) -> None:
+        """Kill it and remove what it wrote."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.communicate()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+
+
+def start_archive(source: Path, dest: Path) -> ArchiveProcess:
+    """Start writing the archive of `source` to `dest` in a child process (see `archive`).
+
+    The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
+    once it is whole. The child stops by itself when its parent is gone. Raises `OSError` when
+    it cannot start.
+    """
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        top = Path(__file__).resolve().parents[2]
+        code = "from interpreters.real.files import _archive_child; _archive_child()"
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid())],
+            env={"PYTHONPATH": str(top), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(fd,),
+            cwd="/",
+        )
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        os.close(fd)
+    return ArchiveProcess(process, tmp, dest)
+
+
+def _archive_child() -> None:
+    """The child of `start_archive`: `source fd parent-pid` on its command line."""
+    source, fd, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+    def check() -> None:
+        if os.getppid() != parent:
+            raise SystemExit("the grading that started the archive is gone")
+
+    try:
+        _write_archive(Path(source), fd, check, ARCHIVE_LEVEL)
+    except OSError as exc:
+        raise SystemExit(f"{source}: {exc}") from None
 
 
 # ---------------------------------------------------------------------------- small writes
