@@ -268,9 +268,24 @@ def _never() -> None:
     return None
 
 
+_PIECE = 512 << 10
+_PROBE = 16 << 10
+
+
 def _gzip_member(data: bytes, level: int) -> bytes:
-    packer = zlib.compressobj(level, zlib.DEFLATED, 31)  # 31: a whole gzip member
-    return packer.compress(data) + packer.flush()
+    """`data` as gzip members of `_PIECE` bytes each. A piece whose first bytes do not
+    compress (git's objects, archives, media) is stored: deflate spends ten times longer on
+    such data for nothing."""
+    out: list[bytes] = []
+    for start in range(0, len(data), _PIECE):
+        piece = data[start : start + _PIECE]
+        chosen = level
+        if level and len(piece) > 2 * _PROBE:
+            probe = zlib.compress(piece[:_PROBE], level)
+            chosen = 0 if len(probe) > _PROBE * 0.9 else level
+        packer = zlib.compressobj(chosen, zlib.DEFLATED, 31)  # 31: a whole gzip member
+        out += (packer.compress(piece), packer.flush())
+    return b"".join(out)
 
 
 class _ParallelGzip:
