@@ -8,24 +8,28 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 import click
 from returns.pipeline import is_successful
-from rich.console import Console
 
 from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_patch
 from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
+from interpreters.progress import CheckProgress
 from interpreters.real import files, git
+from interpreters.real.runner import EnvPolicy
 from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
+    Interrupted,
     load_inputs,
     make_results,
     repo_option,
     results_option,
     runner_option,
+    script_env_options,
     source_option,
     task_option,
     verdict_line,
@@ -34,11 +38,11 @@ from ssegrade import RuntimeResult, result_schema
 
 __all__ = ["cli", "main"]
 
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+_progress = CheckProgress()
 
 
 def _say(message: str) -> None:
-    _stderr.print(message, markup=False)
+    _progress.say(message)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -64,6 +68,10 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
 
     Also keeps a pristine copy of the whole tree, ignored files included (vendored modules),
     as INTO/repo: the grading repo whenever none is named.
+
+    \b
+    Example:
+      ssegrade baseline --source /src/proj --into /var/lib/sse/base
     """
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
@@ -81,22 +89,40 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
 
 @cli.command()
 def schema() -> None:
-    """Print the JSON Schema of result.json."""
+    """Print the JSON Schema of result.json.
+
+    \b
+    Example:
+      ssegrade schema > result.schema.json
+    """
     click.echo(json.dumps(result_schema(), indent=2))
 
 
-def _agent_runtime(duration: str | None, timed_out: bool, exit_code: str | None) -> RuntimeResult:
-    def as_int(text: str | None) -> int | None:
-        try:
-            return int(text) if text is not None else None
-        except ValueError:
-            return None
+def _agent_int(
+    *, minimum: int | None
+) -> Callable[[click.Context, click.Parameter, str | None], int | None]:
+    """A callback for agent facts: an integer (at least `minimum`). A bad value on the command
+    line is refused; one from the environment (as a task container sets it) is ignored with a
+    warning, as SSEBench's own evaluator does."""
 
-    return RuntimeResult(
-        agent_duration=max(as_int(duration) or 0, 0),
-        agent_timeout=timed_out,
-        agent_exit_code=as_int(exit_code),
-    )
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+        if value is None:
+            return None
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+        if number is not None and (minimum is None or number >= minimum):
+            return number
+        want = "an integer" if minimum is None else f"an integer ≥ {minimum}"
+        source = ctx.get_parameter_source(param.name or "")
+        if source is click.core.ParameterSource.ENVIRONMENT:
+            envvar = param.envvar if isinstance(param.envvar, str) else "environment"
+            _say(f"warning: {envvar}={value!r} is not {want}: ignored")
+            return None
+        raise click.BadParameter(f"{value!r} is not {want}")
+
+    return check
 
 
 def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
@@ -133,10 +159,12 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     help="Time limit of each script, seconds (default: the time left).",
 )
 @runner_option
+@script_env_options
 @click.option(
     "--agent-duration",
     envvar="AGENT_DURATION",
-    help="Agent run time, seconds [env AGENT_DURATION].",
+    callback=_agent_int(minimum=0),
+    help="Agent run time, whole seconds [env AGENT_DURATION; default 0].",
 )
 @click.option(
     "--agent-timeout/--no-agent-timeout",
@@ -144,13 +172,16 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     help="The agent hit its time limit [default: env SSE_METRIC_AGENT_TIMEOUT is set].",
 )
 @click.option(
-    "--agent-exit-code", envvar="AGENT_EXIT_STATUS", help="Agent exit code [env AGENT_EXIT_STATUS]."
+    "--agent-exit-code",
+    envvar="AGENT_EXIT_STATUS",
+    callback=_agent_int(minimum=None),
+    help="Agent exit code, an integer [env AGENT_EXIT_STATUS].",
 )
 @click.option(
     "--daemon",
     "daemon_socket",
     type=click.Path(path_type=Path),
-    help="Grade through the task daemon's admin socket (SPEC §9) instead of locally.",
+    help="Grade through the task daemon's admin socket instead of locally.",
 )
 @click.option(
     "--patch",
@@ -173,17 +204,29 @@ def evaluate(
     timeout: int,
     script_timeout: int | None,
     runner_user: str | None,
-    agent_duration: str | None,
+    script_env: tuple[tuple[str, str], ...],
+    clean_env: bool,
+    script_memory: int | None,
+    agent_duration: int | None,
     agent_timeout: bool | None,
-    agent_exit_code: str | None,
+    agent_exit_code: int | None,
     daemon_socket: Path | None,
     patch_file: Path | None,
     force: bool,
 ) -> None:
-    """Grade the agent's patch and write RESULTS/result.json (SPEC §3).
+    """Grade the agent's patch and write RESULTS/result.json.
 
-    Prints one line per finished check on stderr and the verdict on stdout; exits 0 whenever
-    result.json was written, whatever the verdict.
+    Captures the agent's changes to its source tree against the baseline (or takes --patch),
+    applies them to fresh copies of the grading repo, builds, runs every PoC, the functional
+    and the hidden tests. Prints a line when each check starts and ends on stderr, the
+    verdict on stdout; exits 0 whenever result.json was written, whatever the verdict, 2 for
+    bad input, 130/143 when interrupted.
+
+    \b
+    Examples:
+      ssegrade evaluate --task /ssebench --source /src/proj --baseline /var/lib/sse/base
+      ssegrade evaluate --task tasks/gjson-196 --patch runs/r1/final.patch \\
+          --repo repos/gjson-196 --results out/r1
     """
     if patch_file is not None and daemon_socket is not None:
         raise BadInput("--patch and --daemon cannot be used together")
@@ -191,7 +234,11 @@ def evaluate(
     inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
         agent_timeout = "SSE_METRIC_AGENT_TIMEOUT" in os.environ
-    runtime = _agent_runtime(agent_duration, bool(agent_timeout), agent_exit_code)
+    runtime = RuntimeResult(
+        agent_duration=agent_duration or 0,
+        agent_timeout=bool(agent_timeout),
+        agent_exit_code=agent_exit_code,
+    )
     results = make_results(results, force=force)
     if daemon_socket is not None:
         result = evaluate_through_daemon(
@@ -212,7 +259,11 @@ def evaluate(
             script_timeout=script_timeout,
             runtime=runtime,
             say=_say,
+            started=_progress.started,
+            env=EnvPolicy(extra=script_env, clean=clean_env),
+            memory=script_memory,
         )
+    _progress.close()
     click.echo(verdict_line(result))
 
 
@@ -222,19 +273,27 @@ cli.add_command(test_patch)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """Console entry point: run `cli`, turning every usage or input error into one line."""
+    """Console entry point: run `cli`; every usage or input error is one line on stderr,
+    `ssegrade: error: <message>`, with the exit status docs/cli.md gives."""
     try:
         code = cli.main(args=argv, prog_name="ssegrade", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(0)
     except click.exceptions.Abort:
-        click.echo("ssegrade: aborted", err=True)
+        click.echo("ssegrade: error: aborted", err=True)
         sys.exit(130)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except Interrupted as interrupted:
+        click.echo(f"ssegrade: {interrupted}", err=True)
+        sys.exit(interrupted.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
-        click.echo(f"{where}: error: {exc.format_message()}", err=True)
+        message = " ".join(exc.format_message().split())
+        click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"ssegrade: error: {exc.format_message()}", err=True)
+        click.echo(f"ssegrade: error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -23,6 +23,7 @@ from ssegrade import (
     CheckFinished,
     CheckPatch,
     CheckRecord,
+    CheckStarted,
     Discard,
     Effect,
     EvaluationResult,
@@ -164,6 +165,8 @@ class FakeWorld:
                 if self.archive_error is not None:
                     return Failure(ArchiveError(self.archive_error))
                 return Success(None)
+            case CheckStarted():
+                return None
             case CheckFinished(record=record):
                 self.checks.append(record)
                 return None

@@ -18,8 +18,17 @@ from returns.pipeline import is_successful
 
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
+from interpreters.real.runner import EnvPolicy
 from interpreters.real.support import find_support_folders
-from interpreters.setup import BadInput, Inputs, graded, grading_repo, load_inputs, make_results
+from interpreters.setup import (
+    BadInput,
+    Inputs,
+    graded,
+    grading_repo,
+    load_inputs,
+    lock_task,
+    make_results,
+)
 from ssegrade import (
     BenchSession,
     EvaluationResult,
@@ -61,6 +70,9 @@ def grade_here(
     script_timeout: int | None = None,
     runtime: RuntimeResult | None = None,
     say: Callable[[str], None] = _silent,
+    started: Callable[[str], None] | None = None,
+    env: EnvPolicy | None = None,
+    memory: int | None = None,
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `make_results`): capture the
     agent's tree, or take the recorded patch; the grading repo is never modified.
@@ -78,6 +90,12 @@ def grade_here(
         notes.append(message)
 
     try:
+        locked = lock_task(inputs)
+        if locked:
+            warn(
+                f"made {len(locked)} paths of the task's hidden material readable by root only "
+                "(the runner must not read the hidden tests, the PoCs or the reference fix)"
+            )
         base = _baseline(inputs.source, sources, scratch, warn)
         repo = grading_repo(sources.repo, base, scratch, warn)
         places = Places(
@@ -101,6 +119,9 @@ def grade_here(
                 script_timeout=script_timeout,
                 say=say,
                 ahead=True,
+                started=started,
+                env=env,
+                memory=memory,
             )
             try:
                 system.log_notes(notes)
@@ -146,6 +167,7 @@ def grade_patch(
     runner_user: str | None = None,
     script_env: Sequence[tuple[str, str]] = (),
     clean_env: bool = False,
+    script_memory: int | None = None,
     runtime: RuntimeResult | None = None,
     force: bool = False,
     say: Callable[[str], None] | None = None,
@@ -153,7 +175,9 @@ def grade_patch(
     """Grade a recorded patch against a pristine grading repo, as `ssegrade evaluate --patch`
     does, and write `results/` (`result.json`, `final.patch`, `commits.log`, `checks.jsonl`,
     `logs/`). The repo is never modified, so any number of patches can be graded from it,
-    one after the other or at the same time.
+    one after the other or at the same time. `script_env` adds `(NAME, VALUE)` pairs to the
+    scripts' environment, `clean_env` starts it from `PATH` and the locale only,
+    `script_memory` caps each script's memory (bytes) where a cgroup can be made.
 
     Raises `GradingInputError` (one line) when the task is rejected, the patch or the repo is
     missing, or `results` holds an earlier grade and `force` is not set.
@@ -169,7 +193,6 @@ def grade_patch(
         if not repo.is_dir():
             raise BadInput(f"grading repo not found: {repo}")
         ready = make_results(results, force=force)
-        _ = (script_env, clean_env)  # the script environment options reach the runner here
         return grade_here(
             inputs,
             Sources(patch=patch, repo=repo),
@@ -178,6 +201,8 @@ def grade_patch(
             script_timeout=script_timeout,
             runtime=runtime,
             say=say if say is not None else _silent,
+            env=EnvPolicy(extra=tuple(script_env), clean=clean_env),
+            memory=script_memory,
         )
     except BadInput as exc:
         raise GradingInputError(exc.format_message()) from None

@@ -7,6 +7,7 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import traceback
@@ -15,15 +16,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 from returns.pipeline import is_successful
 
 from interpreters.real import files, git
 from interpreters.real.runner import Runner, resolve_runner
-from interpreters.taskfolder import load_task, resolve_source
+from interpreters.taskfolder import load_task, lock_hidden, resolve_source
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Task
+from ssegrade.program import GradingInterrupted
 
 __all__ = [
     "RESULTS_ENTRIES",
@@ -33,10 +35,12 @@ __all__ = [
     "graded",
     "grading_repo",
     "load_inputs",
+    "lock_task",
     "make_results",
     "repo_option",
     "results_option",
     "runner_option",
+    "script_env_options",
     "source_option",
     "task_option",
     "verdict_line",
@@ -52,7 +56,12 @@ class BadInput(click.ClickException):
 
 
 class Interrupted(Exception):
-    """SIGTERM or SIGINT arrived while grading."""
+    """SIGTERM or SIGINT arrived while grading; `result.json` is written. The command exits
+    with `exit_code` (128 + the signal's number)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}; result.json written")
+        self.exit_code = 128 + signum
 
 
 # ---------------------------------------------------------------------------- shared options
@@ -110,6 +119,53 @@ def runner_option(command: F) -> F:
     )(command)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _env_pairs(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for item in values:
+        name, equals, value = item.partition("=")
+        if not equals or not _ENV_NAME.match(name):
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE")
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def _memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    text = value.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) <= 0:
+        raise click.BadParameter(f"{value!r} is not a number of bytes (e.g. 2G, 512M)")
+    return int(digits) * scale
+
+
+def script_env_options(command: F) -> F:
+    """`--script-env NAME=VALUE` (repeatable), `--clean-env`, `--script-memory BYTES`."""
+    command = click.option(
+        "--script-memory",
+        callback=_memory,
+        help="Memory limit of each script, bytes (K/M/G suffixes), where a cgroup can be made.",
+    )(command)
+    command = click.option(
+        "--clean-env",
+        is_flag=True,
+        help="Scripts get only PATH and the locale, not this environment.",
+    )(command)
+    return click.option(
+        "--script-env",
+        multiple=True,
+        callback=_env_pairs,
+        metavar="NAME=VALUE",
+        help="Add or override a variable of the scripts' environment (repeatable).",
+    )(command)
+
+
 # ---------------------------------------------------------------------------- inputs
 
 
@@ -129,6 +185,8 @@ def load_inputs(
     """Load and check the task, find the source tree (unless not needed: then it may be
     `None`), choose the runner; `BadInput` if not."""
     task_dir = task_dir.absolute()
+    if not task_dir.is_dir():
+        raise BadInput(f"task folder not found: {task_dir} (give --task DIR or set SSE_BENCH_PATH)")
     loaded = load_task(task_dir)
     if not is_successful(loaded):
         raise BadInput(loaded.failure().message)
@@ -158,6 +216,22 @@ RESULTS_ENTRIES = frozenset(
     }
 )
 """What a grading writes in its results folder; `--force` clears these and nothing else."""
+
+
+def lock_task(inputs: Inputs) -> list[str]:
+    """As root with a runner account: lock the task's hidden material away from the runner
+    before any script runs (`lock_hidden`); answers the paths changed. `BadInput` when it
+    cannot be done: grading would expose the hidden tests and the reference fix."""
+    if not inputs.runner.isolated:
+        return []
+    try:
+        return lock_hidden(inputs.task, inputs.task_dir)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise BadInput(
+            f"cannot make the task's hidden material unreadable to the runner: "
+            f"{exc.strerror or exc}{where}"
+        ) from exc
 
 
 def make_results(results: Path, *, force: bool = False) -> Path:
@@ -246,17 +320,25 @@ def grading_repo(
 # ---------------------------------------------------------------------------- grading
 
 
-def _raise_interrupted(signum: int, _frame: FrameType | None) -> NoReturn:
-    raise Interrupted(f"interrupted by {signal.strsignal(signum) or signum}")
+@dataclass(slots=True)
+class _Signals:
+    first: int | None = None
 
 
 @contextmanager
-def _interrupts_raise() -> Iterator[None]:
-    previous = {
-        sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGINT)
-    }
+def _interrupts_raise() -> Iterator[_Signals]:
+    """The first SIGTERM or SIGINT raises `GradingInterrupted` where grading is; later ones
+    are only noted, so that the result (and the clean-up) is written whole."""
+    state = _Signals()
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        if state.first is None:
+            state.first = signum
+            raise GradingInterrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield
+        yield state
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -265,23 +347,30 @@ def _interrupts_raise() -> Iterator[None]:
 def graded(
     results: Path, runtime: RuntimeResult, grade: Callable[[], EvaluationResult]
 ) -> EvaluationResult:
-    """Run `grade`; SIGTERM/SIGINT become exceptions the grading program turns into an `error`
-    grade, and whatever escapes it still leaves an `error` result.json behind."""
-    with _interrupts_raise():
+    """Run `grade`; SIGTERM/SIGINT become `GradingInterrupted`, which the grading program
+    turns into an `error` grade, and whatever escapes it still leaves an `error` result.json
+    behind. After an interrupt, raises `Interrupted` (exit 130 or 143) once the result is
+    written."""
+    with _interrupts_raise() as signals:
         try:
-            return grade()
+            result = grade()
         except Exception as exc:  # noqa: BLE001 - the grade must still be written
-            patch = PatchResult(
-                status="error",
-                error_msg=f"Exception: {exc}",
-                error_log="".join(traceback.format_exception(exc)),
-            )
+            if isinstance(exc, GradingInterrupted):
+                patch = PatchResult(status="error", error_msg=f"Interrupted ({exc.signal})")
+            else:
+                patch = PatchResult(
+                    status="error",
+                    error_msg=f"Exception: {exc}",
+                    error_log="".join(traceback.format_exception(exc)),
+                )
             result = EvaluationResult(patch_result=patch, runtime_result=runtime)
             try:
                 files.atomic_write(results / "result.json", result.to_json())
             except OSError as write_error:
                 raise click.ClickException(f"result.json not written: {write_error}") from exc
-            return result
+    if signals.first is not None:
+        raise Interrupted(signals.first)
+    return result
 
 
 def verdict_line(result: EvaluationResult) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 
 from returns.pipeline import is_successful
@@ -9,7 +12,7 @@ from returns.result import Failure, Result, Success
 
 from ssegrade import Task, TaskError, parse_task
 
-__all__ = ["load_task", "resolve_source"]
+__all__ = ["load_task", "lock_hidden", "resolve_source"]
 
 
 def load_task(folder: Path) -> Result[Task, TaskError]:
@@ -26,9 +29,12 @@ def load_task(folder: Path) -> Result[Task, TaskError]:
     if not is_successful(parsed):
         return parsed
     task = parsed.unwrap()
+    top = folder.resolve()
     for key, path in task.named_files():
         if not (folder / path).is_file():
             return Failure(TaskError.missing_file(key, path))
+        if top not in (folder / path).resolve().parents:
+            return Failure(TaskError(f"config.yaml: {key}: '{path}' leads out of the task folder"))
     return Success(task)
 
 
@@ -43,3 +49,46 @@ def resolve_source(task: Task, folder: Path, given: Path | None) -> Result[Path,
     if not source.is_dir():
         return Failure(TaskError(f"source tree not found: {source}"))
     return Success(source.resolve())
+
+
+def lock_hidden(task: Task, folder: Path) -> list[str]:
+    """Make the task's hidden material unreadable to every user but root (SPEC §5, run as
+    root, before any script runs): the config, the scripts, the PoCs, the hidden tests and the
+    reference fix become root's, with no group or other permission bits, and so do the folders
+    holding them; the task folder keeps only its search bits for others, so that support
+    folders stay reachable by path while nothing in it can be listed.
+
+    Answers the paths whose ownership or mode changed. Raises `OSError` when one cannot be
+    locked (the caller refuses to grade). Symlinks are never followed: a named file that is a
+    link is refused.
+    """
+    changed: list[str] = []
+
+    def lock(path: Path, keep: int) -> None:
+        st = os.stat(path, follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, "a symbolic link in the task folder", str(path))
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid != 0 or st.st_gid != 0:
+            os.chown(path, 0, 0, follow_symlinks=False)
+            changed.append(str(path))
+        if mode & ~keep:
+            os.chmod(path, mode & keep, follow_symlinks=False)
+            if str(path) not in changed:
+                changed.append(str(path))
+
+    names = ["config.yaml", *task.hidden_files()]
+    folders: set[Path] = set()
+    for name in names:
+        path = folder / name
+        if not os.path.lexists(path):
+            continue
+        lock(path, 0o700)
+        parent = path.parent
+        while parent != folder and folder in parent.parents:
+            folders.add(parent)
+            parent = parent.parent
+    for parent in sorted(folders):
+        lock(parent, 0o700)
+    lock(folder, 0o711)
+    return changed

@@ -7,7 +7,7 @@ one of grading effects, which is how both the local evaluator and the daemon run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -191,9 +191,13 @@ async def _run_staged(
 ) -> ScriptResult:
     staged = await StageFiles((StageItem(script), *extra))
     try:
-        return await RunScript(staged.paths[0], staged.paths[1:], workspace, label)
+        result = await RunScript(staged.paths[0], staged.paths[1:], workspace, label)
     finally:
         await Unstage(staged)
+    if result.not_started is not None:  # name the task's script, not its staged copy
+        reason = result.not_started.replace(staged.paths[0], script)
+        return replace(result, not_started=reason)
+    return result
 
 
 async def _build(session: BenchSession, script: str) -> ScriptResult:

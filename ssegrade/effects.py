@@ -32,6 +32,7 @@ __all__ = [
     "CheckFinished",
     "CheckPatch",
     "CheckRecord",
+    "CheckStarted",
     "Discard",
     "Effect",
     "FreshCopy",
@@ -43,6 +44,7 @@ __all__ = [
     "Prepared",
     "ProvePatch",
     "RunScript",
+    "ScriptNotStarted",
     "ScriptResult",
     "StageFiles",
     "StageItem",
@@ -72,6 +74,15 @@ class Effect(Generic[A_co]):
         return cast(A_co, answer)
 
 
+class ScriptNotStarted(Exception):
+    """A task script could not be started: grading ends as `error` (a broken task); `log`
+    is what the runner said."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
 class TimeLimitReached(Exception):
     """Raised by an interpreter into the program when the evaluation's time limit is spent."""
 
@@ -85,7 +96,9 @@ class TimeLimitReached(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ScriptResult:
-    """How one script run ended. `code` is -1 when it was killed by its limit or never ran."""
+    """How one script run ended. `code` is -1 when it was killed by its limit or never ran;
+    `not_started` says why a task script could not be started at all (`cannot start
+    <script>: <reason>`): a broken task, not a failed check."""
 
     code: int
     stdout: str = ""
@@ -93,6 +106,7 @@ class ScriptResult:
     seconds: float = 0.0
     killed: bool = False
     log_file: str | None = None
+    not_started: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -217,6 +231,14 @@ class Archive(Effect[Result[None, ArchiveError]]):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckStarted(Effect[None]):
+    """A check is about to run: say so on the progress stream (`poc`: the PoC's path)."""
+
+    name: str
+    poc: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CheckFinished(Effect[None]):
     """A check finished: append to `checks.jsonl` and say so on the progress stream."""
 
@@ -237,7 +259,9 @@ class WriteResult(Effect[None]):
     result: EvaluationResult
 
 
-GradingEffect = PrepareGrading | Bench | Archive | CheckFinished | Notify | WriteResult
+GradingEffect = (
+    PrepareGrading | Bench | Archive | CheckStarted | CheckFinished | Notify | WriteResult
+)
 
 
 # ---------------------------------------------------------------------------- system effects
@@ -339,6 +363,7 @@ SystemEffect = (
     | ApplyDiff
     | Discard
     | Archive
+    | CheckStarted
     | CheckFinished
     | Notify
     | WriteResult

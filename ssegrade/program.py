@@ -19,8 +19,10 @@ from ssegrade.effects import (
     Bench,
     CheckFinished,
     CheckRecord,
+    CheckStarted,
     Notify,
     PrepareGrading,
+    ScriptNotStarted,
     TimeLimitReached,
     WriteResult,
 )
@@ -32,12 +34,22 @@ from ssegrade.verdict import (
     Crashed,
     Ending,
     Finished,
+    Interrupted,
     Outcomes,
     TimedOut,
     decide,
 )
 
-__all__ = ["GradeOptions", "grade"]
+__all__ = ["GradeOptions", "GradingInterrupted", "grade"]
+
+
+class GradingInterrupted(Exception):
+    """Raised by an interpreter into the program when a signal (`SIGINT`, `SIGTERM`) asks
+    grading to stop: the finished checks are kept, the result is written."""
+
+    def __init__(self, signal: str) -> None:
+        super().__init__(f"interrupted by {signal}")
+        self.signal = signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +71,10 @@ class _Log:
 async def _check(
     log: _Log, check: Check, action: Action, poc: str | None = None, poc_path: str | None = None
 ) -> bool:
+    await CheckStarted(check, poc_path)
     result = await Bench(action, poc)
+    if result.not_started is not None:
+        raise ScriptNotStarted(result.not_started, result.log)
     log.runs.append(CheckOutcome(check, result.passed, result.log, poc_path))
     await CheckFinished(
         CheckRecord(
@@ -119,8 +134,9 @@ async def _checks(options: GradeOptions, log: _Log) -> Ending:
 async def grade(options: GradeOptions) -> EvaluationResult:
     """Grade the captured patch and write `result.json`; always returns the document written.
 
-    A time limit or an exception during the checks keeps the checks that finished; the archive
-    and the result are written in every case.
+    A time limit, an interrupt or an exception during the checks keeps the checks that
+    finished; the archive and the result are written in every case, and an interrupt during
+    them keeps the grade.
     """
     log = _Log()
     ending: Ending
@@ -128,12 +144,19 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         ending = await _checks(options, log)
     except TimeLimitReached:
         ending = TimedOut(options.timeout)
+    except GradingInterrupted as interrupt:
+        ending = Interrupted(interrupt.signal)
+    except ScriptNotStarted as broken:  # a broken task: its log says why, not a traceback
+        ending = Crashed(str(broken), broken.log)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an `error` grade
         detail = "".join(traceback.format_exception(exc))
         ending = Crashed(str(exc) or type(exc).__name__, detail)
-    archived = await Archive()
-    if not is_successful(archived):
-        await Notify(f"source.tar.gz not written: {archived.failure().message}")
+    try:
+        archived = await Archive()
+        if not is_successful(archived):
+            await Notify(f"source.tar.gz not written: {archived.failure().message}")
+    except GradingInterrupted as interrupt:  # a grade that had finished is kept
+        await Notify(f"source.tar.gz not written: {interrupt}")
     outcomes = Outcomes(
         has=options.task.checks,
         pocs=tuple(task_path(options.folder, p) for p in options.task.files.poc),
@@ -143,5 +166,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
     )
     runtime = options.runtime.model_copy(update={"evaluator_timeout": isinstance(ending, TimedOut)})
     result = EvaluationResult(patch_result=decide(outcomes), runtime_result=runtime)
-    await WriteResult(result)
+    try:
+        await WriteResult(result)
+    except GradingInterrupted:  # cut short before the file was in place: once more, whole
+        await WriteResult(result)
     return result

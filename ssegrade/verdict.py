@@ -16,6 +16,7 @@ __all__ = [
     "Crashed",
     "Ending",
     "Finished",
+    "Interrupted",
     "Outcomes",
     "TimedOut",
     "bound_log",
@@ -62,7 +63,14 @@ class Crashed:
     detail: str | None = None
 
 
-Ending = Finished | TimedOut | Crashed
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """A signal (`SIGINT`, `SIGTERM`) ended grading."""
+
+    signal: str
+
+
+Ending = Finished | TimedOut | Crashed | Interrupted
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +161,8 @@ def decide(outcomes: Outcomes) -> PatchResult:
     elif isinstance(ending, Crashed):
         error_msg = f"Exception: {ending.message}"
         error_log = bound_log(ending.detail) if ending.detail is not None else None
+    elif isinstance(ending, Interrupted):
+        error_msg, error_log = f"Interrupted ({ending.signal})", None
     status = status_of(
         build_success=build,
         pov_passed=pov_passed,

@@ -223,3 +223,104 @@ def test_pocs_come_with_their_folder_and_support_folders_are_restored(open_root:
     assert (harness / "data.txt").read_text() == "pristine\n"
     log = next((task.results / "logs").glob("*poc-1.log")).read_text()
     assert "from the PoC folder" in log
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="locking needs root")
+
+
+@needs_root
+def test_hidden_material_is_locked_before_any_script_runs(task: RealTask, tmp_path: Path) -> None:
+    for path in (task.task, task.task / "future.diff", task.task / "pocs"):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    (task.task / "README.md").write_text("public\n")
+    # The build, as the runner, tries to read the hidden tests by their path.
+    task.script(
+        "build.sh",
+        f'#!/bin/sh\ncat "{task.task}/future.diff" && exit 7\n'
+        '. ./lib.sh\necho "$VALUE" > out.txt\n',
+    )
+    patch = tmp_path / "fix.patch"
+    patch.write_bytes(FIX)
+    code, err = evaluate_patch(task, patch, tmp_path / "r")
+    assert code == 0, err
+    assert status(tmp_path / "r") == ("passed", None)
+    assert "readable by root only" in err
+    for hidden in ("future.diff", "config.yaml", "pocs", "pocs/poc1.bin", "scripts/run.sh"):
+        st = os.stat(task.task / hidden)
+        assert (st.st_uid, stat.S_IMODE(st.st_mode) & 0o077) == (0, 0), hidden
+    assert stat.S_IMODE(os.stat(task.task).st_mode) & 0o066 == 0
+    assert stat.S_IMODE(os.stat(task.task / "README.md").st_mode) == 0o644
+
+
+def test_a_named_file_that_leads_out_of_the_task_folder_is_refused(task: RealTask) -> None:
+    outside = task.root / "outside.diff"
+    outside.write_text("x\n")
+    (task.task / "future.diff").unlink()
+    (task.task / "future.diff").symlink_to(outside)
+    done = ssegrade("evaluate", "--task", str(task.task), "--source", str(task.source))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("'future.diff' leads out of the task folder")
+
+
+@pytest.mark.parametrize(
+    ("body", "mode", "why"),
+    [
+        ("echo no shebang\n", 0o644, "no exec bit"),
+        ("#!/nonexistent/interpreter\necho hi\n", 0o755, "No such file"),
+    ],
+)
+def test_a_script_that_cannot_start_is_a_broken_task(
+    task: RealTask, tmp_path: Path, body: str, mode: int, why: str
+) -> None:
+    script = task.task / "scripts" / "build.sh"
+    script.write_text(body)
+    script.chmod(mode)
+    patch = tmp_path / "fix.patch"
+    patch.write_bytes(FIX)
+    code, err = evaluate_patch(task, patch, tmp_path / "r")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "r" / "result.json").read_bytes())["patch_result"]
+    assert doc["status"] == "error"
+    assert doc["error_msg"].startswith(f"Exception: cannot start {script}: ")
+    assert why in doc["error_msg"]
+    assert doc["build_success"] is None
+
+
+def test_no_variable_leads_to_the_grading_side(task: RealTask, tmp_path: Path) -> None:
+    task.script("build.sh", '#!/bin/sh\nenv\n. ./lib.sh\necho "$VALUE" > out.txt\n')
+    done = ssegrade("baseline", "--source", str(task.source), "--into", str(task.baseline))
+    assert done.returncode == 0, done.stderr
+    results = tmp_path / "results"
+    env = {
+        "GOFLAGS": "-mod=vendor",
+        "CARGO_HOME": "/opt/cargo",
+        "SSE_RESULTS": str(results),
+        "SSE_BASELINE": str(task.baseline),
+        "SSE_ADMIN_SOCKET": "/run/sse/admin.sock",
+        "MY_RESULTS": f"/usr/bin:{results}/logs",
+        "MY_BASELINE": str(task.baseline / "repo.git"),
+    }
+    done = ssegrade(
+        "evaluate",
+        "--task",
+        str(task.task),
+        "--source",
+        str(task.source),
+        "--baseline",
+        str(task.baseline),
+        "--results",
+        str(results),
+        "--script-env",
+        "EXTRA_FLAG=on",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    log = next((results / "logs").glob("*build.log")).read_text()
+    dumped = log.split("--- stdout", 1)[1].split("--- stderr", 1)[0]
+    assert "GOFLAGS=-mod=vendor" in dumped
+    assert "CARGO_HOME=/opt/cargo" in dumped
+    assert "EXTRA_FLAG=on" in dumped
+    for leak in ("SSE_RESULTS", "SSE_BASELINE", "SSE_ADMIN_SOCKET", "MY_RESULTS", "MY_BASELINE"):
+        assert f"{leak}=" not in dumped, leak
+    assert str(results) not in dumped
+    assert str(task.baseline) not in dumped

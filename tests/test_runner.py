@@ -7,6 +7,7 @@ one that needs an ordinary user skips as root.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
@@ -21,15 +22,17 @@ import pytest
 
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import (
-    OUTPUT_KEPT,
     RUN_VAR,
     SESSION_VAR,
+    EnvPolicy,
+    LogWriteError,
     Runner,
     kill_session,
     new_session,
     resolve_runner,
     run_script,
 )
+from interpreters.real.runner.output import KEPT_HEAD, KEPT_TAIL, LOG_HEAD, LOG_TAIL
 from ssegrade.effects import ScriptResult
 
 ROOT = os.geteuid() == 0
@@ -39,9 +42,8 @@ needs_user = pytest.mark.skipif(ROOT, reason="as root, scripts run as the runner
 pytestmark = pytest.mark.slow
 
 
-# As root, scripts here run as an account of their own: every run kills every process of its
-# runner, so sharing `sse-runner` would let these tests and a grader running on the same machine
-# kill each other's scripts. It is made the way `sse-runner` is (as a missing default).
+# An account of their own, made the way `sse-runner` is (as a missing default). Nothing here
+# depends on it being unused: no run signals a process outside its own containment.
 TEST_RUNNER = "sse-runner-tests"
 
 
@@ -49,6 +51,12 @@ TEST_RUNNER = "sse-runner-tests"
 def runner() -> Runner:
     """The runner for these tests (as root: a dedicated account, created if missing)."""
     return resolve_runner(None, default=TEST_RUNNER).unwrap()
+
+
+@pytest.fixture(params=["contained", "weaker"])
+def contain(request: pytest.FixtureRequest) -> bool:
+    """Each test that takes it runs with the best containment and with the weaker one."""
+    return bool(request.param == "contained")
 
 
 @pytest.fixture
@@ -81,6 +89,7 @@ def run(
     limit: float = 20,
     mode: int = 0o755,
     label: str = "build",
+    contain: bool = True,
 ) -> ScriptResult:
     script = write_script(work, body, mode=mode)
     return run_script(
@@ -91,6 +100,8 @@ def run(
         limit=limit,
         log_path=logs / "logs" / f"{label}.log",
         label=label,
+        spool=logs,
+        contain=contain,
     )
 
 
@@ -157,8 +168,10 @@ def test_failing_script_and_its_log(runner: Runner, work: Path, tmp_path: Path) 
     assert Path(result.log_file).stat().st_mode & 0o777 == 0o644
 
 
-def test_a_signal_death_reads_as_a_shell_would(runner: Runner, work: Path, tmp_path: Path) -> None:
-    result = run(runner, work, tmp_path, "#!/bin/sh\nkill -SEGV $$\n")
+def test_a_signal_death_reads_as_a_shell_would(
+    runner: Runner, work: Path, tmp_path: Path, contain: bool
+) -> None:
+    result = run(runner, work, tmp_path, "#!/bin/sh\nkill -SEGV $$\n", contain=contain)
     assert result.code == 128 + signal.SIGSEGV
     assert not result.killed
     assert "killed by signal SIGSEGV" in Path(str(result.log_file)).read_text()
@@ -179,10 +192,15 @@ def test_stdin_is_dev_null(runner: Runner, work: Path, tmp_path: Path) -> None:
     assert result.stdout == "/dev/null\ndone\n"
 
 
-def test_minimal_clean_environment(
+def test_clean_environment(
     runner: Runner, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name in list(os.environ):
+        if name.startswith("LC_") or name == "LANGUAGE":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("LANG", "C.UTF-8")
     monkeypatch.setenv("SSE_ADMIN_SOCKET", "/run/admin.sock")  # never passed on
+    monkeypatch.setenv("GOFLAGS", "-mod=vendor")  # not in a clean environment
     result = run_script(
         runner,
         ["/usr/bin/env"],
@@ -193,19 +211,26 @@ def test_minimal_clean_environment(
         label="env",
         session="s1",
         path="/usr/bin:/bin",
+        env=EnvPolicy(clean=True, extra=(("EXTRA", "a=b"),)),
     )
     env = dict(line.split("=", 1) for line in result.stdout.splitlines())
-    assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", SESSION_VAR, RUN_VAR}
+    caches = {"XDG_CACHE_HOME", "GOCACHE", "CCACHE_DIR"}
+    assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "EXTRA", SESSION_VAR, RUN_VAR} | caches
     assert env["PATH"] == "/usr/bin:/bin"
     assert env["HOME"] == env["TMPDIR"] == str(work / "home")
-    assert env["LANG"] == env["LC_ALL"] == "C.UTF-8"
-    assert env[SESSION_VAR] == "s1"
+    assert all(env[name].startswith(str(work / "home") + "/") for name in caches)
+    assert (env["LANG"], env["EXTRA"], env[SESSION_VAR]) == ("C.UTF-8", "a=b", "s1")
     assert (work / "home").is_dir()
     assert (work / "home").stat().st_uid == runner.uid
+    log = Path(str(result.log_file)).read_text()
+    assert f"environment: CCACHE_DIR EXTRA GOCACHE HOME LANG PATH {RUN_VAR} {SESSION_VAR}" in log
+    assert "a=b" not in log.split("--- stdout")[0]  # names, never values
 
 
 def test_own_session_and_process_group(runner: Runner, work: Path, tmp_path: Path) -> None:
-    result = run(runner, work, tmp_path, "#!/bin/sh\ncut -d' ' -f1,5,6 /proc/$$/stat\n")
+    result = run(
+        runner, work, tmp_path, "#!/bin/sh\ncut -d' ' -f1,5,6 /proc/$$/stat\n", contain=False
+    )
     pid, pgid, sid = result.stdout.split()
     assert pid == pgid == sid
     assert int(pgid) != os.getpgid(0)
@@ -214,7 +239,9 @@ def test_own_session_and_process_group(runner: Runner, work: Path, tmp_path: Pat
 # ---------------------------------------------------------------------------- limits
 
 
-def test_time_limit_kills_the_script(runner: Runner, work: Path, tmp_path: Path) -> None:
+def test_time_limit_kills_the_script(
+    runner: Runner, work: Path, tmp_path: Path, contain: bool
+) -> None:
     token = unique()
     start = time.monotonic()
     result = run(
@@ -224,6 +251,7 @@ def test_time_limit_kills_the_script(runner: Runner, work: Path, tmp_path: Path)
         f"#!/bin/sh\necho started\nprintf partial >&2\nsleep 300 0.{token} &\nsleep 100\n",
         limit=1,
         label="slow",
+        contain=contain,
     )
     assert time.monotonic() - start < 8
     assert (result.code, result.killed, result.passed) == (-1, True, False)
@@ -263,7 +291,7 @@ echo started "$(pgrep -f 0.{t} | wc -l)"
 @pytest.mark.parametrize("last", ["exit 0", "exit 1", "sleep 100"], ids=["pass", "fail", "killed"])
 @pytest.mark.parametrize("who", ["runner", "us"])
 def test_nothing_the_script_started_survives(
-    runner: Runner, work: Path, tmp_path: Path, last: str, who: str
+    runner: Runner, work: Path, tmp_path: Path, last: str, who: str, contain: bool
 ) -> None:
     # "us": no isolation, so the uid sweep is off and the markers, process groups, sessions and
     # handed-back orphans must find everything (as root this runs the script as root).
@@ -273,7 +301,8 @@ def test_nothing_the_script_started_survives(
     bystander = subprocess.Popen(["sleep", "60"])  # ours, not the script's: must survive
     zombies = zombie_children()
     try:
-        result = run(runner, work, tmp_path, LEFTOVERS.format(t=token, last=last), limit=2)
+        body = LEFTOVERS.format(t=token, last=last)
+        result = run(runner, work, tmp_path, body, limit=2, contain=contain)
         assert result.stdout == "started 6\n"  # all six were running
         assert not live_with(token)
         assert zombie_children() <= zombies, "left zombies behind"
@@ -283,10 +312,12 @@ def test_nothing_the_script_started_survives(
         bystander.wait()
 
 
-def test_every_run_starts_clean(runner: Runner, work: Path, tmp_path: Path) -> None:
+def test_every_run_starts_clean(runner: Runner, work: Path, tmp_path: Path, contain: bool) -> None:
     token = unique()
-    first = run(runner, work, tmp_path, f"#!/bin/sh\nsleep 307 0.{token} &\n")
-    second = run(runner, work, tmp_path, f"#!/bin/sh\npgrep -f {token} || echo none\n")
+    first = run(runner, work, tmp_path, f"#!/bin/sh\nsleep 307 0.{token} &\n", contain=contain)
+    second = run(
+        runner, work, tmp_path, f"#!/bin/sh\npgrep -f {token} || echo none\n", contain=contain
+    )
     assert first.passed
     assert second.stdout == "none\n"
 
@@ -311,29 +342,105 @@ def test_kill_session(runner: Runner) -> None:
 # ---------------------------------------------------------------------------- output
 
 
-def test_huge_output_is_bounded_in_memory_and_whole_in_the_log(
+def test_huge_output_is_bounded_in_memory_and_in_the_log(
     runner: Runner, work: Path, tmp_path: Path
 ) -> None:
-    size = 50_000_000
-    result = run(
+    size, noise = 50_000_000, 3_000_000
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    result = run_script(
         runner,
+        [
+            str(
+                write_script(
+                    work,
+                    f"#!/bin/sh\nyes 0123456789abcde | head -c {size}\n"
+                    f"head -c {noise} /dev/zero >&2\n",
+                )
+            )
+        ],
         work,
-        tmp_path,
-        f"#!/bin/sh\nyes 0123456789abcde | head -c {size}\nhead -c 3000000 /dev/zero >&2\n",
+        home=work / "home",
+        limit=60,
+        log_path=tmp_path / "logs" / "loud.log",
         label="loud",
+        spool=spool,
     )
     assert result.passed
-    first, kept = result.stdout.split("\n", 1)
-    assert first.startswith(f"[ssegrade: the first {size - OUTPUT_KEPT} bytes were cut")
-    assert str(tmp_path / "logs" / "loud.log") in first
-    assert len(kept) == OUTPUT_KEPT
-    assert kept.endswith("0123456789abcde\n")
-    assert len(result.stderr) < OUTPUT_KEPT + 200
+    head, cut, tail = result.stdout.partition(
+        f"[... {size - KEPT_HEAD - KEPT_TAIL} bytes cut ...]\n"
+    )
+    assert cut, result.stdout[KEPT_HEAD - 100 : KEPT_HEAD + 100]
+    assert len(head) == KEPT_HEAD  # whole lines of 16 bytes: no newline added
+    assert head.startswith("0123456789abcde\n")
+    assert len(tail) == KEPT_TAIL
+    assert tail.endswith("0123456789abcde\n")
+    assert f"[... {noise - KEPT_HEAD - KEPT_TAIL} bytes cut ...]" in result.stderr
     log = Path(str(result.log_file))
-    assert log.stat().st_size > size + 3_000_000
-    with log.open("rb") as text:
-        head = text.read(4096)
-    assert f"--- stdout ({size} bytes) ---\n0123456789abcde\n".encode() in head
+    assert LOG_HEAD + LOG_TAIL < log.stat().st_size < 2 * (LOG_HEAD + LOG_TAIL) + 10_000
+    text = log.read_bytes()
+    assert f"--- stdout ({size} bytes) ---\n0123456789abcde\n".encode() in text
+    assert f"[... {size - LOG_HEAD - LOG_TAIL} bytes cut ...]\n".encode() in text
+    assert f"first {LOG_HEAD} and the last {LOG_TAIL} bytes".encode() in text
+    assert [p.name for p in (tmp_path / "logs").iterdir()] == ["loud.log"]
+
+
+def test_a_cut_never_splits_a_character_and_counts_every_byte(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    # 3-byte characters: neither cut point falls on a character boundary.
+    count = (KEPT_HEAD + KEPT_TAIL) // 3 + 1000
+    result = run(runner, work, tmp_path, f"#!/bin/sh\nyes € | tr -d '\\n' | head -c {count * 3}\n")
+    head, _line, tail = result.stdout.partition("[... ")
+    number = int(tail.split(" ", 1)[0])
+    kept = tail.split(" bytes cut ...]\n", 1)[1]
+    assert "\ufffd" not in result.stdout
+    assert set(head.rstrip("\n")) == set(kept) == {"€"}
+    assert len(head.rstrip("\n").encode()) + number + len(kept.encode()) == count * 3
+
+
+def test_a_log_that_cannot_be_written_raises(runner: Runner, work: Path, tmp_path: Path) -> None:
+    (tmp_path / "full").write_text("not a folder")
+    with pytest.raises(LogWriteError, match=r"cannot write the log .*full/logs/x\.log"):
+        run_script(
+            runner,
+            ["/bin/true"],
+            work,
+            home=work / "home",
+            limit=10,
+            log_path=tmp_path / "full" / "logs" / "x.log",
+            label="x",
+            spool=tmp_path,
+        )
+    assert issubclass(LogWriteError, OSError)
+
+
+@needs_root
+def test_a_full_results_disk_never_reaches_the_script(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(results)], check=True)
+    try:
+        (results / "filler").write_bytes(b"x" * 60_000)
+        with contextlib.suppress(OSError):
+            (results / "more").write_bytes(b"x" * 8192)
+        script = write_script(work, "#!/bin/sh\nhead -c 500000 /dev/zero\necho done >&2\n")
+        with pytest.raises(LogWriteError, match="No space left"):
+            run_script(
+                runner,
+                [str(script)],
+                work,
+                home=work / "home",
+                limit=30,
+                log_path=results / "logs" / "build.log",
+                label="build",
+                spool=tmp_path,
+            )
+        assert not (results / "logs" / "build.log").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(results)], check=False)
 
 
 # ---------------------------------------------------------------------------- cannot start
@@ -420,7 +527,7 @@ def test_as_root_the_default_runner_is_sse_runner() -> None:
 
 @needs_root
 def test_a_runner_process_outside_the_script_is_never_signalled(
-    runner: Runner, work: Path, tmp_path: Path
+    runner: Runner, work: Path, tmp_path: Path, contain: bool
 ) -> None:
     # Same uid as the script, started outside it: another grading's process, say.
     outside = subprocess.Popen(
@@ -432,24 +539,16 @@ def test_a_runner_process_outside_the_script_is_never_signalled(
         start_new_session=True,
         stderr=subprocess.DEVNULL,
     )
-    script = "#!/bin/sh\nsetsid sleep 60 >/dev/null 2>&1 &\necho $!\n"
+    token = unique()
+    script = f"#!/bin/sh\nsetsid sleep 60 0.{token} >/dev/null 2>&1 &\n"
     try:
-        done = run(runner, work, tmp_path, script)
+        done = run(runner, work, tmp_path, script, contain=contain)
         assert done.passed
-        child = int(done.stdout)
-        assert not _alive(child)
+        assert not live_with(token)
         assert outside.poll() is None
     finally:
         outside.kill()
         outside.wait()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            return stat_file.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except FileNotFoundError:
-        return False
 
 
 def _throwaway_name() -> str:

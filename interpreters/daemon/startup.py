@@ -29,10 +29,11 @@ from interpreters.daemon.server import (
     serve,
 )
 from interpreters.daemon.service import Service
+from interpreters.grading import keep_repo_copy
 from interpreters.real import files, git
 from interpreters.real.local import Places
 from interpreters.real.support import find_support_folders
-from interpreters.setup import BadInput, grading_repo, load_inputs, make_results
+from interpreters.setup import BadInput, grading_repo, load_inputs, lock_task, make_results
 from ssegrade.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
@@ -54,7 +55,7 @@ class Settings:
     runner_user: str | None
 
 
-def _baseline(source: Path, given: Path | None, state: Path) -> git.Baseline:
+def _baseline(source: Path, given: Path | None, state: Path, *, keep_copy: bool) -> git.Baseline:
     if given is not None and given.is_dir() and any(given.iterdir()):
         loaded = git.load_baseline(given)
         if isinstance(loaded, Failure):
@@ -66,6 +67,11 @@ def _baseline(source: Path, given: Path | None, state: Path) -> git.Baseline:
     if isinstance(recorded, Failure):
         raise BadInput(recorded.failure().message)
     base = recorded.unwrap()
+    if keep_copy:  # no grading repo is named: the whole tree as it is now serves as one
+        try:
+            keep_repo_copy(source, base.path)
+        except OSError as exc:
+            raise BadInput(f"cannot copy {source} as the grading repo: {exc.strerror}") from exc
     say(f"baseline recorded: commit {base.commit}")
     return base
 
@@ -109,7 +115,8 @@ def run_daemon(settings: Settings) -> None:
     state = Path(tempfile.mkdtemp(prefix="ssegrade-daemon-"))
     try:
         state.chmod(0o711)  # the runner must reach its scratch folder below, and nothing else
-        base = _baseline(source, settings.baseline_dir, state)
+        keep_copy = settings.repo is None and not Path("/ssebench-repo").is_dir()
+        base = _baseline(source, settings.baseline_dir, state, keep_copy=keep_copy)
         repo = grading_repo(settings.repo, base, state, say)
         places = Places(
             task_dir,
@@ -120,6 +127,9 @@ def run_daemon(settings: Settings) -> None:
             state / "scratch",
             find_support_folders(task, task_dir),
         )
+        locked = lock_task(inputs)  # before any listener: no script runs before this
+        if locked:
+            say(f"made {len(locked)} paths of the task's hidden material readable by root only")
         reference = task_dir / task.files.patch if task.files.patch else None
         service = Service(
             task=task,

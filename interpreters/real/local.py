@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -31,7 +31,7 @@ from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
-from interpreters.real.runner import Runner, kill_session, new_session, run_script
+from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
 from interpreters.real.support import SupportFolders
 from ssegrade import (
     ApplyDiff,
@@ -44,6 +44,7 @@ from ssegrade import (
     CheckFinished,
     CheckPatch,
     CheckRecord,
+    CheckStarted,
     Discard,
     Effect,
     FreshCopy,
@@ -63,7 +64,7 @@ from ssegrade import (
     WriteResult,
 )
 
-__all__ = ["Deadline", "LocalSystem", "Places", "ResultsWriter", "describe_check"]
+__all__ = ["Deadline", "LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,20 +82,27 @@ class Places:
     support: tuple[Path, ...] = ()
 
 
+def check_label(name: str, poc: str | None) -> str:
+    """How progress lines name a check: `build`, `poc /ssebench/pocs/poc.go`, …"""
+    return f"poc {poc}" if poc else name
+
+
 def describe_check(record: CheckRecord) -> str:
-    """One progress line for a finished check."""
+    """One progress line for a finished check: status, seconds, exit code, log file."""
+    log = f"; log {record.log_file}" if record.log_file else ""
     if record.name == "prepare":
         applies = "ready" if record.passed else "does not apply to the grading repo"
         left = f"; {len(record.left_out)} paths left out" if record.left_out else ""
-        return f"patch: {applies}{left}"
-    name = f"poc {record.poc}" if record.poc else record.name
+        return f"patch: {applies}{left}{log}"
     verdict = "passed" if record.passed else "FAILED"
     how = " (killed at its time limit)" if record.killed else ""
     code = "" if record.passed else f", exit {record.exit_code}"
-    return f"{name}: {verdict}{how} ({record.seconds:.1f}s{code})"
+    return (
+        f"{check_label(record.name, record.poc)}: {verdict}{how} ({record.seconds:.1f}s{code}{log})"
+    )
 
 
-Reported = Archive | CheckFinished | Notify | WriteResult
+Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult
 
 
 def _append(path: Path, text: str) -> None:
@@ -117,6 +125,8 @@ class ResultsWriter:
     source: Path | None
     results: Path
     say: Callable[[str], None] = print
+    started: Callable[[str], None] | None = None
+    """Shows that a check began (e.g. a live elapsed time); default: a line through `say`."""
 
     def note(self, message: str) -> None:
         """Append a line to `logs/notes.log`."""
@@ -134,6 +144,10 @@ class ResultsWriter:
                 if is_successful(archived):
                     return Success(None)
                 return Failure(ArchiveError(archived.failure()))
+            case CheckStarted(name=name, poc=poc):
+                label = check_label(name, poc)
+                (self.started or self.say)(f"{label}: running…")
+                return None
             case CheckFinished(record=record):
                 line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
                 _append(self.results / "checks.jsonl", line)
@@ -205,6 +219,9 @@ class LocalSystem:
     timeout: int = 3600
     script_timeout: float | None = None
     say: Callable[[str], None] = print
+    started: Callable[[str], None] | None = None
+    env: EnvPolicy | None = None
+    memory: int | None = None
     clock: Callable[[], float] = time.monotonic
     ahead: bool = False
     deadline: Deadline = field(init=False)
@@ -223,7 +240,9 @@ class LocalSystem:
 
     def __post_init__(self) -> None:
         self.deadline = Deadline(self.timeout, self.clock)
-        self._writer = ResultsWriter(self.places.source, self.places.results, self.say)
+        self._writer = ResultsWriter(
+            self.places.source, self.places.results, self.say, self.started
+        )
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
         self.places.scratch.chmod(0o711)
@@ -360,7 +379,7 @@ class LocalSystem:
                 return None
             case Archive():
                 return self._archived()
-            case CheckFinished() | Notify() | WriteResult():
+            case CheckStarted() | CheckFinished() | Notify() | WriteResult():
                 return self._writer(effect)
             case _:
                 assert_never(effect)
@@ -552,6 +571,14 @@ class LocalSystem:
             os.chown(folder, *owner)
         return Staged(str(folder), tuple(staged))
 
+    def _env_policy(self) -> EnvPolicy:
+        """The script environment: as asked, and never naming the results or the baseline."""
+        policy = self.env or EnvPolicy()
+        hidden = [str(self.places.results)]
+        if self.places.baseline is not None:
+            hidden.append(str(self.places.baseline.path))
+        return replace(policy, hidden=(*policy.hidden, *hidden))
+
     def _restore_support(self) -> None:
         for path in self._support.restore():
             self._writer.note(f"restored the support folder {path}: a script had changed it")
@@ -571,6 +598,10 @@ class LocalSystem:
                 log_path=self._log_path(effect.label),
                 label=effect.label,
                 session=self._token,
+                spool=self.places.scratch,
+                keep=self.places.support,
+                env=self._env_policy(),
+                memory=self.memory,
             )
         finally:
             self._restore_support()

@@ -1,0 +1,229 @@
+"""Processes seen through `/proc`: the markers a script run carries, and the sweep that kills
+what carries them.
+
+Interpreter layer (Linux: reads `/proc`, signals processes). Every script runs with two marker
+variables in its environment, the session and the run; the sweep kills exactly the processes
+that match (and their descendants), never a whole uid. It is the clean-up of scripts that run
+without a PID namespace, and the safety net of those that run in one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import os
+import secrets
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from interpreters.real.runner.account import Runner
+
+__all__ = [
+    "RUN_VAR",
+    "SESSION_VAR",
+    "Proc",
+    "children_of",
+    "ensure_subreaper",
+    "environ",
+    "kill_group",
+    "kill_session",
+    "new_session",
+    "processes",
+    "sweep",
+    "wait_exit",
+]
+
+SESSION_VAR = "SSEGRADE_SESSION"
+RUN_VAR = "SSEGRADE_RUN"
+SWEEP_SECONDS = 10.0
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """One line of the process table."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    zombie: bool
+
+
+def new_session() -> str:
+    """A fresh session token for `run_script(session=…)` and `kill_session`."""
+    return secrets.token_hex(8)
+
+
+def kill_session(runner: Runner, session: str | None = None) -> int:
+    """Kill every process whose environment carries `session` (any ssegrade session when
+    `None`) and their descendants, and nothing else; reap those that are our children.
+    Answers how many processes were found (0: nothing was left running).
+
+    `runner` is not used to choose what to kill (never a whole uid): it names whose session
+    this is, for callers.
+    """
+    del runner
+    marker = None if session is None else f"{SESSION_VAR}={session}".encode()
+
+    def carries_session(proc: Proc) -> bool:
+        entries = environ(proc.pid)
+        if marker is not None:
+            return marker in entries
+        return any(entry.startswith(f"{SESSION_VAR}=".encode()) for entry in entries)
+
+    # Children we already have are someone's `Popen`: reaping them would steal their status.
+    found, _ = sweep(carries_session, spare=children_of(os.getpid()))
+    return found
+
+
+_reaper = {"pid": 0}
+
+
+def ensure_subreaper() -> None:
+    """Make this process a child subreaper (once per process): orphans come back to us."""
+    if _reaper["pid"] == os.getpid():
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1), 0, 0, 0) == 0:
+            _reaper["pid"] = os.getpid()
+
+
+def processes() -> dict[int, Proc]:
+    """The process table, by pid (processes that vanish while it is read are left out)."""
+    table: dict[int, Proc] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                data = stat_file.read()
+        except OSError:
+            continue  # gone meanwhile
+        fields = data[data.rindex(b")") + 2 :].split()
+        pid = int(name)
+        table[pid] = Proc(
+            pid=pid,
+            ppid=int(fields[1]),
+            pgid=int(fields[2]),
+            sid=int(fields[3]),
+            zombie=fields[0] in (b"Z", b"X"),
+        )
+    return table
+
+
+def children_of(pid: int) -> frozenset[int]:
+    """The pids whose parent is `pid`."""
+    return frozenset(p.pid for p in processes().values() if p.ppid == pid)
+
+
+def environ(pid: int) -> list[bytes]:
+    """The `NAME=value` entries of a process's environment (empty when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ_file:
+            return environ_file.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a process group, if it still exists."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait until `proc` exits, without reaping it; `False` when `timeout` passed first."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:  # an old kernel: wait (and reap) the usual way
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
+    finally:
+        os.close(pidfd)
+
+
+def _ancestors(table: dict[int, Proc]) -> set[int]:
+    found = {os.getpid(), 1}
+    pid = os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        item = table.get(pid)
+        pid = item.ppid if item is not None else 0
+    return found
+
+
+def sweep(matches: Callable[[Proc], bool], *, spare: frozenset[int]) -> tuple[int, list[int]]:
+    """Kill what `matches` (and its descendants) until none is left, reaping our zombie
+    children among them, except `spare` and those in our own process group: some `Popen`
+    waits for those, and reaping them would make it report exit status 0. (A script can never
+    join our process group: it runs in a session of its own.)
+
+    Answers how many processes were killed and which ones were still alive at the deadline.
+    """
+    me, my_group = os.getpid(), os.getpgid(0)
+    table = processes()
+    protected = _ancestors(table)
+    killed: set[int] = set()  # killed and not yet reaped
+    count: set[int] = set()
+    deadline = time.monotonic() + SWEEP_SECONDS
+    delay = 0.001
+    while True:
+        live: set[int] = set()
+        reap: list[int] = []
+        for item in table.values():
+            if item.pid in protected:
+                continue
+            hit = matches(item)
+            if item.zombie:
+                ours = item.ppid == me and item.pid not in spare and item.pgid != my_group
+                if ours and (hit or item.pid in killed):
+                    reap.append(item.pid)
+            elif hit:
+                live.add(item.pid)
+        live |= _descendants(table, live) - protected
+        for pid in live:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= live
+        count |= live
+        for pid in reap:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            killed.discard(pid)  # reaped: its pid may be reused from now on
+        if not live and not reap:
+            return len(count), []
+        if time.monotonic() > deadline:
+            return len(count), sorted(live)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+        table = processes()
+
+
+def _descendants(table: dict[int, Proc], roots: set[int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for item in table.values():
+        if not item.zombie:
+            children.setdefault(item.ppid, []).append(item.pid)
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

@@ -1,0 +1,135 @@
+"""The bundled example tasks, graded end to end as an operator would: the unmodified project
+fails, the reference fix passes, embedded and through the daemon.
+
+`examples/kvconf` is shaped like a real Go task: its PoCs are a folder of modules sharing a
+helper, its build needs vendored modules that git ignores (present in the baseline's copy of
+the tree, absent from the commit), and its scripts need a toolchain set in the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.realtask import git, ssegrade
+from tests.test_daemon import running_daemon
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@dataclass(frozen=True)
+class Example:
+    """An example laid out as in a task container."""
+
+    name: str
+    task: Path
+    source: Path
+    baseline: Path
+    fix: Path
+
+
+@pytest.fixture
+def work(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder the runner can enter, with the kvconf toolchain set in the environment."""
+    folder = Path(tempfile.mkdtemp(prefix="ssegrade-examples-"))
+    folder.chmod(0o755)
+    shutil.copytree(EXAMPLES / "kvconf" / "toolchain", folder / "toolchain")
+    monkeypatch.setenv("KVC_HOME", str(folder / "toolchain"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def lay_out(work: Path, name: str, fix: str, *, baseline: bool = True) -> Example:
+    root = work / name
+    task, source = root / "task", root / "project"
+    shutil.copytree(EXAMPLES / name / "task", task)
+    shutil.copytree(EXAMPLES / name / "project", source, ignore=shutil.ignore_patterns("build"))
+    git(source, "init", "-q", "-b", "main")
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "Initial commit")
+    made = Example(name, task, source, root / "baseline", task / fix)
+    if baseline:
+        done = ssegrade("baseline", "--source", str(source), "--into", str(made.baseline))
+        assert done.returncode == 0, done.stderr
+    return made
+
+
+def evaluate(example: Example, results: Path, *extra: str) -> dict[str, object]:
+    done = ssegrade(
+        "evaluate",
+        "--task",
+        str(example.task),
+        "--source",
+        str(example.source),
+        "--results",
+        str(results),
+        *extra,
+    )
+    assert done.returncode == 0, done.stderr
+    patch: dict[str, object] = json.loads((results / "result.json").read_bytes())["patch_result"]
+    return patch
+
+
+@pytest.mark.parametrize(
+    ("name", "fix", "first_poc"),
+    [
+        ("tlv", "fix.diff", "pocs/overread.bin"),
+        ("kvconf", "diffs/patch.diff", "pocs/poc_self_include.py"),
+    ],
+)
+def test_an_example_fails_unfixed_and_passes_with_its_reference_fix(
+    work: Path, name: str, fix: str, first_poc: str
+) -> None:
+    example = lay_out(work, name, fix)
+    base = ("--baseline", str(example.baseline))
+    unfixed = evaluate(example, work / "unfixed", *base)
+    assert (unfixed["status"], unfixed["error_msg"]) == (
+        "failed",
+        f"PoC failed: {example.task / first_poc}",
+    )
+    assert (unfixed["build_success"], unfixed["pov_passed"], unfixed["pov_total"]) == (True, 0, 2)
+    assert (unfixed["func_test_success"], unfixed["intent_test_success"]) == (True, False)
+    subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
+    fixed = evaluate(example, work / "fixed", *base)
+    assert (fixed["status"], fixed["pov_passed"]) == ("passed", 2), fixed["error_log"]
+
+
+def test_kvconf_needs_its_vendored_modules_and_its_toolchain(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    example = lay_out(work, "kvconf", "diffs/patch.diff")
+    subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
+    base = ("--baseline", str(example.baseline))
+    # A checkout of the commit lacks vendor/ (ignored by git): the build cannot work.
+    no_copy = work / "no-copy"
+    shutil.copytree(example.baseline, no_copy)
+    shutil.rmtree(no_copy / "repo")
+    lacking = evaluate(example, work / "r-checkout", "--baseline", str(no_copy))
+    assert (lacking["status"], lacking["error_msg"]) == ("failed", "Build failed")
+    assert "vendor/ is missing" in str(lacking["error_log"])
+    # Without the toolchain in the environment, or with a clean environment, the same.
+    clean = evaluate(example, work / "r-clean", *base, "--clean-env")
+    assert "KVC_HOME is not set" in str(clean["error_log"])
+    monkeypatch.delenv("KVC_HOME")
+    given = evaluate(
+        example, work / "r-given", *base, "--script-env", f"KVC_HOME={work / 'toolchain'}"
+    )
+    assert given["status"] == "passed", given["error_log"]
+
+
+def test_kvconf_through_the_daemon(work: Path) -> None:
+    example = lay_out(work, "kvconf", "diffs/patch.diff", baseline=False)
+    results = work / "daemon-results"
+    with running_daemon(example.task, example.source, results) as daemon:
+        subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
+        patch = evaluate(example, results, "--daemon", str(daemon.admin))
+    assert (patch["status"], patch["pov_passed"]) == ("passed", 2), patch["error_log"]
