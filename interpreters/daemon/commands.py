@@ -56,7 +56,7 @@ def _port(_ctx: click.Context, _param: click.Parameter, value: int | None) -> in
     return value
 
 
-def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     if value <= 0:
         raise click.BadParameter("must be a positive number of seconds")
     return value
@@ -100,9 +100,9 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
 )
 @click.option(
     "--script-timeout",
-    default=3600.0,
+    default=3600,
     show_default=True,
-    type=float,
+    type=int,
     callback=_positive,
     help="Longest an agent's script may run, seconds; the evaluator sets its own.",
 )
@@ -118,13 +118,18 @@ def daemon(
     admin_socket: Path,
     http_port: int | None,
     baseline_dir: Path | None,
-    script_timeout: float,
+    script_timeout: int,
     runner_user: str | None,
     openapi: bool,
 ) -> None:
-    """Run the task daemon (SPEC §9): record the baseline, then serve the agent's checks on the
+    """Run the task daemon: record the baseline, then serve the agent's checks on the
     agent-facing socket (gated by SSE_DIFFICULTY, 0-4, default 2) and grading on the admin
     socket, until SIGTERM or SIGINT.
+
+    \b
+    Example:
+      SSE_DIFFICULTY=1 ssegrade daemon --task /ssebench --source /src/proj \\
+          --agent-socket /run/ssebench/daemon.sock --admin-socket /run/sse-admin/admin.sock
     """
     if openapi:
         from interpreters.daemon.app import openapi_document  # noqa: PLC0415 - see below
@@ -227,8 +232,12 @@ def passed(text: str) -> bool:
     "new private folder in the temporary folder].",
 )
 def test_patch(where: str, log_dir: Path | None) -> None:
-    """Check the patch on your live source tree with the checks the difficulty level allows
-    (SPEC §10), and print what they found. Exit 0 when every check that ran passed, 1 otherwise.
+    """Check the patch on your live source tree with the checks the difficulty level allows,
+    and print what they found. Exit 0 when every check that ran passed, 1 otherwise.
+
+    \b
+    Example:
+      ssegrade test-patch --socket /run/ssebench/daemon.sock
     """
     with DaemonClient(where, timeout=60.0) as client:
         try:
