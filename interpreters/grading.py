@@ -118,14 +118,18 @@ def grade_here(
                 timeout=timeout,
                 script_timeout=script_timeout,
                 say=say,
+                ahead=True,
                 started=started,
                 env=env,
                 memory=memory,
             )
-            system.log_notes(notes)
-            options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
-            session = BenchSession(task, folder, recorded=sources.patch)
-            return run(grade(options), bencher_interpreter(session, system))
+            try:
+                system.log_notes(notes)
+                options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
+                session = BenchSession(task, folder, recorded=sources.patch)
+                return run(grade(options), bencher_interpreter(session, system))
+            finally:
+                system.close()
 
         return graded(results, runtime, local)
     finally:

@@ -155,6 +155,12 @@ def report(
 
     RESULTS holds RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json (or result.json).
     Reference runs and error runs are left out of the shares and listed.
+
+    \b
+    Examples:
+      ssegrade report runs/
+      ssegrade report runs/ --runs all --format html -o report.html
+      ssegrade report runs/ --format csv --per-run -o runs.csv
     """
     if per_run and fmt != "csv":
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")
