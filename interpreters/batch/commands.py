@@ -142,10 +142,15 @@ def verify(
     fmt: str,
     output: Path | None,
 ) -> None:
-    """Check that each TASK tells a fix from no fix (SPEC §13): grade it with the empty
-    patch and with its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
+    """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
+    its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
 
     Exits 0 when every task is ok, 1 when one is not, 2 for bad input.
+
+    \b
+    Examples:
+      ssegrade verify tasks/gjson-196 tasks/tlv-001
+      ssegrade verify tasks/* --repeat 3 --format json -o verify.json
     """
     scratch = results is None
     if results is None:
@@ -227,11 +232,18 @@ def batch(
     no_cache: bool,
     force: bool,
 ) -> None:
-    """Grade every recorded patch of the JSON Lines file JOBS (SPEC §14), resuming what an
-    earlier run did and reusing grades of identical jobs.
+    """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
+    `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
+    `agent_timeout`, `agent_exit_code`, `spend`, `started_at` optional; paths relative to
+    JOBS), resuming what an earlier run did and reusing grades of identical jobs.
 
     Exits 0 when every job was graded, 1 when one could not be (its error is in its
     result.json), 2 for bad input, 130 when interrupted.
+
+    \b
+    Examples:
+      ssegrade batch jobs.jsonl --results results --workers 4
+      ssegrade batch jobs.jsonl --results /shared/results --engine ray --ray-address head:6379
     """
     with _bad_input():
         report = run_batch(
