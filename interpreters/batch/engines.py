@@ -2,9 +2,8 @@
 
 Interpreter layer. A `Work` is one grading (a task folder, the patch bytes, the grading repo
 and the folder to write); an engine runs it with a grading function (production:
-`interpreters.grade_patch`; tests inject their own) and hands back a `Done`. `drive` feeds an
-engine and owns the interrupt rules of SPEC §14: the first SIGINT starts no new work and
-waits for the running gradings, the second kills them.
+`interpreters.grade_patch`; tests inject their own) and hands back a `Done`;
+`interpreters.batch.driving` feeds an engine and owns the interrupt rules.
 
 Workers never take the terminal's SIGINT as theirs: local workers start with SIGINT ignored
 and move to a process group of their own; Ray runs its workers apart from the terminal.
@@ -18,13 +17,11 @@ import multiprocessing
 import os
 import signal
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any, Literal, Protocol
 
 from interpreters.real import files
@@ -39,7 +36,6 @@ __all__ = [
     "RayEngine",
     "Work",
     "check_engine",
-    "drive",
     "make_engine",
     "run_work",
 ]
@@ -364,64 +360,3 @@ def make_engine(
     if name == "ray":
         return RayEngine(grade, workers or 0, address)
     return LocalEngine(grade, workers or os.cpu_count() or 1)
-
-
-# ---------------------------------------------------------------------------- driving
-
-
-@dataclass
-class _Interrupts:
-    count: int = 0
-
-    def __call__(self, _signum: int, _frame: FrameType | None) -> None:
-        self.count += 1
-
-
-@dataclass(frozen=True, slots=True)
-class Driven:
-    """How a drive ended: interrupted or not, and the keys of the gradings killed."""
-
-    interrupted: bool
-    killed: tuple[int, ...] = ()
-
-
-def drive(
-    engine: Engine,
-    works: Sequence[Work] | deque[Work],
-    on_done: Callable[[Done], Sequence[Work]],
-    *,
-    say: Callable[[str], None],
-    tick: Callable[[], None] = lambda: None,
-    on_start: Callable[[Work], None] = lambda _work: None,
-) -> Driven:
-    """Run `works` on `engine`, `engine.capacity` at a time, calling `on_done` for each
-    finished one (it may hand back more work) and `on_start` just before one starts.
-    SIGINT: the first starts no new work and waits for the running gradings; the second kills
-    them. Never raises KeyboardInterrupt."""
-    todo = deque(works)
-    interrupts = _Interrupts()
-    announced = False
-    previous = signal.signal(signal.SIGINT, interrupts)
-    try:
-        while True:
-            if interrupts.count >= 2:
-                return Driven(True, tuple(engine.kill()))
-            while todo and not interrupts.count and engine.running() < engine.capacity:
-                work = todo.popleft()
-                on_start(work)
-                engine.start(work)
-            if not engine.running():
-                if interrupts.count or not todo:
-                    return Driven(bool(interrupts.count))
-                continue
-            for done in engine.poll(_POLL):
-                todo.extend(on_done(done))
-            tick()
-            if interrupts.count == 1 and not announced and engine.running():
-                announced = True
-                say(
-                    f"interrupted: waiting for {engine.running()} running gradings "
-                    "(Ctrl-C again to kill them)"
-                )
-    finally:
-        signal.signal(signal.SIGINT, previous)

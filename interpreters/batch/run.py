@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from interpreters.batch.driving import drive
 from interpreters.batch.engines import (
     Done,
     EngineName,
     GradeFunction,
     Work,
     check_engine,
-    drive,
     make_engine,
 )
 from interpreters.batch.jobs import (

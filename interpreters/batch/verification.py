@@ -15,13 +15,13 @@ from typing import Any
 
 from returns.pipeline import is_successful
 
+from interpreters.batch.driving import drive
 from interpreters.batch.engines import (
     Done,
     EngineName,
     GradeFunction,
     Work,
     check_engine,
-    drive,
     make_engine,
 )
 from interpreters.batch.jobs import BadJobs, check_runner
