@@ -67,9 +67,15 @@ def test_batch_grades_each_job_and_report_reads_the_results(tmp_path: Path) -> N
     done = ssegrade("batch", str(jobs), "--results", str(results), "--workers", "2", timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert sorted(line.split()[0] for line in lines[:3]) == ["[1/3]", "[2/3]", "[3/3]"]
+    finished = [line for line in lines if line.startswith("[")]
+    assert sorted(line.split()[0] for line in finished) == ["[1/3]", "[2/3]", "[3/3]"]
     assert lines[-1].startswith("3 graded, 1 passed, 2 failed, 0 error, 0 cached, 0 skipped in ")
     run = results / "shell-001" / "openai" / "gpt-5" / "codex"
+    # Each check says when it starts and when it ends, with its log, named by its run.
+    assert f"{run / 'fixed'}: build: running…" in lines
+    assert any(
+        line.startswith(f"{run / 'fixed'}: build: passed (") and "log " in line for line in lines
+    )
     statuses = {
         name: json.loads((run / name / "summary.json").read_bytes())["patch_result"]
         for name in ("fixed", "empty", "stale")

@@ -16,6 +16,7 @@ import importlib.util
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
@@ -110,6 +111,17 @@ def _run_in_worker(grade: GradeFunction, work: Work) -> Done:
         _kill_descendants()
 
 
+def _checks_said(work: Work) -> Callable[[str], None]:
+    """Progress lines of one grading (a check starts, a check ends with its log), on this
+    worker's stderr, named by the run's results folder."""
+    where = work.results
+
+    def say(message: str) -> None:
+        print(f"{where}: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
 def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
     try:
         return grade(
@@ -121,7 +133,7 @@ def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
             script_timeout=work.script_timeout,
             runner_user=work.runner_user,
             runtime=work.runtime,
-            say=None,
+            say=_checks_said(work),
         )
     except Exception as exc:  # noqa: BLE001 - the job's error belongs in its result.json
         result = EvaluationResult(
