@@ -9,6 +9,7 @@ Python API for a recorded patch (what `evaluate --patch`, `verify` and `batch` d
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -209,16 +210,20 @@ def grade_patch(
 
 
 def read_patch(path: Path) -> bytes:
-    """The bytes of a recorded patch file; `BadInput` when it is not a readable file."""
+    """The bytes of a recorded patch file; `BadInput` when it is not a readable regular file
+    (a FIFO or a device is refused, never waited on)."""
     try:
-        with open(path, "rb") as handle:
-            if not os.path.isfile(path):
-                raise BadInput(f"--patch {path}: not a file")
-            return handle.read()
-    except IsADirectoryError as exc:
-        raise BadInput(f"--patch {path}: not a file") from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise BadInput(f"--patch {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInput(f"--patch {path}: not a file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise BadInput(f"--patch {path}: {exc.strerror}") from exc
 
 
 def keep_repo_copy(source: Path, baseline: Path) -> Path:
