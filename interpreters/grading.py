@@ -29,6 +29,7 @@ from interpreters.setup import (
     lock_task,
     make_results,
 )
+from interpreters.trace import TraceRecorder
 from ssegrade import (
     BenchSession,
     EvaluationResult,
@@ -73,9 +74,11 @@ def grade_here(
     started: Callable[[str], None] | None = None,
     env: EnvPolicy | None = None,
     memory: int | None = None,
+    record: TraceRecorder | None = None,
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `make_results`): capture the
-    agent's tree, or take the recorded patch; the grading repo is never modified.
+    agent's tree, or take the recorded patch; the grading repo is never modified. `record`
+    keeps the grading's trace.
 
     Raises `BadInput` for input that cannot be graded; once grading started, every failure
     is an `error` grade in `result.json`.
@@ -125,7 +128,10 @@ def grade_here(
             system.log_notes(notes)
             options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
             session = BenchSession(task, folder, recorded=sources.patch)
-            return run(grade(options), bencher_interpreter(session, system))
+            interpret = bencher_interpreter(session, system)
+            if record is not None:
+                return record.grade(options, interpret)
+            return run(grade(options), interpret)
 
         return graded(results, runtime, local)
     finally:
