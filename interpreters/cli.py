@@ -200,6 +200,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 @click.option(
     "--trace",
     "trace_file",
+    metavar="FILE",
     type=click.Path(path_type=Path),
     help="Record every grading step and its answer in FILE, for `ssegrade replay`.",
 )

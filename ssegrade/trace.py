@@ -166,7 +166,7 @@ class _ResultOf:
             json_schema=core_schema.no_info_after_validator_function(_from_wire, wire),
             python_schema=instance,
             serialization=core_schema.plain_serializer_function_ser_schema(
-                _wire_of, return_schema=wire
+                _wire_of, return_schema=wire, when_used="unless-none"
             ),
         )
 
