@@ -184,9 +184,9 @@ def grade_patch(
     Raises `GradingInputError` (one line) when the task is rejected, the patch or the repo is
     missing, or `results` holds an earlier grade and `force` is not set.
 
-    >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +SKIP
+    >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    GradingInputError: task folder not found: /nonexistent
+    interpreters.grading.GradingInputError: task folder not found: /nonexistent (...)
     """
     try:
         if isinstance(patch, Path):

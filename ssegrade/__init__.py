@@ -63,6 +63,7 @@ from ssegrade.result import (
 from ssegrade.run import Interpreter, run
 from ssegrade.stats import mcnemar_exact, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
+from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -132,6 +133,9 @@ __all__ = [
     "TaskError",
     "TimeLimitReached",
     "TimedOut",
+    "Trace",
+    "TraceError",
+    "TraceStep",
     "Unstage",
     "Workspace",
     "WriteArtifact",
@@ -141,8 +145,10 @@ __all__ = [
     "bench",
     "bencher_interpreter",
     "bound_log",
+    "check_answer",
     "compare",
     "decide",
+    "dump_trace",
     "grade",
     "is_blank",
     "mcnemar_exact",
@@ -150,6 +156,7 @@ __all__ = [
     "parse_result",
     "parse_run",
     "parse_task",
+    "parse_trace",
     "poc_folder",
     "prepare",
     "preview",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import reduce
+from functools import cache, reduce
 from operator import or_
 from typing import Annotated, Any, Final, Literal, get_args
 
@@ -63,7 +63,11 @@ TRACE_FORMAT: Final = "ssegrade-trace"
 TRACE_VERSION: Final = 1
 
 _RECORD_CONFIG = ConfigDict(
-    frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+    frozen=True,
+    extra="forbid",
+    ser_json_bytes="base64",
+    val_json_bytes="base64",
+    defer_build=True,
 )
 
 
@@ -360,11 +364,20 @@ def _step_model(effect: type[Effect[Any]]) -> type[_StepRecord]:
     return model
 
 
-_EFFECTS: tuple[type[Effect[Any]], ...] = get_args(GradingEffect)
-_STEPS: dict[type[Effect[Any]], type[_StepRecord]] = {e: _step_model(e) for e in _EFFECTS}
-_UNION: Any = reduce(or_, (TraceHeader, *_STEPS.values(), TraceEnd))
-_RECORDS: TypeAdapter[Any] = TypeAdapter(Annotated[_UNION, Field(discriminator="kind")])
-"""The one adapter every trace record is written and read with."""
+@dataclass(frozen=True, slots=True)
+class _Format:
+    steps: dict[type[Effect[Any]], type[_StepRecord]]
+    records: TypeAdapter[Any]
+
+
+@cache
+def _format() -> _Format:
+    """The step models and the one adapter every record is written and read with; built on
+    first use, so that importing the core stays quick."""
+    effects: tuple[type[Effect[Any]], ...] = get_args(GradingEffect)
+    steps = {effect: _step_model(effect) for effect in effects}
+    union: Any = reduce(or_, (TraceHeader, *steps.values(), TraceEnd))
+    return _Format(steps, TypeAdapter(Annotated[union, Field(discriminator="kind")]))
 
 
 # ---------------------------------------------------------------------------- traces
@@ -398,14 +411,14 @@ class TraceError:
 
 
 def _line(record: BaseModel) -> bytes:
-    return _RECORDS.dump_json(record) + b"\n"
+    return _format().records.dump_json(record) + b"\n"
 
 
 def dump_trace(trace: Trace) -> bytes:
     """The trace as JSON Lines: header, one record per step, end."""
     lines = [_line(TraceHeader(options=trace.options))]
     for index, step in enumerate(trace.steps):
-        model = _STEPS[type(step.effect)]
+        model = _format().steps[type(step.effect)]
         fields: dict[str, Any] = {"kind": type(step.effect).__name__, "step": index}
         fields["effect"] = step.effect
         if step.raised is None:
@@ -446,7 +459,7 @@ def _header(number: int, line: bytes) -> TraceHeader | TraceError:
 def _records(lines: Iterable[tuple[int, bytes]]) -> Iterable[tuple[int, Any]]:
     for number, line in lines:
         try:
-            yield number, _RECORDS.validate_json(line)
+            yield number, _format().records.validate_json(line)
         except ValidationError as exc:
             kind = "not JSON" if exc.errors()[0]["type"] == "json_invalid" else None
             detail = "not JSON (the trace is truncated or damaged)" if kind else _first_error(exc)

@@ -90,6 +90,18 @@ def test_a_recorded_grading_replays_to_its_verdict_and_an_edit_changes_it(
     ]
     assert "  patch_result.pov_passed: 2 → 1" in differs.stdout.splitlines()
 
+    for line in lines:  # a failed build stops grading: the later steps are not asked for
+        if line.get("effect") == {"action": "build", "poc": None}:
+            answer = line["answer"]
+            assert isinstance(answer, dict)
+            answer["code"] = 2
+    diverged = tmp_path / "diverged.trace"
+    write(diverged, lines)
+    assert (
+        "step 6: the grading program asks for Archive(), the trace holds CheckStarted: "
+        "the rules changed in a way that needs a new grading"
+    ) in one_error_line(ssegrade("replay", str(diverged)))
+
     truncated = tmp_path / "truncated.trace"
     truncated.write_bytes(trace.read_bytes()[:-30])
     assert "not JSON (the trace is truncated or damaged)" in one_error_line(
