@@ -1,53 +1,80 @@
-"""The reading side of the report: find run folders under a results folder and read them.
+"""The reading side of the report: find run folders under a results folder and stream them.
 
 Interpreter layer: this module touches the file system; the parsing and every rule live in the
 pure `ssegrade.report`. A run folder is `RESULTS/<task>/<model…>/<agent>/<run-id>/` holding
 `summary.json` or, failing that, `result.json`. The model may span several folder levels
 (`openai/gpt-5`), so any folder at least four levels down that holds one of the two files is a
-run; folders inside a run folder are not searched, and symbolic links (such as a `latest` link)
-are never followed.
+run; folders inside a run folder are not searched, and symbolic links (such as SSEBench's
+`latest` link beside the runs) are never followed.
 
-Speed matters (a results folder can hold 100,000 runs): one `os.scandir` per folder, files read
-with plain `os.read`, and the cyclic garbage collector paused while records pile up.
+The files of a run folder may have been written by a hostile agent: each is opened without
+following a final symbolic link and without blocking (a FIFO cannot hang the report), and is
+read only when it is a regular file of at most `MAX_BYTES`.
+
+Speed and memory (a results folder can hold 100,000 runs): one `os.scandir` per folder above
+the runs, each document read with plain `os.read` and handed to a callback at once, so nothing
+but what the selection keeps stays in memory; the cyclic garbage collector is paused meanwhile.
 """
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from returns.result import Success
 
-from ssegrade.report import RunFolder, RunRecord, parse_run
+from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 
 __all__ = [
     "DOCUMENTS",
+    "MAX_BYTES",
     "Loaded",
     "NoRuns",
+    "Scanned",
     "load_runs",
     "paused_gc",
+    "scan_runs",
+    "select_runs",
 ]
 
 DOCUMENTS = ("summary.json", "result.json")
 """The files that make a folder a run folder, in the order they are tried."""
 
-_CHUNK = 1 << 16
+MAX_BYTES = 64 << 20
+"""A larger document is skipped with a warning (a summary is a few KiB; logs are cut)."""
+
+_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+_LAYOUT = "<task>/<model…>/<agent>/<run-id>/summary.json (or result.json)"
 
 
 class NoRuns(Exception):
     """Nothing to report: the folder is missing, or holds no readable run. One-line message."""
 
 
-@dataclass
-class Loaded:
-    """What was read: the run records, and one warning line per file or folder skipped."""
+class _Skip(Exception):
+    """One document cannot be read; the message says why."""
 
-    records: list[RunRecord] = field(default_factory=list)
+
+@dataclass
+class Scanned:
+    """What a scan saw: one warning line per file or folder skipped, the run folders found and
+    the runs read."""
+
     warnings: list[str] = field(default_factory=list)
     folders: int = 0
+    runs: int = 0
+
+
+@dataclass
+class Loaded(Scanned):
+    """A scan that kept every record (for embedders and tests; the command streams)."""
+
+    records: list[RunRecord] = field(default_factory=list)
 
 
 @contextmanager
@@ -63,68 +90,43 @@ def paused_gc() -> Iterator[None]:
 
 
 def _read(path: str) -> bytes | None:
-    """The file's bytes; None when it does not exist. Other errors propagate as OSError."""
+    """The regular file's bytes; None when it does not exist. Raises `_Skip` otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, _FLAGS)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Skip("it is a symbolic link") from None
+        if exc.errno == errno.ENOTDIR:
+            return None
+        raise _Skip(f"cannot read it ({_why(exc)})") from None
     try:
-        first = os.read(fd, _CHUNK)
-        if not first:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Skip("not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise _Skip(f"larger than {MAX_BYTES >> 20} MiB")
+        first = os.read(fd, info.st_size + 1)
+        if len(first) <= info.st_size:
             return first
+        # The file grew since fstat: read on, within the limit.
         chunks = [first]
-        while chunk := os.read(fd, _CHUNK if len(chunks) == 1 else 1 << 20):
+        size = len(first)
+        while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        return first if len(chunks) == 1 else b"".join(chunks)
+            size += len(chunk)
+            if size > MAX_BYTES:
+                raise _Skip(f"larger than {MAX_BYTES >> 20} MiB")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _Skip(f"cannot read it ({_why(exc)})") from None
     finally:
         os.close(fd)
 
 
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
-
-
-class _Reader:
-    def __init__(self, loaded: Loaded) -> None:
-        self.loaded = loaded
-
-    def walk(self, path: str, parts: tuple[str, ...]) -> None:
-        try:
-            with os.scandir(path) as it:
-                children = sorted((entry.name, entry.path) for entry in it if _is_real_dir(entry))
-        except OSError as exc:
-            self.loaded.warnings.append(f"{path}: skipped, cannot list the folder ({_why(exc)})")
-            return
-        for name, child in children:
-            below = (*parts, name)
-            if len(below) >= 4 and self.run(child, below):
-                continue
-            self.walk(child, below)
-
-    def run(self, path: str, parts: tuple[str, ...]) -> bool:
-        """Read the run in `path`; False when `path` holds neither document (not a run)."""
-        folder = RunFolder.from_parts(parts)
-        assert folder is not None  # callers pass at least four parts
-        found = False
-        for name in DOCUMENTS:
-            file = f"{path}/{name}"
-            try:
-                data = _read(file)
-            except OSError as exc:
-                found = True
-                self.loaded.warnings.append(f"{file}: skipped, cannot read it ({_why(exc)})")
-                continue
-            if data is None:
-                continue
-            found = True
-            parsed = parse_run(data, folder)
-            if isinstance(parsed, Success):
-                self.loaded.records.append(parsed.unwrap())
-                break
-            self.loaded.warnings.append(f"{file}: skipped, {parsed.failure().message}")
-        if found:
-            self.loaded.folders += 1
-        return found
 
 
 def _is_real_dir(entry: os.DirEntry[str]) -> bool:
@@ -134,22 +136,90 @@ def _is_real_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def load_runs(results: str | os.PathLike[str]) -> Loaded:
-    """Find and read every run folder under `results`.
+class _Walker:
+    __slots__ = ("add", "scanned")
 
-    Unreadable files and folders are skipped, each with one warning line naming it. Raises
+    def __init__(self, add: Callable[[RunRecord], None], scanned: Scanned) -> None:
+        self.add = add
+        self.scanned = scanned
+
+    def walk(self, path: str, parts: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(path) as it:
+                children = sorted(entry.name for entry in it if _is_real_dir(entry))
+        except OSError as exc:
+            self.scanned.warnings.append(f"{path}: skipped, cannot list the folder ({_why(exc)})")
+            return
+        deep = len(parts) >= 3
+        for name in children:
+            child = f"{path}/{name}"
+            below = (*parts, name)
+            if deep and self.run(child, below):
+                continue
+            self.walk(child, below)
+
+    def run(self, path: str, parts: tuple[str, ...]) -> bool:
+        """Read the run in `path`; False when `path` holds neither document (not a run)."""
+        found = False
+        for name in DOCUMENTS:
+            file = f"{path}/{name}"
+            try:
+                data = _read(file)
+            except _Skip as why:
+                found = True
+                self.scanned.warnings.append(f"{file}: skipped, {why}")
+                continue
+            if data is None:
+                continue
+            found = True
+            if not data.strip():
+                self.scanned.warnings.append(f"{file}: skipped, empty (a run not finished?)")
+                continue
+            folder = RunFolder(parts[0], "/".join(parts[1:-2]), parts[-2], parts[-1])
+            parsed = parse_run(data, folder)
+            if isinstance(parsed, Success):
+                self.scanned.runs += 1
+                self.add(parsed.unwrap())
+                break
+            self.scanned.warnings.append(f"{file}: skipped, {parsed.failure().message}")
+        if found:
+            self.scanned.folders += 1
+        return found
+
+
+def scan_runs(
+    results: str | os.PathLike[str], add: Callable[[RunRecord], None], scanned: Scanned
+) -> None:
+    """Find every run folder under `results` and hand each run read to `add`, as it is read.
+
+    Unreadable files and folders are skipped, each with one warning line in `scanned`. Raises
     `NoRuns` when `results` is not a folder or no run could be read.
     """
     root = os.fspath(results)
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "no such folder"
         raise NoRuns(f"{root}: {what}")
-    loaded = Loaded()
     with paused_gc():
-        _Reader(loaded).walk(root.rstrip("/") or "/", ())
-    if not loaded.records:
-        layout = "<task>/<model…>/<agent>/<run-id>/summary.json (or result.json)"
-        if loaded.folders:
-            raise NoRuns(f"{root}: none of the {loaded.folders} run folders could be read")
-        raise NoRuns(f"{root}: no run folders found (expected {layout})")
+        _Walker(add, scanned).walk(root.rstrip("/") or "/", ())
+    if not scanned.runs:
+        if scanned.folders:
+            raise NoRuns(f"{root}: none of the {scanned.folders} run folders could be read")
+        raise NoRuns(f"{root}: no run folders found (expected {_LAYOUT})")
+
+
+def select_runs(
+    results: str | os.PathLike[str], runs: RunsMode = "latest", errors_as_failures: bool = False
+) -> tuple[Selection, Scanned]:
+    """Stream every run under `results` through the selection; memory stays with what the
+    selection keeps. Raises `NoRuns` as `scan_runs` does."""
+    selector = Selector(runs, errors_as_failures)
+    scanned = Scanned()
+    scan_runs(results, selector.add, scanned)
+    return selector.result(), scanned
+
+
+def load_runs(results: str | os.PathLike[str]) -> Loaded:
+    """Find and read every run folder under `results`, keeping every record."""
+    loaded = Loaded()
+    scan_runs(results, loaded.records.append, loaded)
     return loaded

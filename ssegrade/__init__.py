@@ -49,7 +49,7 @@ from ssegrade.effects import (
 )
 from ssegrade.preview import PreviewEffect, PreviewReport, SpillLog, preview, render
 from ssegrade.program import GradeOptions, grade
-from ssegrade.report import Report, RunRecord, aggregate, compare, parse_run
+from ssegrade.report import Report, RunRecord, aggregate, compare, compare_all, parse_run
 from ssegrade.result import (
     EvaluationResult,
     PatchResult,
@@ -61,7 +61,7 @@ from ssegrade.result import (
     status_of,
 )
 from ssegrade.run import Interpreter, run
-from ssegrade.stats import mcnemar_exact, wilson
+from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
 from ssegrade.verdict import (
@@ -147,9 +147,11 @@ __all__ = [
     "bound_log",
     "check_answer",
     "compare",
+    "compare_all",
     "decide",
     "dump_trace",
     "grade",
+    "holm",
     "is_blank",
     "mcnemar_exact",
     "parse_difficulty",
@@ -157,6 +159,8 @@ __all__ = [
     "parse_run",
     "parse_task",
     "parse_trace",
+    "pass_at_k",
+    "pass_hat_k",
     "poc_folder",
     "prepare",
     "preview",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
+import secrets
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -221,32 +220,32 @@ def test_task_with_no_checks(tmp_path: Path) -> None:
     assert patch_of(t)["status"] == "error"
 
 
+def _running_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
 def test_background_process_is_gone_after_its_check(task: RealTask) -> None:
-    shared = Path(tempfile.mkdtemp(prefix="ssegrade-pids-"))
-    shared.chmod(0o777)  # the runner user writes the pids here
-    try:
-        pidfile = shared / "pids"
-        task.script(
-            "build.sh",
-            f"#!/bin/sh\n(sleep 300 & echo $! >> {pidfile})\n"
-            f"setsid sh -c 'sleep 301 & echo $! >> {pidfile}; wait' &\n"
-            f"nohup sleep 302 > /dev/null 2>&1 & echo $! >> {pidfile}\n"
-            f'while [ "$(wc -l < {pidfile})" -lt 3 ]; do sleep 0.05; done\n'
-            "echo built > out.txt\n",
-        )
-        evaluate(task)
-        assert patch_of(task)["build_success"] is True
-        time.sleep(0.2)
-        pids = [int(p) for p in pidfile.read_text().split()]
-        assert len(pids) == 3
-        alive = [
-            pid
-            for pid in pids
-            if Path(f"/proc/{pid}").exists() and "sleep" in Path(f"/proc/{pid}/cmdline").read_text()
-        ]
-        assert alive == []
-    finally:
-        shutil.rmtree(shared)
+    # Seconds that mark this test's processes: `sleep 300.<digits>` sleeps as long as 300.
+    marker = f"300.{secrets.randbelow(10**9):09d}1"
+    task.script(
+        "build.sh",
+        f"#!/bin/sh\n(sleep {marker} & echo 1 >> started)\n"
+        f"setsid sh -c 'sleep {marker} & echo 2 >> started; wait' &\n"
+        f"nohup sleep {marker} > /dev/null 2>&1 & echo 3 >> started\n"
+        'while [ "$(wc -l < started)" -lt 3 ]; do sleep 0.05; done\n'
+        "echo built > out.txt\n",
+    )
+    evaluate(task)
+    assert patch_of(task)["build_success"] is True
+    assert _running_with(f"sleep {marker}") == []
 
 
 def test_agent_facts_from_the_environment(task: RealTask) -> None:

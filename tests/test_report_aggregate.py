@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
+import itertools
 import random
+import re
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from ssegrade.report import (
     CHECKS,
+    Outcome,
     Report,
     RunFolder,
     RunRecord,
@@ -20,11 +22,12 @@ from ssegrade.report import (
     Share,
     aggregate,
     compare,
+    compare_all,
     find_row,
     parse_run,
     poc_passed,
 )
-from ssegrade.result import PatchResult, status_of
+from ssegrade.result import status_of
 from ssegrade.task import Check
 
 # --------------------------------------------------------------------------- strategies
@@ -43,7 +46,7 @@ MODES: tuple[RunsMode, ...] = ("latest", "all")
 
 
 @st.composite
-def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> PatchResult:
+def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> Outcome:
     """A patch result consistent with the task's checks (fields of absent checks stay null)."""
     has, pocs = TASKS[task]
 
@@ -67,7 +70,7 @@ def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> PatchRe
         unfinished=unfinished,
     )
     message = draw(st.sampled_from(["Timeout (3600s)", "Exception: boom", None]))
-    return PatchResult(
+    return Outcome(
         status=status,
         build_success=build,
         pov_passed=passed,
@@ -94,7 +97,7 @@ def records(
         task=task,
         model=draw(st.sampled_from(MODELS)),
         agent=draw(st.sampled_from(AGENTS)),
-        run_id=f"r{draw(st.integers(0, 12))}",
+        run_id=draw(st.sampled_from(["r", "run-"])) + str(draw(st.integers(0, 12))),
         patch=draw(patches(task, error=error)),
         started_at=when,
         reference=draw(st.booleans()) if reference is None else reference,
@@ -119,14 +122,31 @@ def shares(report: Report) -> list[Share]:
     return [getattr(row, key) for row in (*report.rows, *report.by_task) for key in keys]
 
 
-def newest_first_key(rec: RunRecord) -> tuple[bool, datetime, str]:
+def natural(run_id: str) -> tuple[str, int, str]:
+    """Run ids of the strategy are a prefix and a number: compare the number as a number."""
+    match = re.fullmatch(r"(\D*)(\d+)", run_id)
+    assert match is not None
+    return (match[1], int(match[2]), run_id)
+
+
+def newest_first_key(rec: RunRecord) -> tuple[bool, datetime, tuple[str, int, str]]:
     """The selection order, spelled independently of the code under test."""
-    return (rec.started_at is not None, rec.started_at or BASE, rec.run_id)
+    return (rec.started_at is not None, rec.started_at or BASE, natural(rec.run_id))
 
 
-def graded(recs: list[RunRecord]) -> list[RunRecord]:
+def graded(recs: list[RunRecord], errors_as_failures: bool = False) -> list[RunRecord]:
     """The records that take part in the shares."""
-    return [r for r in recs if not r.reference and r.patch.status != "error"]
+    return [
+        r for r in recs if not r.reference and (errors_as_failures or r.patch.status != "error")
+    ]
+
+
+def groups_of(recs: list[RunRecord]) -> dict[tuple[str, str, str], list[RunRecord]]:
+    """Every run of each (task, model, agent)."""
+    groups: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
+    for rec in recs:
+        groups[(rec.task, rec.model, rec.agent)].append(rec)
+    return groups
 
 
 # --------------------------------------------------------------------------- properties
@@ -177,6 +197,9 @@ def test_a_run_is_never_counted_twice(
     if mode == "all":
         assert len(kept) == len(graded(recs))
         assert len(kept) + len(left) == len(recs)
+        assert once.set_aside == 0
+    else:
+        assert len(kept) + len(left) + once.set_aside == len(recs)
 
 
 @given(run_lists(config=None), st.randoms(use_true_random=False))
@@ -188,19 +211,28 @@ def test_input_order_does_not_matter(recs: list[RunRecord], rnd: random.Random) 
         assert aggregate(shuffled, mode) == aggregate(recs, mode)
 
 
-@given(run_lists(config=None))
-def test_latest_keeps_the_newest_run_of_each_group(recs: list[RunRecord]) -> None:
-    """Property: `latest` keeps exactly one run per (task, model, agent) that has a graded run,
-    and it is the newest by (started_at, run id), a missing time being the oldest."""
-    groups: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
-    for rec in graded(recs):
-        groups[(rec.task, rec.model, rec.agent)].append(rec)
-    kept = aggregate(recs, "latest").tasks
-    assert sorted((t.task, t.model, t.agent) for t in kept) == sorted(groups)
-    for run in kept:
-        group = groups[(run.task, run.model, run.agent)]
-        assert run.run_id == max(group, key=newest_first_key).run_id
-        assert run.trial == len(group)
+@given(run_lists(config=None), st.booleans())
+def test_latest_picks_the_newest_of_all_runs_first(
+    recs: list[RunRecord], errors_as_failures: bool
+) -> None:
+    """Property: `latest` picks the newest run of each (task, model, agent) among all its runs
+    (by started_at, then run id compared naturally; no time = the oldest). When that run is
+    graded it is kept, numbered as the last trial; when it is a reference run or an `error` run
+    the group has no kept run and that run alone is listed as excluded."""
+    report = aggregate(recs, "latest", errors_as_failures)
+    kept = {(t.task, t.model, t.agent): t for t in report.tasks}
+    left = {(x.task, x.model, x.agent): x for x in report.excluded}
+    assert len(left) == len(report.excluded)
+    for key, group in groups_of(recs).items():
+        newest = max(group, key=newest_first_key)
+        if graded([newest], errors_as_failures):
+            assert key not in left
+            assert kept[key].run_id == newest.run_id
+            assert kept[key].trial == len(graded(group, errors_as_failures))
+        else:
+            assert key not in kept
+            assert left[key].run_id == newest.run_id
+    assert len(kept) + len(left) == len(groups_of(recs))
 
 
 @given(run_lists(config=None))
@@ -220,39 +252,46 @@ def test_all_numbers_trials_in_order(recs: list[RunRecord]) -> None:
         assert runs == sorted(runs, key=newest_first_key)
 
 
-@given(run_lists(), records(error=True, reference=False), st.sampled_from(MODES))
-def test_an_error_run_changes_no_share(
-    recs: list[RunRecord], extra: RunRecord, mode: RunsMode
-) -> None:
-    """Property: adding an `error` run changes no row, no share and no kept run; it is listed
-    among the runs left out, with its error message."""
+@given(run_lists(), records(error=True, reference=False))
+def test_an_error_run_changes_no_share_under_all(recs: list[RunRecord], extra: RunRecord) -> None:
+    """Property: under `all`, adding an `error` run changes no row, no share and no kept run;
+    it is listed among the runs left out, with its error message."""
     assert extra.patch.status == "error"
     key = (extra.task, extra.model, extra.agent, extra.run_id)
     recs = [r for r in recs if (r.task, r.model, r.agent, r.run_id) != key]
-    before = aggregate(recs, mode)
-    after = aggregate([*recs, extra], mode)
-    assert after.rows == before.rows
-    assert after.by_task == before.by_task
-    assert after.tasks == before.tasks
+    before = aggregate(recs, "all")
+    after = aggregate([*recs, extra], "all")
+    assert (after.rows, after.by_task, after.tasks) == (before.rows, before.by_task, before.tasks)
     listed = [x for x in after.excluded if (x.task, x.model, x.agent, x.run_id) == key]
     assert len(listed) == 1
     assert listed[0].error_msg == extra.patch.error_msg
     assert listed[0].why.startswith("error")
 
 
-@given(run_lists(), records(reference=True), st.sampled_from(MODES))
-def test_a_reference_run_changes_no_share(
-    recs: list[RunRecord], extra: RunRecord, mode: RunsMode
+@given(run_lists(), records(reference=True))
+def test_a_newer_reference_or_error_run_takes_the_group_out_under_latest(
+    recs: list[RunRecord], extra: RunRecord
 ) -> None:
-    """Property: adding a reference run, whatever its status, changes no share; it is listed
-    as a reference run."""
+    """Property: under `latest`, a reference run (or an error run) that is not the newest of
+    its group changes nothing but the set-aside count; one that is the newest takes its group
+    out of the shares and is listed instead."""
     key = (extra.task, extra.model, extra.agent, extra.run_id)
     recs = [r for r in recs if (r.task, r.model, r.agent, r.run_id) != key]
-    before = aggregate(recs, mode)
-    after = aggregate([*recs, extra], mode)
-    assert (after.rows, after.by_task, after.tasks) == (before.rows, before.by_task, before.tasks)
+    before = aggregate(recs)
+    after = aggregate([*recs, extra])
+    group = [r for r in recs if (r.task, r.model, r.agent) == key[:3]]
     listed = [x.why for x in after.excluded if (x.task, x.model, x.agent, x.run_id) == key]
-    assert listed == ["reference run"]
+    if group and newest_first_key(extra) < max(newest_first_key(r) for r in group):
+        assert (after.rows, after.tasks, after.excluded) == (
+            before.rows,
+            before.tasks,
+            before.excluded,
+        )
+        assert after.set_aside == before.set_aside + 1
+        assert listed == []
+    else:
+        assert listed == ["reference run"]
+        assert [t for t in after.tasks if (t.task, t.model, t.agent) == key[:3]] == []
 
 
 @given(run_lists(), st.sampled_from(MODES))
@@ -314,22 +353,26 @@ def run(
     **fields: object,
 ) -> RunRecord:
     """A record with a status derived from the fields given."""
-    patch = PatchResult.model_validate({"status": "error", **fields})
-    status = patch.status if "status" in fields else None
+    status = fields.pop("status", None)
+    build = fields.get("build_success")
+    pov_passed = fields.get("pov_passed")
+    pov_total = fields.get("pov_total")
+    func = fields.get("func_test_success")
+    intent = fields.get("intent_test_success")
     if status is None:
         status = status_of(
-            build_success=patch.build_success,
-            pov_passed=patch.pov_passed,
-            pov_total=patch.pov_total,
-            func_test_success=patch.func_test_success,
-            intent_test_success=patch.intent_test_success,
+            build_success=build,  # type: ignore[arg-type]
+            pov_passed=pov_passed,  # type: ignore[arg-type]
+            pov_total=pov_total,  # type: ignore[arg-type]
+            func_test_success=func,  # type: ignore[arg-type]
+            intent_test_success=intent,  # type: ignore[arg-type]
         )
     return RunRecord(
         task=task,
         model=model,
         agent=agent,
         run_id=run_id,
-        patch=patch.model_copy(update={"status": status}),
+        patch=Outcome(status, **fields),  # type: ignore[arg-type]
         started_at=None if day is None else BASE + timedelta(days=day),
         checks=checks,
     )
@@ -360,7 +403,7 @@ def test_unrun_poc_counts_as_not_passed_when_another_run_shows_the_task_has_pocs
     """Without a config, a reference run that ran the PoCs shows the task has them: the agent's
     run that stopped at the build counts as not passing the PoCs."""
     ref = run("ref", model="ref", agent="ref", build_success=True, pov_passed=1, pov_total=1)
-    ref = dataclasses.replace(ref, reference=True)
+    ref = ref._replace(reference=True)
     agent = run("r1", build_success=False)
     row = aggregate([ref, agent]).rows[0]
     assert (row.build.passed, row.build.of) == (0, 1)
@@ -462,15 +505,20 @@ def test_find_row_names_the_rows() -> None:
 FOLDER = RunFolder("task-from-folder", "model/from/folder", "agent-from-folder", "run-9")
 
 
-def test_parse_summary_prefers_its_own_names() -> None:
-    """summary.json names the task, model and agent; the run id is the folder's."""
+def test_parse_summary_as_ssebench_writes_it() -> None:
+    """summary.json: `task` is the task config, `config` the run config (with keys the report
+    ignores); names come from them, the run id from the folder."""
     doc = (
-        b'{"task": {"id": "t1", "scripts": {"build": "b.sh", "run": "r.sh"},'
-        b' "files": {"poc": ["p"]}, "language": "go"},'
-        b' "run": {"agent": "codex", "model": "openai/gpt-5", "reference_run": false},'
+        b'{"task": {"id": "t1", "project": "p", "language": "go", "source": "/src",'
+        b' "scripts": {"build": "b.sh", "run": "r.sh"}, "files": {"poc": ["p"]}},'
+        b' "config": {"agent": "codex", "model": "openai/gpt-5", "mode": "sandbox",'
+        b' "timeout": 3600, "difficulty": 2, "egress": "restricted", "reference_run": false,'
+        b' "plugins": []},'
         b' "patch_result": {"status": "failed", "build_success": true, "pov_passed": 0,'
-        b' "pov_total": 1, "error_log": "long"}, "runtime_result": {"agent_duration": 90},'
-        b' "spend": 0.5, "started_at": "2025-06-01T10:00:00", "unknown": [1]}'
+        b' "pov_total": 1, "error_log": "long"},'
+        b' "runtime_result": {"agent_duration": 90, "agent_timeout": false,'
+        b' "evaluator_timeout": false}, "spend": 0.5, "run_id": "20250601-100000-abcdef",'
+        b' "started_at": "2025-06-01T10:00:00", "plugin_results": []}'
     )
     rec = parse_run(doc, FOLDER).unwrap()
     assert (rec.task, rec.model, rec.agent, rec.run_id) == ("t1", "openai/gpt-5", "codex", "run-9")
@@ -478,21 +526,45 @@ def test_parse_summary_prefers_its_own_names() -> None:
     assert sorted(rec.checks) == ["build", "poc"]
     assert rec.started_at == datetime(2025, 6, 1, 10, tzinfo=UTC)
     assert (rec.spend, rec.agent_seconds, rec.reference) == (0.5, 90, False)
+    assert rec.folder == "task-from-folder/model/from/folder/agent-from-folder/run-9"
     assert not poc_passed(rec.patch)
 
 
-def test_parse_bare_result_uses_folder_names_and_derives_status() -> None:
-    """A result.json: names from the folder, status derived, the `config` key read as the task
-    config."""
-    doc = b'{"patch_result": {"build_success": true, "pov_passed": 1, "pov_total": 1},'
-    doc += b' "config": {"id": "cfg-id", "scripts": {"test": "t.sh"}}}'
+def test_parse_reference_run_from_the_run_config() -> None:
+    """`config.reference_run` marks a reference run; it is never the task config."""
+    doc = b'{"config": {"agent": "reference", "model": "none", "reference_run": true},'
+    doc += b' "patch_result": {"status": "passed", "build_success": true}}'
     rec = parse_run(doc, FOLDER).unwrap()
-    assert (rec.task, rec.model, rec.agent) == ("cfg-id", "model/from/folder", "agent-from-folder")
+    assert (rec.model, rec.agent, rec.reference, rec.checks) == ("none", "reference", True, None)
+    assert rec.task == FOLDER.task
+
+
+def test_parse_rewritten_result_json() -> None:
+    """A result.json the SSEBench runner rewrote: `config` is the run config; the task comes
+    from the folder and the status is derived when missing."""
+    doc = b'{"patch_result": {"build_success": true, "pov_passed": 1, "pov_total": 1},'
+    doc += b' "runtime_result": {"agent_duration": 30, "agent_timeout": false,'
+    doc += b' "evaluator_timeout": false}, "config": {"agent": "x", "model": "org/y",'
+    doc += b' "mode": "sidecar", "timeout": 60, "difficulty": 0, "reference_run": false}}'
+    rec = parse_run(doc, FOLDER).unwrap()
+    assert (rec.task, rec.model, rec.agent) == (FOLDER.task, "org/y", "x")
     assert rec.patch.status == "passed"
-    assert rec.checks is not None
-    assert sorted(rec.checks) == ["function_test"]
+    assert rec.checks is None
     bare = parse_run(b'{"patch_result": {"error_msg": "Timeout (60s)"}}', FOLDER).unwrap()
     assert (bare.task, bare.patch.status, bare.agent_seconds) == (FOLDER.task, "error", None)
+
+
+def test_parse_batch_summary_with_cache_mark() -> None:
+    """A summary `ssegrade batch` wrote for a reused result: an ordinary run, marked."""
+    doc = b'{"task": {"id": "t"}, "config": {"agent": "a", "model": "m",'
+    doc += b' "reference_run": false}, "patch_result": {"status": "passed",'
+    doc += b' "build_success": true}, "digest": "ab12", "cached_from": "t/m/a/r1",'
+    doc += b' "spend": 0.1, "run_id": "r2", "started_at": "2026-11-30T10:00:00Z"}'
+    rec = parse_run(doc, FOLDER).unwrap()
+    assert (rec.cached_from, rec.patch.status, rec.reference) == ("t/m/a/r1", "passed", False)
+    report = aggregate([rec])
+    assert report.rows[0].passed.passed == 1
+    assert report.tasks[0].cached_from == "t/m/a/r1"
 
 
 def test_parse_top_level_run_keys_and_reference() -> None:
@@ -514,6 +586,7 @@ def test_parse_top_level_run_keys_and_reference() -> None:
         (b'{"patch_result": {"status": "great"}}', "patch_result.status"),
         (b'{"patch_result": {"status": "passed"}, "spend": "lots"}', "spend"),
         (b'{"patch_result": {"pov_total": "x"}}', "pov_total"),
+        (b'{"patch_result": {}, "config": {"agent": 3}}', "config.agent"),
     ],
 )
 def test_parse_rejects_bad_documents_with_one_line(doc: bytes, message: str) -> None:
@@ -521,3 +594,121 @@ def test_parse_rejects_bad_documents_with_one_line(doc: bytes, message: str) -> 
     error = parse_run(doc, FOLDER).failure().message
     assert message in error
     assert "\n" not in error
+
+
+# --------------------------------------------------------------------------- statistics of rows
+
+
+@given(run_lists(config=None), st.sampled_from(MODES), st.booleans())
+def test_pass_at_k_and_pass_hat_k_of_rows(
+    recs: list[RunRecord], mode: RunsMode, errors_as_failures: bool
+) -> None:
+    """Property: for every row, pass@k and pass^k are given for k = 1 … the fewest kept runs of
+    any of its tasks; pass@1 = pass^1 = the mean of the per-task pass shares, which is the pass
+    share whenever every task has as many runs (always so under `latest`); pass@k never falls
+    and pass^k never rises as k grows; pass^k ≤ pass@k."""
+    report = aggregate(recs, mode, errors_as_failures)
+    for row in report.rows:
+        per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for t in report.tasks:
+            if (t.model, t.agent) == row.key:
+                per_task[t.task][0] += 1
+                per_task[t.task][1] += t.status == "passed"
+        sizes = {n for n, _ in per_task.values()}
+        assert row.trials == min(sizes)
+        assert list(row.pass_at_k) == list(range(1, row.trials + 1))
+        assert list(row.pass_hat_k) == list(range(1, row.trials + 1))
+        mean_share = sum(c / n for n, c in per_task.values()) / len(per_task)
+        assert row.pass_at_k[1] == pytest.approx(mean_share)
+        assert row.pass_hat_k[1] == pytest.approx(mean_share)
+        if len(sizes) == 1:
+            assert row.pass_at_k[1] == pytest.approx(row.passed.share)
+        if mode == "latest":
+            assert row.trials == 1
+        ks = list(row.pass_at_k)
+        for k, nxt in itertools.pairwise(ks):
+            assert row.pass_at_k[nxt] >= row.pass_at_k[k] - 1e-12
+            assert row.pass_hat_k[nxt] <= row.pass_hat_k[k] + 1e-12
+        for k in ks:
+            assert 0.0 <= row.pass_hat_k[k] <= row.pass_at_k[k] + 1e-12 <= 1.0 + 1e-12
+
+
+@given(run_lists(config=None), st.sampled_from(MODES))
+def test_clustered_interval_contains_the_pass_share(recs: list[RunRecord], mode: RunsMode) -> None:
+    """Property: the task-clustered interval is given exactly when a task has several kept
+    runs of the row (and the row has two tasks or more), lies in [0, 1] and contains the pass
+    share."""
+    report = aggregate(recs, mode)
+    for row in report.rows:
+        runs_of: dict[str, int] = defaultdict(int)
+        for t in report.tasks:
+            if (t.model, t.agent) == row.key:
+                runs_of[t.task] += 1
+        repeated = any(n > 1 for n in runs_of.values()) and len(runs_of) > 1
+        assert (row.clustered is not None) == repeated
+        if row.clustered is not None:
+            assert row.passed.share is not None
+            assert 0.0 <= row.clustered.low <= row.passed.share <= row.clustered.high <= 1.0
+
+
+@given(run_lists(config=None), st.sampled_from(MODES))
+def test_rows_are_sorted_by_pass_share(recs: list[RunRecord], mode: RunsMode) -> None:
+    """Property: rows come highest pass share first, ties by (model, agent)."""
+    rows = aggregate(recs, mode).rows
+    keys = [(-(r.passed.share or 0.0), r.model, r.agent) for r in rows]
+    assert keys == sorted(keys)
+
+
+@given(run_lists(config=None), st.sampled_from(MODES))
+def test_holm_adjusted_comparisons(recs: list[RunRecord], mode: RunsMode) -> None:
+    """Property: over every pair of rows, each Holm p-value is at least its raw p-value and at
+    most 1, and Holm keeps the order of the raw p-values."""
+    pairs = compare_all(aggregate(recs, mode))
+    for c in pairs:
+        assert c.p_value <= c.p_holm <= 1.0
+    for x in pairs:
+        for y in pairs:
+            if x.p_value < y.p_value:
+                assert x.p_holm <= y.p_holm
+
+
+@given(run_lists(), st.sampled_from(MODES))
+def test_errors_as_failures_counts_error_runs_as_failed(
+    recs: list[RunRecord], mode: RunsMode
+) -> None:
+    """Property: with `errors_as_failures`, no error run is left out (only reference runs are),
+    an error run never passes, and under `all` the kept runs are every non-reference run."""
+    report = aggregate(recs, mode, errors_as_failures=True)
+    assert all(x.why == "reference run" for x in report.excluded)
+    by_id = {(r.task, r.model, r.agent, r.run_id): r for r in recs}
+    for t in report.tasks:
+        original = by_id[(t.task, t.model, t.agent, t.run_id)]
+        if original.patch.status == "error":
+            assert t.status == "failed"
+    if mode == "all":
+        assert len(report.tasks) == sum(not r.reference for r in recs)
+
+
+def test_cost_per_passed_run() -> None:
+    """Cost per pass: the spend of the kept runs over the runs that passed; none without a
+    pass or without any spend."""
+    ok = run("x", build_success=True).patch
+    bad = run("y", build_success=False).patch
+    recs = [
+        RunRecord("t1", "m", "a", "r", ok, spend=1.0),
+        RunRecord("t2", "m", "a", "r", bad, spend=2.0),
+        RunRecord("t3", "m", "a", "r", ok, spend=None),
+    ]
+    assert aggregate(recs).rows[0].cost_per_pass == 1.5
+    assert aggregate(recs[1:2]).rows[0].cost_per_pass is None
+    assert aggregate([recs[2]]).rows[0].cost_per_pass is None
+
+
+def test_run_ids_compare_naturally_without_a_time() -> None:
+    """Without `started_at`, `run-10` is newer than `run-9`."""
+    report = aggregate([run("run-10", build_success=True), run("run-9", build_success=False)])
+    assert [(t.run_id, t.trial) for t in report.tasks] == [("run-10", 2)]
+    trials = aggregate(
+        [run("run-10", build_success=True), run("run-9", build_success=False)], "all"
+    )
+    assert [t.run_id for t in trials.tasks] == ["run-9", "run-10"]

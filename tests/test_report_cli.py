@@ -35,7 +35,7 @@ def results(tmp_path: Path) -> Path:
     error["started_at"] = "2025-07-01T00:00:00Z"
     write_run(root, "t2/qwen/openhands/run-c", error)
     ref = summary(task="t1", status="passed")
-    ref["run"] = {"model": "ref", "agent": "ref", "reference_run": True}
+    ref["config"] = {"model": "ref", "agent": "ref", "reference_run": True}
     write_run(root, "t1/ref/ref/run-r", ref)
     write_run(root, "t3/qwen/openhands/broken", "{")
     return root
@@ -62,6 +62,8 @@ def test_json_has_the_spec_shape(results: Path) -> None:
     assert codex["poc"]["share"] is None
     assert (codex["spend"], codex["minutes"]) == (1.25, 1.0)
     assert rows[("qwen", "openhands")]["build"]["passed"] == 1
+    assert rows[("qwen", "openhands")]["runs"] == 3  # t2's newest run is an error run
+    assert doc["set_aside"] == 2
     whys = sorted((x["run_id"], x["why"]) for x in doc["excluded"])
     assert whys == [("run-c", "error: Timeout (3600s)"), ("run-r", "reference run")]
     task = next(t for t in doc["tasks"] if t["task"] == "t1" and t["agent"] == "codex")
@@ -88,14 +90,18 @@ def test_compare_reports_the_test(results: Path) -> None:
     out = invoke(
         str(results), "--format", "json", "--compare", "openai/gpt-5/codex", "qwen/openhands"
     )
-    comparison = json.loads(out.stdout)["compare"]
-    assert comparison["tasks"] == 4
-    assert (comparison["only_a"], comparison["only_b"], comparison["both"]) == (2, 0, 1)
-    assert comparison["p_value"] == 0.5
+    doc = json.loads(out.stdout)
+    comparison = doc["compare"]
+    assert comparison["tasks"] == 3
+    assert (comparison["only_a"], comparison["only_b"], comparison["both"]) == (1, 0, 1)
+    assert comparison["p_value"] == comparison["p_holm"] == 1.0
     assert "exact McNemar" in comparison["test"]
+    assert [(c["a"], c["b"]) for c in doc["comparisons"]] == [
+        ("openai/gpt-5/codex", "qwen/openhands")
+    ]
     table = invoke(str(results), "--compare", "openai/gpt-5/codex", "qwen/openhands").stdout
     assert "exact McNemar" in table
-    assert "p = 0.5" in table
+    assert "Holm" in table
 
 
 def test_table_lists_rows_and_tasks(results: Path) -> None:
@@ -156,10 +162,33 @@ def one_line_error(out: Result) -> str:
 
 
 def test_nothing_found_is_one_line(tmp_path: Path) -> None:
-    """No run folder: a clear message and exit 1."""
-    err = one_line_error(invoke(str(tmp_path)))
-    assert "no run folders found" in err
-    assert invoke(str(tmp_path / "nope")).exit_code == 1
+    """No run folder, a missing folder or a file: a clear message and exit 2."""
+    out = invoke(str(tmp_path))
+    assert "no run folders found" in one_line_error(out)
+    assert out.exit_code == 2
+    for bad in (tmp_path / "nope", tmp_path / "file"):
+        (tmp_path / "file").write_text("x")
+        out = invoke(str(bad))
+        assert str(bad) in one_line_error(out)
+        assert out.exit_code == 2
+
+
+def test_console_script_nonexistent_folder_exits_2() -> None:
+    """`ssegrade report /nonexistent`: exit 2 and one line, through the real console script."""
+    import subprocess
+    import sys
+
+    code = "from interpreters.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "report", "/nonexistent/results"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "/nonexistent/results: no such folder" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -170,6 +199,8 @@ def test_nothing_found_is_one_line(tmp_path: Path) -> None:
         (["--compare", "nobody/none", "qwen/openhands"], "no row 'nobody/none'"),
         (["--compare", "qwen/openhands"], "--compare"),
         (["--colour"], "--colour"),
+        (["--per-run"], "--per-run"),
+        (["--format", "json", "--per-run"], "--per-run"),
     ],
 )
 def test_bad_usage_is_one_line(results: Path, args: list[str], needle: str) -> None:
@@ -186,10 +217,11 @@ def test_missing_argument_is_one_line() -> None:
 
 
 def test_unwritable_output_is_one_line(results: Path, tmp_path: Path) -> None:
-    """An output file that cannot be written: one line naming it, exit 1."""
+    """An output file that cannot be written: one line naming it, exit 2."""
     target = tmp_path / "no" / "such" / "dir" / "out.json"
     out = invoke(str(results), "--format", "json", "-o", str(target))
     assert str(target) in one_line_error(out)
+    assert out.exit_code == 2
     table = invoke(str(results), "-o", str(target))
     assert str(target) in one_line_error(table)
 
@@ -198,5 +230,98 @@ def test_help_describes_the_options() -> None:
     """--help works and names every option."""
     out = invoke("--help")
     assert out.exit_code == 0
-    for option in ("--runs", "--format", "-o", "--compare", "McNemar"):
+    for option in (
+        "--runs",
+        "--format",
+        "-o",
+        "--compare",
+        "McNemar",
+        "--per-run",
+        "--errors-as-failures",
+        "jsonl",
+    ):
         assert option in out.stdout
+
+
+PER_RUN = [
+    "task",
+    "model",
+    "agent",
+    "run_id",
+    "trial",
+    "counted",
+    "status",
+    "why",
+    "build",
+    "poc_passed",
+    "poc_total",
+    "func",
+    "intent",
+    "spend",
+    "minutes",
+    "started_at",
+    "cached_from",
+    "folder",
+]
+
+
+def test_per_run_exports(results: Path) -> None:
+    """`--format jsonl` and `--format csv --per-run`: one row per run considered (kept, then
+    left out), the same columns in both; folders name the run folders."""
+    lines = invoke(str(results), "--runs", "all", "--format", "jsonl").stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert all(list(row) == PER_RUN for row in rows)
+    counted = [r for r in rows if r["counted"]]
+    assert len(counted) == 9
+    assert {r["why"] for r in rows if not r["counted"]} == {
+        "reference run",
+        "error: Timeout (3600s)",
+    }
+    first = next(r for r in counted if (r["task"], r["agent"], r["trial"]) == ("t1", "codex", 1))
+    assert (first["run_id"], first["status"], first["build"]) == ("run-a", "failed", False)
+    assert first["folder"] == "t1/openai/gpt-5/codex/run-a"
+    assert (results / first["folder"] / "summary.json").is_file()
+    assert (first["spend"], first["minutes"]) == (1.25, 1.0)
+    table = list(
+        csv.DictReader(
+            io.StringIO(
+                invoke(str(results), "--runs", "all", "--format", "csv", "--per-run").stdout
+            )
+        )
+    )
+    assert [list(r) for r in table[:1]] == [PER_RUN]
+    assert len(table) == len(rows)
+    assert [r["run_id"] for r in table] == [r["run_id"] for r in rows]
+    assert table[rows.index(first)]["counted"] == "true"
+    assert table[rows.index(first)]["build"] == "false"
+
+
+def test_errors_as_failures(results: Path) -> None:
+    """`--errors-as-failures`: the error run counts, as failed; the reference run stays out."""
+    doc = json.loads(invoke(str(results), "--format", "json", "--errors-as-failures").stdout)
+    assert doc["errors_as_failures"] is True
+    assert [x["why"] for x in doc["excluded"]] == ["reference run"]
+    qwen = next(r for r in doc["rows"] if r["agent"] == "openhands")
+    assert qwen["runs"] == 4
+    t2 = next(t for t in doc["tasks"] if (t["task"], t["agent"]) == ("t2", "openhands"))
+    assert (t2["run_id"], t2["status"]) == ("run-c", "failed")
+
+
+def test_html_links_each_run_to_its_files(results: Path, tmp_path: Path) -> None:
+    """Each run links to its result.json, final.patch and logs when they exist, relative to
+    where the page is written; a link in their place is not linked."""
+    run = results / "t1/openai/gpt-5/codex/run-b"
+    (run / "result.json").write_text("{}")
+    (run / "final.patch").write_text("")
+    (run / "logs").mkdir()
+    (results / "t3/openai/gpt-5/codex/run-b/final.patch").symlink_to("/etc/passwd")
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    page = pages / "report.html"
+    assert invoke(str(results), "--format", "html", "-o", str(page)).exit_code == 0
+    text = page.read_text()
+    base = "../results/t1/openai/gpt-5/codex/run-b"
+    for name in ("result.json", "final.patch", "logs/"):
+        assert f'href="{base}/{name}"' in text
+        assert (pages / f"{base}/{name}").exists()
+    assert "t3/openai/gpt-5/codex/run-b/final.patch" not in text

@@ -19,15 +19,16 @@ def summary(
     status: str = "passed",
     **extra: Any,
 ) -> dict[str, Any]:
-    """A summary.json document; model and agent only when given."""
-    run: dict[str, Any] = {"reference_run": False}
+    """A summary.json document as SSEBench writes it; model and agent only when given."""
+    run: dict[str, Any] = {"mode": "sandbox", "timeout": 3600, "difficulty": 2}
+    run["reference_run"] = False
     if model is not None:
         run["model"] = model
     if agent is not None:
         run["agent"] = agent
     return {
         "task": {"id": task, "scripts": {"build": "build.sh"}},
-        "run": run,
+        "config": run,
         "patch_result": {"status": status, "build_success": status == "passed"},
         "runtime_result": {"agent_duration": 60},
         "spend": 1.25,
@@ -126,6 +127,7 @@ def test_unreadable_files_are_skipped_with_one_warning_each(tmp_path: Path) -> N
     assert named == sorted(str(p / "summary.json") for p in (bad, wrong, fallback, folder_not_file))
     assert all("\n" not in w for w in loaded.warnings)
     assert loaded.folders == 5
+    assert loaded.runs == 2
 
 
 def test_large_files_are_read_whole(tmp_path: Path) -> None:
@@ -136,6 +138,33 @@ def test_large_files_are_read_whole(tmp_path: Path) -> None:
     write_run(tmp_path, "t1/m/a/r1", doc)
     (record,) = load_runs(tmp_path).records
     assert record.spend == 9.5
+
+
+def test_hostile_documents_are_skipped_not_followed(tmp_path: Path) -> None:
+    """A summary.json that is a symbolic link (to any file) or a FIFO is skipped with a
+    warning, never followed or waited on; result.json is then tried."""
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps(summary(task="secret")))
+    linked = write_run(tmp_path / "r", "t1/m/a/linked", None)
+    (linked / "summary.json").symlink_to(secret)
+    fifo = write_run(tmp_path / "r", "t1/m/a/fifo", None)
+    os.mkfifo(fifo / "summary.json")
+    (fifo / "result.json").write_text(json.dumps({"patch_result": {"status": "failed"}}))
+    loaded = load_runs(tmp_path / "r")
+    assert [(r.task, r.run_id) for r in loaded.records] == [("t1", "fifo")]
+    whys = sorted(w.split(", ", 1)[1] for w in loaded.warnings)
+    assert whys == ["it is a symbolic link", "not a regular file"]
+
+
+def test_an_unfinished_run_is_a_warning(tmp_path: Path) -> None:
+    """SSEBench makes an empty result.json when a run starts: skipped with a clear warning."""
+    write_run(tmp_path, "t1/m/a/r1", summary())
+    write_run(tmp_path, "t1/m/a/r2", "", name="result.json")
+    loaded = load_runs(tmp_path)
+    assert [r.run_id for r in loaded.records] == ["r1"]
+    assert loaded.warnings == [
+        f"{tmp_path}/t1/m/a/r2/result.json: skipped, empty (a run not finished?)"
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file whatever its mode")

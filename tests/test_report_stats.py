@@ -1,7 +1,8 @@
-"""The report's statistics (`ssegrade.stats`): Wilson interval and exact McNemar test."""
+"""The report's statistics (`ssegrade.stats`): intervals, pass@k, pass^k, McNemar, Holm."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -9,7 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.stats import Z95, mcnemar_exact, wilson
+from ssegrade.stats import (
+    Z95,
+    clustered_wilson,
+    holm,
+    mcnemar_exact,
+    mean_pass_at_k,
+    mean_pass_hat_k,
+    pass_at_k,
+    pass_hat_k,
+    wilson,
+)
 
 
 @st.composite
@@ -120,3 +131,118 @@ def test_mcnemar_handles_large_counts() -> None:
     p = mcnemar_exact(0, 2000)
     assert 0.0 <= p < 1e-300
     assert mcnemar_exact(1000, 1000) == 1.0
+
+
+# --------------------------------------------------------------------------- pass@k, pass^k
+
+
+@st.composite
+def trials(draw: st.DrawFn, most: int = 40) -> tuple[int, int]:
+    """(n runs, c passed) with 1 ≤ n ≤ `most`."""
+    n = draw(st.integers(1, most))
+    return n, draw(st.integers(0, n))
+
+
+@given(trials())
+def test_pass_at_1_is_the_share(nc: tuple[int, int]) -> None:
+    """Property: pass@1 = pass^1 = c/n."""
+    n, c = nc
+    assert pass_at_k(n, c, 1) == pytest.approx(c / n)
+    assert pass_hat_k(n, c, 1) == pytest.approx(c / n)
+
+
+@given(trials())
+def test_pass_at_k_rises_and_pass_hat_k_falls_with_k(nc: tuple[int, int]) -> None:
+    """Property: pass@k is non-decreasing and pass^k non-increasing in k, both in [0, 1], and
+    pass^k ≤ pass@k."""
+    n, c = nc
+    at = [pass_at_k(n, c, k) for k in range(1, n + 1)]
+    hat = [pass_hat_k(n, c, k) for k in range(1, n + 1)]
+    assert all(x <= y + 1e-12 for x, y in itertools.pairwise(at))
+    assert all(x >= y - 1e-12 for x, y in itertools.pairwise(hat))
+    assert all(0.0 <= h <= a + 1e-12 <= 1.0 + 1e-12 for a, h in zip(at, hat, strict=True))
+
+
+@given(trials(most=9), st.data())
+def test_pass_at_k_and_pass_hat_k_count_subsets(nc: tuple[int, int], data: st.DataObject) -> None:
+    """Property: the estimators are the share of the k-subsets of the n runs in which at least
+    one run (pass@k), or every run (pass^k), passed — their definition, counted by brute force."""
+    n, c = nc
+    k = data.draw(st.integers(1, n))
+    outcomes = [True] * c + [False] * (n - c)
+    subsets = list(itertools.combinations(outcomes, k))
+    assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets))
+    assert pass_hat_k(n, c, k) == pytest.approx(sum(all(s) for s in subsets) / len(subsets))
+
+
+@given(st.lists(trials(most=12), min_size=1, max_size=20))
+def test_means_over_tasks(counts: list[tuple[int, int]]) -> None:
+    """Property: over tasks, pass@1 is the mean per-task share, which is the pooled share when
+    every task has as many runs; the means keep the monotony in k."""
+    shares = sum(c / n for n, c in counts) / len(counts)
+    assert mean_pass_at_k(counts, 1) == pytest.approx(shares)
+    if len({n for n, _ in counts}) == 1:
+        pooled = sum(c for _, c in counts) / sum(n for n, _ in counts)
+        assert mean_pass_at_k(counts, 1) == pytest.approx(pooled)
+    top = min(n for n, _ in counts)
+    at = [mean_pass_at_k(counts, k) for k in range(1, top + 1)]
+    hat = [mean_pass_hat_k(counts, k) for k in range(1, top + 1)]
+    assert all(x <= y + 1e-12 for x, y in itertools.pairwise(at))
+    assert all(x >= y - 1e-12 for x, y in itertools.pairwise(hat))
+
+
+def test_pass_at_k_rejects_impossible_counts() -> None:
+    """k beyond the runs, or more passes than runs, is a programming error."""
+    with pytest.raises(ValueError, match="k <= n"):
+        pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError, match="c <= n"):
+        pass_hat_k(3, 4, 1)
+
+
+# --------------------------------------------------------------------------- clustered interval
+
+
+@given(st.lists(trials(most=10), min_size=2, max_size=30))
+def test_clustered_interval_contains_the_pooled_share(counts: list[tuple[int, int]]) -> None:
+    """Property: the clustered interval lies in [0, 1], contains the pooled share, and is never
+    narrower than the Wilson interval that treats every run as independent."""
+    bounds = clustered_wilson(counts)
+    assert bounds is not None
+    low, high = bounds
+    passed = sum(c for _, c in counts)
+    runs = sum(n for n, _ in counts)
+    assert 0.0 <= low <= passed / runs <= high <= 1.0
+    plain = wilson(passed, runs)
+    assert plain is not None
+    assert low <= plain[0] + 1e-9
+    assert high >= plain[1] - 1e-9
+
+
+def test_clustered_interval_widens_with_correlated_trials() -> None:
+    """Tasks that are all-or-nothing carry the information of one run each: the interval is
+    wider than for the same share spread within tasks."""
+    correlated = clustered_wilson([(4, 4), (4, 0)] * 5)
+    spread = clustered_wilson([(4, 2)] * 10)
+    assert correlated is not None
+    assert spread is not None
+    assert correlated[1] - correlated[0] > spread[1] - spread[0]
+    assert clustered_wilson([(3, 1)]) is None
+
+
+# --------------------------------------------------------------------------- Holm
+
+
+@given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=30))
+def test_holm_keeps_order_and_never_lowers(ps: list[float]) -> None:
+    """Property: each Holm p-value is ≥ its raw p-value and ≤ 1; Holm keeps the order of the
+    raw p-values; the smallest becomes m·p (capped at 1), as Bonferroni would."""
+    adjusted = holm(ps)
+    assert len(adjusted) == len(ps)
+    for p, q in zip(ps, adjusted, strict=True):
+        assert p <= q <= 1.0
+    for i, j in itertools.product(range(len(ps)), repeat=2):
+        if ps[i] < ps[j]:
+            assert adjusted[i] <= adjusted[j]
+    if ps:
+        smallest = min(range(len(ps)), key=lambda i: ps[i])
+        assert adjusted[smallest] == pytest.approx(min(1.0, len(ps) * ps[smallest]))

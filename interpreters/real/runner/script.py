@@ -348,11 +348,17 @@ def _argument_folders(argv: Sequence[str]) -> list[Path]:
     return folders
 
 
+_SHELL_STATE = frozenset({"PWD", "OLDPWD"})
+"""Variables a shell keeps about where it was: they name no folder a script needs."""
+
+
 def _environment_folders(variables: dict[str, str]) -> list[Path]:
     """Folders the environment names by absolute path (a toolchain's `KVC_HOME`, `GOPATH`,
     an entry of `PATH`): a private `/tmp` must not hide them from the script."""
     found: list[Path] = []
-    for value in variables.values():
+    for name, value in variables.items():
+        if name in _SHELL_STATE:
+            continue
         for part in value.split(os.pathsep):
             if part.startswith("/") and os.path.isdir(part):
                 found.append(Path(part))

@@ -1,0 +1,68 @@
+"""The report: from run folders' documents to pass shares per (model, agent), with statistics.
+
+Pure core, one concept per module; other tools import this package alone:
+
+- `ssegrade.report.summary`: one `summary.json`/`result.json` → a small `RunRecord`
+  (`parse_run`);
+- `ssegrade.report.select`: which runs count, folded one run at a time (`Selector`);
+- `ssegrade.report.aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,
+  `aggregate`);
+- `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment;
+- `ssegrade.report.model`: the report model (the `--format json` document).
+
+Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
+"""
+
+from ssegrade.report.aggregate import aggregate, summarize
+from ssegrade.report.compare import compare, compare_all, find_row
+from ssegrade.report.model import (
+    CHECKS,
+    Comparison,
+    Excluded,
+    Interval,
+    Report,
+    Row,
+    RowKey,
+    RunsMode,
+    Share,
+    TaskRow,
+    TaskRun,
+)
+from ssegrade.report.select import Selection, Selector, natural_key, run_order
+from ssegrade.report.summary import (
+    Outcome,
+    ReadError,
+    RunFolder,
+    RunRecord,
+    parse_run,
+    poc_passed,
+)
+
+__all__ = [
+    "CHECKS",
+    "Comparison",
+    "Excluded",
+    "Interval",
+    "Outcome",
+    "ReadError",
+    "Report",
+    "Row",
+    "RowKey",
+    "RunFolder",
+    "RunRecord",
+    "RunsMode",
+    "Selection",
+    "Selector",
+    "Share",
+    "TaskRow",
+    "TaskRun",
+    "aggregate",
+    "compare",
+    "compare_all",
+    "find_row",
+    "natural_key",
+    "parse_run",
+    "poc_passed",
+    "run_order",
+    "summarize",
+]

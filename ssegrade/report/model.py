@@ -1,0 +1,210 @@
+"""The report model: what `aggregate` returns and every output format prints.
+
+Pure core: frozen pydantic models, dumped as the `--format json` document of SPEC §11 (more
+keys are added; those of the SPEC keep their meaning).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ssegrade.result import Status
+from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
+from ssegrade.task import Check
+
+__all__ = [
+    "CHECKS",
+    "Comparison",
+    "Excluded",
+    "Interval",
+    "Report",
+    "Row",
+    "RowKey",
+    "RunsMode",
+    "Share",
+    "TaskRow",
+    "TaskRun",
+]
+
+RunsMode = Literal["latest", "all"]
+RowKey = tuple[str, str]
+"""A report row's identity: (model, agent)."""
+
+CHECKS: tuple[Check, ...] = ("build", "poc", "function_test", "intent_test")
+"""The checks, in the order the report shows them."""
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Share(_Out):
+    """`passed` of `of` runs passed a check; `share` and the Wilson 95 % bounds (None if of=0)."""
+
+    passed: int
+    of: int
+    share: float | None
+    low: float | None
+    high: float | None
+
+    @staticmethod
+    def of_counts(passed: int, of: int) -> Share:
+        """The share and its Wilson interval for the counts.
+
+        >>> s = Share.of_counts(4, 12)
+        >>> round(s.share, 3), round(s.low, 3), round(s.high, 3)
+        (0.333, 0.138, 0.609)
+        >>> Share.of_counts(0, 0).share is None
+        True
+        """
+        bounds = wilson(passed, of)
+        if bounds is None:
+            return Share(passed=passed, of=of, share=None, low=None, high=None)
+        return Share(passed=passed, of=of, share=passed / of, low=bounds[0], high=bounds[1])
+
+
+class Interval(_Out):
+    """A 95 % interval around a share."""
+
+    low: float
+    high: float
+
+
+class Row(_Out):
+    """One (model, agent): how many runs were kept, their mean spend and agent minutes (None
+    when no kept run says), the share passing each check, and the share of runs that passed
+    (status `passed`: every check its task has passed).
+
+    Over repeated trials: `trials` is the fewest kept runs of any of its tasks; `pass_at_k`
+    and `pass_hat_k` give pass@k and pass^k for k = 1 … `trials` (keys are k); `clustered` is
+    the task-clustered interval of the pass share, given when a task has several kept runs.
+    `cost_per_pass` is the total spend of the kept runs over the runs that passed.
+    """
+
+    model: str
+    agent: str
+    runs: int
+    spend: float | None
+    minutes: float | None
+    build: Share
+    poc: Share
+    func: Share
+    intent: Share
+    passed: Share
+    tasks: int = 0
+    trials: int = 0
+    cost_per_pass: float | None = None
+    pass_at_k: dict[int, float] = {}
+    pass_hat_k: dict[int, float] = {}
+    clustered: Interval | None = None
+
+    @property
+    def key(self) -> RowKey:
+        """(model, agent)."""
+        return (self.model, self.agent)
+
+    @property
+    def label(self) -> str:
+        """`model/agent`, the spelling `--compare` accepts."""
+        return f"{self.model}/{self.agent}"
+
+
+class TaskRow(_Out):
+    """One task over every kept run of it, whatever the model and agent: how many runs, and the
+    share passing each check and passing overall (where do they fail)."""
+
+    task: str
+    runs: int
+    build: Share
+    poc: Share
+    func: Share
+    intent: Share
+    passed: Share
+
+
+class Excluded(_Out):
+    """A run left out of the shares: a reference run or an `error` run (under `latest`, the
+    latest run of its task, model and agent)."""
+
+    task: str
+    model: str
+    agent: str
+    run_id: str
+    why: str
+    error_msg: str | None
+    status: Status = "error"
+    reference: bool = False
+    build: bool | None = None
+    poc: str | None = None
+    func: bool | None = None
+    intent: bool | None = None
+    folder: str = ""
+    spend: float | None = None
+    minutes: float | None = None
+    started_at: datetime | None = None
+
+
+class TaskRun(_Out):
+    """One kept run in the per-task table. `poc` is `passed/total`, None when the PoCs did not
+    run; `checks` lists the checks the task has (a null field of a listed check: not run).
+    `status` is `failed` for an error run counted as failed (`error` keeps its own message)."""
+
+    model: str
+    agent: str
+    task: str
+    trial: int
+    status: Status
+    build: bool | None
+    poc: str | None
+    func: bool | None
+    intent: bool | None
+    run_id: str
+    checks: tuple[Check, ...]
+    folder: str = ""
+    spend: float | None = None
+    minutes: float | None = None
+    started_at: datetime | None = None
+    cached_from: str | None = None
+    error_msg: str | None = None
+
+
+class Report(_Out):
+    """The whole report (the `--format json` document of SPEC §11).
+
+    `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
+    task, model and agent exists; `errors_as_failures` says whether error runs were counted as
+    failed instead of left out.
+    """
+
+    runs: RunsMode
+    rows: tuple[Row, ...]
+    excluded: tuple[Excluded, ...]
+    tasks: tuple[TaskRun, ...]
+    by_task: tuple[TaskRow, ...] = ()
+    interval: str = INTERVAL_NAME
+    clustered_interval: str = CLUSTERED_NAME
+    set_aside: int = 0
+    errors_as_failures: bool = False
+
+
+class Comparison(_Out):
+    """A paired comparison of rows A and B on the tasks both ran.
+
+    A row passes a task when more than half of its kept runs of that task passed (with
+    `--runs latest`: its one run passed). `p_value` is the exact McNemar test's; `p_holm` is
+    Holm-adjusted over the comparisons reported together (equal to `p_value` alone).
+    """
+
+    a: str
+    b: str
+    test: str = TEST_NAME
+    tasks: int
+    both: int
+    only_a: int
+    only_b: int
+    neither: int
+    p_value: float
+    p_holm: float

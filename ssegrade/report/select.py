@@ -1,0 +1,197 @@
+"""Selection: which runs count, folded one run at a time (SPEC §11).
+
+Pure core. `Selector.add` takes run records as they are read and keeps only what the report
+needs: under `--runs latest` the newest run of each (task, model, agent) and two counters, so
+memory grows with the number of groups, not of runs; under `--runs all` every run, as trials.
+
+The rules:
+
+- the order of the runs of one (task, model, agent) is (`started_at`, run id), a missing time
+  counting as the oldest and run ids compared naturally (`run-9` before `run-10`);
+- `latest` picks the newest run among **all** the runs of a group first; when that run is a
+  reference run or an `error` run, the group has no run in the shares and that run is listed
+  as excluded (older runs are set aside, never promoted);
+- `all` keeps every graded run and lists every reference and `error` run as excluded;
+- with `errors_as_failures`, an `error` run is graded, as failed;
+- graded runs of a group are numbered as trials 1, 2, … from the oldest, so a run has the same
+  trial number in both modes;
+- which checks a task has comes from its config when any run carries it, else from the check
+  fields any run of that task filled in (reference and set-aside runs included).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ssegrade.report.model import RunsMode
+from ssegrade.report.summary import RunRecord
+from ssegrade.task import Check
+
+__all__ = ["Selection", "Selector", "natural_key", "newer", "run_order"]
+
+GroupKey = tuple[str, str, str]
+"""(task, model, agent)."""
+
+_DIGITS = re.compile(r"(\d+)")
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def natural_key(text: str) -> tuple[tuple[str | int, ...], str]:
+    """A sort key that orders the digit runs of `text` as numbers.
+
+    >>> sorted(["run-10", "run-9", "run-1"], key=natural_key)
+    ['run-1', 'run-9', 'run-10']
+    >>> sorted(["r01", "r1", "r0"], key=natural_key)
+    ['r0', 'r01', 'r1']
+    """
+    pieces = _DIGITS.split(text)
+    # Even positions are text, odd ones digits: tuples compare position by position.
+    return (tuple(int(p) if i % 2 else p for i, p in enumerate(pieces)), text)
+
+
+def _aware(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+
+
+def run_order(rec: RunRecord) -> tuple[bool, datetime, tuple[tuple[str | int, ...], str]]:
+    """The order of the runs of one group: (`started_at`, run id), no time = the oldest; a
+    time without a zone is UTC."""
+    when = rec.started_at
+    if when is None:
+        return (False, _NEVER, natural_key(rec.run_id))
+    return (True, _aware(when), natural_key(rec.run_id))
+
+
+def newer(rec: RunRecord, than: RunRecord) -> bool:
+    """Whether `rec` comes after `than` in `run_order` (cheaper: run ids are compared only
+    when the times do not decide).
+
+    >>> from ssegrade.report.summary import Outcome
+    >>> newer(RunRecord("t", "m", "a", "run-10", Outcome("passed")),
+    ...       RunRecord("t", "m", "a", "run-9", Outcome("passed")))
+    True
+    """
+    a, b = rec.started_at, than.started_at
+    if (a is None) != (b is None):
+        return a is not None
+    if a is not None and b is not None:
+        a, b = _aware(a), _aware(b)
+        if a != b:
+            return a > b
+    return natural_key(rec.run_id) > natural_key(than.run_id)
+
+
+@dataclass(slots=True)
+class _Latest:
+    best: RunRecord
+    graded: int
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What the selection kept: (trial, record) of each kept run, the excluded runs, the checks
+    of each task, how many runs `latest` set aside, and the options it was made with."""
+
+    runs: RunsMode
+    kept: tuple[tuple[int, RunRecord], ...]
+    excluded: tuple[RunRecord, ...]
+    checks: dict[str, frozenset[Check]]
+    set_aside: int
+    errors_as_failures: bool
+
+
+class Selector:
+    """The streaming selection: `add` every run once (a run is a folder), then `result`.
+
+    >>> from ssegrade.report.summary import Outcome
+    >>> s = Selector("latest")
+    >>> for rid, status in [("run-9", "passed"), ("run-10", "error")]:
+    ...     s.add(RunRecord("t", "m", "a", rid, Outcome(status)))
+    >>> sel = s.result()
+    >>> sel.kept, [r.run_id for r in sel.excluded], sel.set_aside
+    ((), ['run-10'], 1)
+    """
+
+    __slots__ = ("_all", "_configured", "_errors", "_excluded", "_groups", "_observed", "_seen")
+
+    def __init__(self, runs: RunsMode = "latest", errors_as_failures: bool = False) -> None:
+        self._all = runs == "all"
+        self._errors = errors_as_failures
+        self._groups: dict[GroupKey, _Latest | list[RunRecord]] = {}
+        self._excluded: list[RunRecord] = []
+        self._configured: dict[str, frozenset[Check]] = {}
+        self._observed: dict[str, set[Check]] = {}
+        self._seen = 0
+
+    def graded(self, rec: RunRecord) -> bool:
+        """Whether the run takes part in the shares: not a reference run, and not an `error`
+        run unless errors count as failures."""
+        return not rec.reference and (self._errors or rec.patch.status != "error")
+
+    def add(self, rec: RunRecord) -> None:
+        """Fold one run in."""
+        self._seen += 1
+        self._note_checks(rec)
+        key = (rec.task, rec.model, rec.agent)
+        graded = self.graded(rec)
+        if self._all:
+            if not graded:
+                self._excluded.append(rec)
+                return
+            trials = self._groups.setdefault(key, [])
+            assert isinstance(trials, list)
+            trials.append(rec)
+            return
+        latest = self._groups.get(key)
+        if latest is None:
+            self._groups[key] = _Latest(rec, int(graded))
+            return
+        assert isinstance(latest, _Latest)
+        latest.graded += graded
+        if newer(rec, latest.best):
+            latest.best = rec
+
+    def _note_checks(self, rec: RunRecord) -> None:
+        task = rec.task
+        if rec.checks is not None:
+            known = self._configured.get(task)
+            self._configured[task] = rec.checks if known is None else known | rec.checks
+        seen = self._observed.get(task)
+        if seen is None:
+            seen = self._observed[task] = set()
+        patch = rec.patch
+        if patch.build_success is not None:
+            seen.add("build")
+        if patch.pov_total is not None:
+            seen.add("poc")
+        if patch.func_test_success is not None:
+            seen.add("function_test")
+        if patch.intent_test_success is not None:
+            seen.add("intent_test")
+
+    def result(self) -> Selection:
+        """The selection of every run added so far."""
+        kept: list[tuple[int, RunRecord]] = []
+        excluded = list(self._excluded)
+        for group in self._groups.values():
+            if isinstance(group, list):
+                group.sort(key=run_order)
+                kept.extend(enumerate(group, start=1))
+            elif self.graded(group.best):
+                kept.append((group.graded, group.best))
+            else:
+                excluded.append(group.best)
+        checks = {
+            task: self._configured.get(task, frozenset(seen))
+            for task, seen in self._observed.items()
+        }
+        return Selection(
+            runs="all" if self._all else "latest",
+            kept=tuple(kept),
+            excluded=tuple(excluded),
+            checks=checks,
+            set_aside=self._seen - len(kept) - len(excluded),
+            errors_as_failures=self._errors,
+        )

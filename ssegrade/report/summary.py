@@ -1,0 +1,285 @@
+"""One run's `summary.json` (or `result.json`) bytes → a small run record.
+
+Pure core: `parse_run` takes bytes and the run folder's place below the results folder; finding
+and reading the files is `interpreters.report_io`'s job. The record keeps only what selection,
+aggregation and export need, never the document (a summary can carry a long error log).
+
+The shapes read (SPEC §11, facts of the SSEBench runner):
+
+- `summary.json`: `task` is the task config (`id`, `scripts`, `files` tell which checks the task
+  has); `config` is the **run config** (`agent`, `model`, `reference_run`, and others such as
+  `mode`, `timeout`, `difficulty`, which are ignored); `patch_result`, `runtime_result`, `spend`,
+  `run_id`, `started_at`; `ssegrade batch` adds `digest` and, for a reused result,
+  `cached_from`.
+- `result.json`: `patch_result`, `runtime_result` and, once the SSEBench runner has rewritten it,
+  `config`, the same run config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from pydantic import TypeAdapter, ValidationError
+from returns.result import Failure, Result, Success
+from typing_extensions import TypedDict
+
+from ssegrade.result import Status, status_of
+from ssegrade.task import Check, checks_of
+
+__all__ = [
+    "Outcome",
+    "ReadError",
+    "RunFolder",
+    "RunRecord",
+    "parse_run",
+    "poc_passed",
+]
+
+
+# --------------------------------------------------------------------------- document shape
+# TypedDicts validate straight from JSON bytes into plain dicts: several times faster than
+# models, and keys not named here (error logs, task descriptions) are skipped by the parser.
+
+
+class _Patch(TypedDict, total=False):
+    status: Status | None
+    build_success: bool | None
+    pov_passed: int | None
+    pov_total: int | None
+    func_test_success: bool | None
+    intent_test_success: bool | None
+    error_msg: str | None
+
+
+class _Scripts(TypedDict, total=False):
+    build: str | None
+    run: str | None
+    test: str | None
+
+
+class _Files(TypedDict, total=False):
+    poc: list[str] | None
+    future_test: str | None
+
+
+class _Task(TypedDict, total=False):
+    id: str | None
+    scripts: _Scripts | None
+    files: _Files | None
+
+
+class _RunConfig(TypedDict, total=False):
+    agent: str | None
+    model: str | None
+    reference_run: bool | None
+
+
+class _Runtime(TypedDict, total=False):
+    agent_duration: float | None
+
+
+class _Summary(TypedDict, total=False):
+    task: _Task | None
+    config: _RunConfig | None
+    agent: str | None
+    model: str | None
+    reference_run: bool | None
+    patch_result: _Patch
+    runtime_result: _Runtime | None
+    spend: float | None
+    started_at: datetime | None
+    cached_from: str | None
+
+
+_SUMMARY: TypeAdapter[_Summary] = TypeAdapter(_Summary)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class RunFolder:
+    """Where a run was found: `<task>/<model…>/<agent>/<run-id>` below the results folder."""
+
+    task: str
+    model: str
+    agent: str
+    run_id: str
+
+    @staticmethod
+    def from_parts(parts: Sequence[str]) -> RunFolder | None:
+        """The run named by the path parts below the results folder; None when too short.
+
+        >>> RunFolder.from_parts(["t", "openai", "gpt-5", "codex", "r1"])
+        RunFolder(task='t', model='openai/gpt-5', agent='codex', run_id='r1')
+        >>> RunFolder.from_parts(["t", "codex", "r1"]) is None
+        True
+        """
+        if len(parts) < 4:
+            return None
+        return RunFolder(parts[0], "/".join(parts[1:-2]), parts[-2], parts[-1])
+
+    @property
+    def path(self) -> str:
+        """The folder below the results folder, `/`-separated.
+
+        >>> RunFolder("t", "openai/gpt-5", "codex", "r1").path
+        't/openai/gpt-5/codex/r1'
+        """
+        return f"{self.task}/{self.model}/{self.agent}/{self.run_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadError:
+    """Why one run document could not be used; `message` is one line."""
+
+    message: str
+
+
+class Outcome(NamedTuple):
+    """A run's grade as the report needs it: the status and each check's field of
+    `patch_result` (null: the check did not run or the task has none)."""
+
+    status: Status
+    build_success: bool | None = None
+    pov_passed: int | None = None
+    pov_total: int | None = None
+    func_test_success: bool | None = None
+    intent_test_success: bool | None = None
+    error_msg: str | None = None
+
+
+class RunRecord(NamedTuple):
+    """One run as the report sees it (a named tuple: immutable and cheap to make, as a
+    report may read 100,000 of them).
+
+    `checks` is the set of checks the run's task has, when the run carries the task config;
+    None when it is unknown (then the report infers it from the runs of the same task).
+    `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
+    `folder` is the run folder below the results folder; `cached_from` the run folder whose
+    grade a batch reused for this run.
+    """
+
+    task: str
+    model: str
+    agent: str
+    run_id: str
+    patch: Outcome
+    started_at: datetime | None = None
+    reference: bool = False
+    spend: float | None = None
+    agent_seconds: float | None = None
+    checks: frozenset[Check] | None = None
+    folder: str = ""
+    cached_from: str | None = None
+
+
+def poc_passed(patch: Outcome) -> bool:
+    """Whether the PoC check passed: every PoC ran and passed (a PoC check that did not run
+    has not passed).
+
+    >>> poc_passed(Outcome("passed", pov_passed=2, pov_total=2))
+    True
+    >>> poc_passed(Outcome("failed", build_success=False))
+    False
+    """
+    total = patch.pov_total
+    return total is not None and total > 0 and patch.pov_passed == total
+
+
+_INTERNED: dict[frozenset[Check], frozenset[Check]] = {}
+
+
+def _task_checks(task: _Task) -> frozenset[Check]:
+    scripts = task.get("scripts") or {}
+    files = task.get("files") or {}
+    found = checks_of(
+        build=scripts.get("build"),
+        run=scripts.get("run"),
+        test=scripts.get("test"),
+        pocs=tuple(files.get("poc") or ()),
+        future_test=files.get("future_test"),
+    )
+    # At most 16 distinct sets: every record of the same shape shares one object.
+    return _INTERNED.setdefault(found, found)
+
+
+def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
+    """Read one run's `summary.json` or `result.json` bytes into a record.
+
+    Task id, model and agent come from the document when it names them (task config `id`, run
+    config `model` and `agent`), from the folder otherwise; the run id is the folder's name. A
+    missing `status` is derived with the status rule; a missing time zone on `started_at` means
+    UTC.
+
+    >>> folder = RunFolder("t", "m", "a", "r1")
+    >>> doc = b'{"config": {"model": "openai/gpt-5", "mode": "sandbox", "timeout": 3600},'
+    >>> doc += b' "patch_result": {"build_success": false}}'
+    >>> rec = parse_run(doc, folder).unwrap()
+    >>> rec.model, rec.agent, rec.patch.status, rec.folder
+    ('openai/gpt-5', 'a', 'failed', 't/m/a/r1')
+    >>> parse_run(b'{"patch_result": 3}', folder).failure().message
+    'patch_result: Input should be an object'
+    """
+    try:
+        doc = _SUMMARY.validate_json(data)
+    except ValidationError as exc:
+        return Failure(ReadError(_first_error(exc)))
+    patch = doc.get("patch_result")
+    if patch is None:
+        return Failure(ReadError("patch_result: Field required"))
+    build = patch.get("build_success")
+    pov_passed = patch.get("pov_passed")
+    pov_total = patch.get("pov_total")
+    func = patch.get("func_test_success")
+    intent = patch.get("intent_test_success")
+    status = patch.get("status") or status_of(
+        build_success=build,
+        pov_passed=pov_passed,
+        pov_total=pov_total,
+        func_test_success=func,
+        intent_test_success=intent,
+    )
+    run = doc.get("config") or {}
+    task = doc.get("task")
+    started = doc.get("started_at")
+    if started is not None and started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    reference = run.get("reference_run")
+    if reference is None:
+        reference = doc.get("reference_run")
+    runtime = doc.get("runtime_result") or {}
+    return Success(
+        RunRecord(
+            task=(task.get("id") if task is not None else None) or folder.task,
+            model=run.get("model") or doc.get("model") or folder.model,
+            agent=run.get("agent") or doc.get("agent") or folder.agent,
+            run_id=folder.run_id,
+            patch=Outcome(
+                status=status,
+                build_success=build,
+                pov_passed=pov_passed,
+                pov_total=pov_total,
+                func_test_success=func,
+                intent_test_success=intent,
+                error_msg=patch.get("error_msg"),
+            ),
+            started_at=started,
+            reference=bool(reference),
+            spend=doc.get("spend"),
+            agent_seconds=runtime.get("agent_duration"),
+            checks=_task_checks(task) if task is not None else None,
+            folder=folder.path,
+            cached_from=doc.get("cached_from"),
+        )
+    )
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in err["loc"])
+    message = str(err["msg"]).splitlines()[0] if err["msg"] else "invalid"
+    return f"{where}: {message}" if where else message
