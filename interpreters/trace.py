@@ -114,10 +114,10 @@ def recording(path: Path | None) -> Iterator[TraceRecorder | None]:
     except BaseException:
         try:
             _write(target, recorder)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             click.echo(f"ssegrade: warning: trace not written: {exc}", err=True)
         raise
     try:
         _write(target, recorder)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise click.ClickException(f"trace not written to {target}: {exc}") from exc

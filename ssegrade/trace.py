@@ -461,8 +461,8 @@ def _records(lines: Iterable[tuple[int, bytes]]) -> Iterable[tuple[int, Any]]:
         try:
             yield number, _format().records.validate_json(line)
         except ValidationError as exc:
-            kind = "not JSON" if exc.errors()[0]["type"] == "json_invalid" else None
-            detail = "not JSON (the trace is truncated or damaged)" if kind else _first_error(exc)
+            broken = exc.errors()[0]["type"] == "json_invalid"
+            detail = "not JSON (the trace is truncated or damaged)" if broken else _first_error(exc)
             raise _Bad(f"trace line {number}: {detail}") from None
 
 

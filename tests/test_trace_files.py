@@ -11,7 +11,17 @@ import pytest
 from interpreters.fake import FakeWorld
 from interpreters.setup import BadInput
 from interpreters.trace import TraceRecorder, recording
-from ssegrade import GradeOptions, Notify, Task, bencher_interpreter, parse_trace
+from ssegrade import (
+    Bench,
+    EvaluationResult,
+    GradeOptions,
+    Notify,
+    PatchResult,
+    Task,
+    TraceStep,
+    bencher_interpreter,
+    parse_trace,
+)
 
 
 def _grade(recorder: TraceRecorder | None) -> None:
@@ -101,3 +111,17 @@ def test_effects_below_the_grading_layer_pass_unrecorded() -> None:
     assert wrapped(object()) is None  # type: ignore[arg-type]
     assert len(seen) == 2
     assert [step.effect for step in recorder.steps] == [Notify("a")]
+
+
+def _wrong_answer(path: Path) -> None:
+    with recording(path) as recorder:
+        assert recorder is not None
+        recorder.options = GradeOptions(task=Task(id="t1"), folder="/t")
+        recorder.steps.append(TraceStep(Bench("build"), "not a script result"))
+        recorder.result = EvaluationResult(patch_result=PatchResult(status="error"))
+
+
+def test_an_answer_that_does_not_fit_its_effect_is_said_not_written(tmp_path: Path) -> None:
+    with pytest.raises(click.ClickException, match=r"trace not written to .*Bench"):
+        _wrong_answer(tmp_path / "t.trace")
+    assert not (tmp_path / "t.trace").exists()
