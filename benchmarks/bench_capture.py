@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from interpreters.real import git
+from ssegrade import Capture
 
 
 def plain_env(home: Path) -> dict[str, str]:
@@ -144,6 +145,7 @@ def main() -> None:
         copies: list[float] = []
         floors: list[float] = []
         captures: list[float] = []
+        proofs: list[float] = []
         floor_files: set[bytes] = set()
         our_files: set[bytes] = set()
         for _ in range(options.rounds):
@@ -171,6 +173,12 @@ def main() -> None:
                 )
 
             captures.append(timed(ours))
+            got = git.capture(source, baseline).unwrap()
+
+            def prove(chosen: git.Baseline = baseline, got: Capture = got) -> None:
+                git.prove(chosen, got.patch, got.base_tree).unwrap()
+
+            proofs.append(timed(prove))
         assert floor_files == our_files, floor_files ^ our_files
 
         record_s, capture_s = statistics.median(records), statistics.median(captures)
@@ -183,6 +191,7 @@ def main() -> None:
             ("copying the repository for the floor", copy_s),
             ("ours: record_baseline", record_s),
             ("ours: capture", capture_s),
+            ("ours: fidelity proof", statistics.median(proofs)),
         ]
         for label, seconds in rows:
             print(f"  {label:<50} {seconds:7.2f}s  {seconds / floor_s:5.2f}x floor")

@@ -121,17 +121,21 @@ def grade_here(
                 timeout=timeout,
                 script_timeout=script_timeout,
                 say=say,
+                ahead=True,
                 started=started,
                 env=env,
                 memory=memory,
             )
-            system.log_notes(notes)
-            options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
-            session = BenchSession(task, folder, recorded=sources.patch)
-            interpret = bencher_interpreter(session, system)
-            if record is not None:
-                return record.grade(options, interpret)
-            return run(grade(options), interpret)
+            try:
+                system.log_notes(notes)
+                options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
+                session = BenchSession(task, folder, recorded=sources.patch)
+                interpret = bencher_interpreter(session, system)
+                if record is not None:
+                    return record.grade(options, interpret)
+                return run(grade(options), interpret)
+            finally:
+                system.close()
 
         return graded(results, runtime, local)
     finally:

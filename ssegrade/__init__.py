@@ -1,7 +1,8 @@
 """ssegrade: the pure grading core.
 
 Everything here describes and decides; nothing does I/O. Embed it to derive a status, validate
-a `result.json`, parse a task config, or run the grading program with your own interpreter:
+a `result.json`, parse a task config, or run the grading program with your own interpreter.
+The daemon's protocol (its documents and request rules) is `ssegrade.protocol`. For example:
 
 >>> from ssegrade import parse_result
 >>> parse_result(b'{"patch_result":{"build_success":true}}').unwrap().patch_result.status

@@ -135,7 +135,7 @@ def _labels(trace: list[Effect[Any]]) -> list[str]:
 
 
 def _grade_real(
-    made: RealTask, task: Task, base: realgit.Baseline
+    made: RealTask, task: Task, base: realgit.Baseline, *, ahead: bool
 ) -> tuple[EvaluationResult, list[str]]:
     scratch = Path(tempfile.mkdtemp(prefix="ssegrade-contract-"))
     scratch.chmod(0o711)
@@ -144,13 +144,20 @@ def _grade_real(
         assert is_successful(realgit.checkout_baseline(base, repo))
         places = Places(made.task, made.source, base, repo, made.results, scratch / "work")
         runner = resolve_runner(None).unwrap()
-        real = Checked(LocalSystem(places, runner, timeout=120, say=lambda _: None))
+        local = LocalSystem(places, runner, timeout=120, say=lambda _: None, ahead=ahead)
+        real = Checked(local)
         system = Recording(real)
         session = BenchSession(task=task, folder=str(made.task))
         options = GradeOptions(task=task, folder=str(made.task), timeout=120)
         graded = Checked(bencher_interpreter(session, system))
-        result = run(grade(options), graded)
+        try:
+            result = run(grade(options), graded)
+        finally:
+            local.close()
         _all_fit(real, graded)
+        if ahead:  # the archive is whole before result.json, and nothing is left behind
+            assert (made.results / "source.tar.gz").is_file()
+            assert not any((scratch / "work" / "private").iterdir())
         return result, _labels(system.trace)
     finally:
         remove_tree(scratch)
@@ -170,8 +177,9 @@ def workdir() -> Iterator[Path]:
         yield Path(folder)
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["in-order", "ahead"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_fake_and_real_agree(scenario: Scenario, workdir: Path) -> None:
+def test_fake_and_real_agree(scenario: Scenario, workdir: Path, *, ahead: bool) -> None:
     made = make_task(workdir, pocs=scenario.pocs)
     for kind, name in (("build", "build.sh"), ("run", "run.sh"), ("test", "test.sh")):
         made.script(name, _script_body(kind, scenario.scripts))
@@ -180,7 +188,7 @@ def test_fake_and_real_agree(scenario: Scenario, workdir: Path) -> None:
     assert is_successful(base), base
     if scenario.changed:
         made.set_value("fixed")
-    real, real_labels = _grade_real(made, task, base.unwrap())
+    real, real_labels = _grade_real(made, task, base.unwrap(), ahead=ahead)
 
     patch = (made.results / "final.patch").read_bytes()
     world = FakeWorld(patch=patch, scripts=dict(scenario.scripts))

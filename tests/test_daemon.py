@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from interpreters.daemon.client import DaemonClient
-from ssegrade.api import PatchText, changed_files, decode_patch
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
+from ssegrade.protocol import DiffText, decode_patch
 from tests.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
@@ -332,7 +332,7 @@ def test_agent_phase_then_agent_exited(workdir: Path, daemons: list[RunningDaemo
         assert post_bencher(agent, "build").json()["code"] == 0
         assert post_bencher(agent, "run_poc", poc="pocs/poc1.bin").json()["code"] == 0
         assert post_bencher(agent, "function_test").json()["code"] == 0
-        assert agent.get("/diff").json()["patch"].endswith("+VALUE=fixed\n")
+        assert agent.get("/diff").json()["diff"].endswith("+VALUE=fixed\n")
         assert admin.post("/admin/agent_exited").json() == {"agent_phase": False}
         for action in ("build", "function_test"):
             reply = post_bencher(agent, action)
@@ -397,7 +397,7 @@ def test_grading_session_is_fresh_and_applies_once(
         assert graded["code"] == 0
         assert graded["stdout"] == ""  # nothing of the agent phase's HOME is left
         assert post_bencher(admin, "run_poc", grading=True, poc="pocs/poc1.bin").json()["code"] == 0
-        assert admin.get("/final_diff").json()["patch"].endswith("+VALUE=fixed\n")
+        assert admin.get("/final_diff").json()["diff"].endswith("+VALUE=fixed\n")
     applies = sorted(p.name for p in (made.results / "logs").iterdir() if "apply" in p.name)
     assert len(applies) == 1, applies
     assert (made.results / "commits.log").read_bytes() == b""
@@ -416,30 +416,34 @@ def test_diff_and_files_equal_what_grading_captures(
     (made.source / "lib.sh").chmod(0o755)
     (made.source / "link").symlink_to("lib.sh")
     (made.source / "out.txt").write_text("ignored\n")
+    odd = 'we "ird\nnam\u00e9 .txt'  # a space, a quote, a newline, non-ASCII: git quotes it
+    (made.source / odd).write_text("odd\n")
     with running.http("agent") as agent, running.http("admin") as admin:
         live = agent.get("/diff").json()
         files = agent.get("/files").json()["files"]
         assert admin.get("/diff").json() == live
+        assert admin.get("/files").json()["files"] == files
         assert admin.post("/prepare_grading").json()["outcome"] == "prepared"
         final = admin.get("/final_diff").json()
     captured = (made.results / "final.patch").read_bytes()
-    assert live["encoding"] == "base64"  # latin1.txt is not UTF-8
-    assert decode_patch(PatchText.model_validate(live)) == captured
+    assert live["base64"] is not None  # latin1.txt is not UTF-8
+    assert decode_patch(DiffText.model_validate(live)) == captured
     assert final == live
-    assert files == [f.model_dump() for f in changed_files(captured)]
-    kinds = {f["path"]: f["kind"] for f in files}
-    assert kinds == {
-        "blob.bin": "added",
-        "latin1.txt": "added",
-        "lib.sh": "modified",
-        "link": "added",
-        "new.txt": "added",
-        "tests/exists.sh": "deleted",
+    assert b'diff --git "a/we \\"ird\\nnam\\303\\251 .txt"' in captured
+    got = {f["path"]: (f["status"], f["kind"], f["old_mode"], f["new_mode"]) for f in files}
+    assert got == {
+        "blob.bin": ("added", "added", None, "100644"),
+        "latin1.txt": ("added", "added", None, "100644"),
+        "lib.sh": ("modified", "modified", "100644", "100755"),
+        "link": ("added", "added", None, "120000"),
+        "new.txt": ("added", "added", None, "100644"),
+        "tests/exists.sh": ("deleted", "deleted", "100644", None),
+        odd: ("added", "added", None, "100644"),
     }
-    modes = {f["path"]: (f["old_mode"], f["new_mode"]) for f in files}
-    assert modes["lib.sh"] == ("100644", "100755")
-    assert modes["link"] == (None, "120000")
-    assert next(f for f in files if f["path"] == "blob.bin")["binary"] is True
+    counts = {f["path"]: (f["additions"], f["deletions"], f["binary"]) for f in files}
+    assert counts["blob.bin"] == (0, 0, True)
+    assert counts[odd] == (1, 0, False)
+    assert counts["lib.sh"] == (1, 1, False)
 
 
 # ---------------------------------------------------------------------------- start and stop

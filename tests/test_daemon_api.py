@@ -10,6 +10,7 @@ real daemon process on real sockets.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +20,12 @@ import pytest
 from fastapi import FastAPI
 from returns.result import Result, Success
 
-from interpreters.daemon.app import create_app, openapi_document
+from interpreters.daemon.app import MAX_BODY, create_app, openapi_document
 from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld, Script
-from ssegrade.api import changed_files, decode_patch, encode_patch, public_project
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.effects import Action, CaptureError, RunScript
+from ssegrade.protocol import DiffText, decode_patch, public_project
 from ssegrade.run import Interpreter
 from ssegrade.task import Task
 
@@ -59,6 +60,7 @@ class FakeBackend:
     begun: int = 0
     aborted: int = 0
     unreadable: set[str] = field(default_factory=set)
+    listing: bytes = b""
 
     def agent_system(self, limit: float) -> Interpreter:
         self.limits.append(limit)
@@ -76,6 +78,9 @@ class FakeBackend:
 
     def live_patch(self) -> Result[bytes, CaptureError]:
         return Success(self.live.patch)
+
+    def live_files(self) -> Result[bytes, CaptureError]:
+        return Success(self.listing)
 
     def results_file(self, name: str) -> bytes | None:
         if name in self.unreadable:
@@ -199,6 +204,50 @@ def test_capabilities_follow_the_gate(level: Level) -> None:
         assert doc["level_name"] == level.name
         assert doc["checks"] == ["build", "poc", "function_test", "intent_test"]
         assert doc["pocs"] == ["pocs/a.bin", "pocs/b.bin"]
+        original = {key: doc[key] for key in ORIGINAL_CAPABILITIES}
+        assert original == {
+            "can_build": True,
+            "can_run_poc": True,
+            "poc_count": 2,
+            "has_function_test": True,
+            "has_intent_test": True,
+        }
+
+
+ORIGINAL_CAPABILITIES = (
+    "can_build",
+    "can_run_poc",
+    "poc_count",
+    "has_function_test",
+    "has_intent_test",
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, (False, False, 0, False, False)),
+        ({"scripts": {"build": "b.sh"}}, (True, False, 0, False, False)),
+        ({"scripts": {"run": "r.sh"}, "files": {"poc": ["p"]}}, (False, True, 1, False, False)),
+        ({"files": {"poc": ["p", "q"]}}, (False, False, 2, False, False)),
+        ({"scripts": {"test": "t.sh"}}, (False, False, 0, True, False)),
+        (
+            {"scripts": {"test": "t.sh"}, "files": {"future_test": "f.diff"}},
+            (False, False, 0, True, True),
+        ),
+        ({"files": {"future_test": "f.diff"}}, (False, False, 0, False, False)),
+    ],
+)
+def test_capabilities_have_the_original_fields(
+    config: dict[str, object], expected: tuple[object, ...]
+) -> None:
+    """`can_build`: a build script; `can_run_poc`: a run script and PoCs; `poc_count`;
+    `has_function_test`: a test script; `has_intent_test`: a test script and hidden tests."""
+    task = Task.model_validate({"id": "t", **config})
+    service = Service(task=task, folder=FOLDER, level=LEVELS[4], backend=FakeBackend(), version="1")
+    doc = InProcess(create_app(service, "agent")).get("/capabilities").json()
+    assert tuple(doc[key] for key in ORIGINAL_CAPABILITIES) == expected
+    assert list(doc)[: len(ORIGINAL_CAPABILITIES)] == list(ORIGINAL_CAPABILITIES)
 
 
 # ---------------------------------------------------------------------------- bencher requests
@@ -300,7 +349,7 @@ def test_admin_only_endpoints_are_refused_to_the_agent(api: Api, method: str, pa
 
 def test_reference_patch(api: Api) -> None:
     reply = api.admin.get("/reference/patch")
-    assert reply.json() == {"patch": "diff --git a/x b/x\n", "encoding": "utf-8"}
+    assert reply.json() == {"diff": "diff --git a/x b/x\n", "base64": None}
     api.backend.reference = None
     assert api.admin.get("/reference/patch").status_code == 404
 
@@ -329,12 +378,14 @@ def test_prepare_grading_switches_to_the_grading_session_and_applies_once(api: A
     assert api.admin.get("/final_diff").status_code == 404
     first = api.admin.post("/prepare_grading").json()
     second = api.admin.post("/prepare_grading").json()
-    assert first == second == {"outcome": "prepared", "empty": False, "patch_bytes": len(patch)}
+    assert first == second
+    assert first["outcome"] == "prepared"
+    assert (first["empty"], first["patch_bytes"], first["left_out"]) == (False, len(patch), [])
     assert api.backend.graded.applied == 1
     assert api.backend.begun == 1
     status, body = bencher(api.admin, "build", grading=True)
     assert (status, body["code"]) == (200, 0)
-    assert api.admin.get("/final_diff").json()["patch"].startswith("diff --git a/x b/x")
+    assert api.admin.get("/final_diff").json()["diff"].startswith("diff --git a/x b/x")
     assert api.backend.live.trace == []
 
 
@@ -356,7 +407,16 @@ def test_prepare_grading_switches_to_the_grading_session_and_applies_once(api: A
                 "message": "the captured patch does not reproduce the source tree",
             },
         ),
-        (FakeWorld(patch=b" \n"), {"outcome": "prepared", "empty": True, "patch_bytes": 2}),
+        (
+            FakeWorld(patch=b" \n"),
+            {
+                "outcome": "prepared",
+                "empty": True,
+                "patch_bytes": 2,
+                "left_out": [],
+                "log_file": "results/logs/capture.log",
+            },
+        ),
     ],
 )
 def test_prepare_grading_outcomes(world: FakeWorld, outcome: dict[str, object]) -> None:
@@ -393,30 +453,46 @@ def test_result_is_served_byte_for_byte_once_written(api: Api) -> None:
     assert reply.json()["patch_result"]["status"] == "passed"
 
 
-def test_diff_and_files_of_the_live_tree(api: Api) -> None:
-    patch = (
-        b"diff --git a/lib.c b/lib.c\nindex 1..2 100644\n--- a/lib.c\n+++ b/lib.c\n@@ -1 +1 @@\n"
-        b"-a\n+b\ndiff --git a/blob.bin b/blob.bin\nnew file mode 100644\nindex 0..3\n"
-        b"GIT binary patch\nliteral 1\nIcmZo*00031\n\nliteral 0\nHcmV?d00001\n\n"
-        b"diff --git a/link b/link\ndeleted file mode 100644\nindex 4..0\n"
-        b"--- a/link\n+++ /dev/null\n"
-        b"@@ -1 +0,0 @@\n-x\ndiff --git a/link b/link\nnew file mode 120000\nindex 0..5\n"
-        b"--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
-        b"\xff\n"
-    )
+def test_diff_of_the_live_tree(api: Api) -> None:
+    api.backend.live.patch = b"diff --git a/x b/x\n+caf\xc3\xa9\n"
+    assert api.agent.get("/diff").json() == {
+        "diff": "diff --git a/x b/x\n+caf\u00e9\n",
+        "base64": None,
+    }
+    patch = b"diff --git a/x b/x\n+caf\xe9\n"
     api.backend.live.patch = patch
     reply = api.agent.get("/diff").json()
-    assert reply["encoding"] == "base64"
-    assert decode_patch(encode_patch(patch)) == patch
+    assert reply["diff"] == "diff --git a/x b/x\n+caf\ufffd\n"  # readable as it is
+    assert base64.b64decode(reply["base64"]) == patch  # exact
+    assert decode_patch(DiffText.model_validate(reply)) == patch
+
+
+def _raw(old: str, new: str, letter: str, path: bytes) -> bytes:
+    return f":{old} {new} {'1' * 40} {'2' * 40} {letter}".encode() + b"\0" + path + b"\0"
+
+
+def test_files_of_the_live_tree_as_git_lists_them(api: Api) -> None:
+    api.backend.listing = (
+        _raw("000000", "100644", "A", b"blob.bin")
+        + _raw("100644", "100644", "M", b"lib.c")
+        + _raw("100644", "120000", "T", b"link")
+        + b"-\t-\tblob.bin\0"
+        + b"3\t1\tlib.c\0"
+        + b"1\t1\tlink\0"
+    )
     files = api.agent.get("/files").json()["files"]
-    assert [(f["path"], f["kind"]) for f in files] == [
-        ("lib.c", "modified"),
-        ("blob.bin", "added"),
-        ("link", "type_changed"),
-    ]
-    assert files[1]["binary"] is True
-    assert (files[2]["old_mode"], files[2]["new_mode"]) == ("100644", "120000")
-    assert [f.path for f in changed_files(patch)] == ["lib.c", "blob.bin", "link"]
+    assert files == [
+        {"path": "blob.bin", "status": "added", "additions": 0, "deletions": 0,
+         "kind": "added", "old_mode": None, "new_mode": "100644", "binary": True},
+        {"path": "lib.c", "status": "modified", "additions": 3, "deletions": 1,
+         "kind": "modified", "old_mode": "100644", "new_mode": "100644", "binary": False},
+        {"path": "link", "status": "modified", "additions": 1, "deletions": 1,
+         "kind": "type_changed", "old_mode": "100644", "new_mode": "120000", "binary": False},
+    ]  # fmt: skip
+    api.backend.listing = b":100644 100644 x"
+    reply = api.agent.get("/files")
+    assert reply.status_code == 500
+    assert reply.json()["error"].startswith("unreadable list of changed files")
 
 
 # ---------------------------------------------------------------------------- OpenAPI
@@ -486,8 +562,16 @@ def test_every_documented_status_is_served() -> None:
     expect("admin", "POST", "/admin/agent_exited", 200)
     expect("agent", "GET", "/diff", 403)
     expect("agent", "GET", "/files", 403)
+    big = made.client("admin").post(
+        "/tool/bencher", params={"action": "build"}, content=b"x" * (MAX_BODY + 1)
+    )
+    assert big.status_code == 413
+    seen.add(("/tool/bencher", "POST", 413))
     made.service.stopping = True
     expect("admin", "POST", "/tool/bencher?action=build", 503)
+    expect("admin", "GET", "/diff", 503)
+    expect("admin", "GET", "/files", 503)
+    expect("admin", "POST", "/prepare_grading", 503)
     documented = {
         (path, method, status)
         for (path, method), statuses in documented_operations().items()

@@ -415,6 +415,31 @@ def test_a_log_that_cannot_be_written_raises(runner: Runner, work: Path, tmp_pat
     assert issubclass(LogWriteError, OSError)
 
 
+def test_a_link_planted_where_the_log_goes_is_never_followed(
+    runner: Runner, work: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "x.log").symlink_to(victim)
+    with pytest.raises(LogWriteError, match="cannot write the log"):
+        run_script(
+            runner,
+            ["/bin/echo", "written by the script"],
+            work,
+            home=work / "home",
+            limit=10,
+            log_path=logs / "x.log",
+            label="x",
+            spool=tmp_path,
+        )
+    assert victim.read_text() == "precious\n"
+    assert victim.stat().st_mode & 0o777 == 0o600
+    assert (logs / "x.log").is_symlink()
+
+
 @needs_root
 def test_a_full_results_disk_never_reaches_the_script(
     runner: Runner, work: Path, tmp_path: Path

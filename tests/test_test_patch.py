@@ -8,6 +8,7 @@ log is written whole to `--log-dir`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -155,3 +156,75 @@ def test_unreachable_daemon_is_an_internal_failure(tmp_path: Path) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("test-patch: GET /capabilities: cannot reach the daemon at")
+
+
+# ---------------------------------------------------------------------------- the log folder
+
+_SPILL = """
+import sys
+from pathlib import Path
+from interpreters.daemon.client import DaemonClient
+from interpreters.daemon.remote import PreviewInterpreter
+from ssegrade.preview import SpillLog
+given = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+interpreter = PreviewInterpreter(DaemonClient("/nowhere.sock"), given)
+for text in ("first log", "second log"):
+    print(interpreter(SpillLog("test_patch-build", text)))
+"""
+
+
+def spill(tmp: Path, *given: Path) -> list[str]:
+    """Spill two logs in a fresh process whose temporary folder is `tmp`; answer the results."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SPILL, *map(str, given)],
+        cwd=TOP,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_the_default_log_folder_is_new_private_and_unguessable(tmp_path: Path) -> None:
+    # Another user planted the folder name the command once used, as a symlink to theirs.
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (tmp_path / f"ssegrade-test-patch-{os.getuid()}").symlink_to(theirs)
+    first, second = spill(tmp_path)
+    assert first.startswith("<Success: ")
+    paths = [Path(line.removeprefix("<Success: ").removesuffix(">")) for line in (first, second)]
+    folder = paths[0].parent
+    assert paths[1].parent == folder  # one folder per run
+    assert folder.parent == tmp_path
+    assert folder.name.startswith("ssegrade-test-patch-")
+    assert not folder.is_symlink()
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert [p.read_text() for p in paths] == ["first log", "second log"]
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in paths)
+    assert list(theirs.iterdir()) == []
+    again = Path(spill(tmp_path)[0].removeprefix("<Success: ").removesuffix(">")).parent
+    assert again != folder  # a new folder each run: nothing to plant in advance
+
+
+def test_a_symlinked_log_folder_is_never_followed(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (tmp_path / "logs").symlink_to(target)
+    results = spill(tmp_path, tmp_path / "logs")
+    assert all(line.startswith("<Failure: ") for line in results), results
+    assert "not a folder (or a symlink)" in results[0]
+    assert list(target.iterdir()) == []
+
+
+def test_a_log_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (a folder owned by another user)")
+    other = tmp_path / "other"
+    other.mkdir(mode=0o777)
+    os.chown(other, 65534, 65534)
+    results = spill(tmp_path, other)
+    assert all(line.startswith("<Failure: ") for line in results), results
+    assert "belongs to another user" in results[0]
+    assert list(other.iterdir()) == []

@@ -99,6 +99,10 @@ class LocalBackend:
             return Failure(captured.failure())
         return Success(captured.unwrap().patch)
 
+    def live_files(self) -> Result[bytes, CaptureError]:
+        """git's list of the files the live tree changes, staged exactly as `CaptureTree` does."""
+        return git.changed_files(*self._live())
+
     def results_file(self, name: str) -> bytes | None:
         """A file of the results folder, or None."""
         try:

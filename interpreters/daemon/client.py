@@ -1,4 +1,4 @@
-"""An httpx client of the daemon API over a Unix socket (or TCP), speaking `ssegrade.api`.
+"""An httpx client of the daemon API over a Unix socket (or TCP), speaking `ssegrade.protocol`.
 
 Interpreter layer. Every reply is validated into its model; an error reply, a broken connection
 or an unreadable body raises `DaemonError` with one line that says which request failed.
@@ -13,18 +13,18 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ssegrade.api import (
+from ssegrade.effects import Action
+from ssegrade.protocol import (
     AgentExitedReply,
     BencherReply,
     BencherRequest,
     Capabilities,
+    DiffText,
     FilesReply,
-    PatchText,
     PrepareReply,
     ProjectView,
     VersionReply,
 )
-from ssegrade.effects import Action
 from ssegrade.result import EvaluationResult
 
 __all__ = ["DaemonClient", "DaemonError"]
@@ -43,17 +43,25 @@ class DaemonError(Exception):
 
 
 class DaemonClient:
-    """A client of one daemon listener: a Unix socket path, or an `http://host:port` URL."""
+    """A client of one daemon listener: a Unix socket path, or an `http://host:port` URL.
 
-    def __init__(self, where: str | Path, *, timeout: float | None = 30.0) -> None:
+    `transport` (an httpx transport) replaces the connection to `where`, which then only names
+    the daemon in messages: tests serve the API in process (`httpx.MockTransport`, or an ASGI
+    app behind a synchronous transport).
+    """
+
+    def __init__(
+        self,
+        where: str | Path,
+        *,
+        timeout: float | None = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         text = str(where)
-        if text.startswith(("http://", "https://")):
-            self._client = httpx.Client(base_url=text, timeout=timeout)
-        else:
+        url = text if text.startswith(("http://", "https://")) else "http://ssegrade-daemon"
+        if transport is None and url == "http://ssegrade-daemon":
             transport = httpx.HTTPTransport(uds=text)
-            self._client = httpx.Client(
-                transport=transport, base_url="http://ssegrade-daemon", timeout=timeout
-            )
+        self._client = httpx.Client(transport=transport, base_url=url, timeout=timeout)
         self.where = text
 
     def __enter__(self) -> DaemonClient:
@@ -112,21 +120,21 @@ class DaemonClient:
         """`GET /capabilities`."""
         return self._get("/capabilities", Capabilities)
 
-    def diff(self) -> PatchText:
+    def diff(self) -> DiffText:
         """`GET /diff`."""
-        return self._get("/diff", PatchText)
+        return self._get("/diff", DiffText)
 
     def files(self) -> FilesReply:
         """`GET /files`."""
         return self._get("/files", FilesReply)
 
-    def final_diff(self) -> PatchText:
+    def final_diff(self) -> DiffText:
         """`GET /final_diff`."""
-        return self._get("/final_diff", PatchText)
+        return self._get("/final_diff", DiffText)
 
-    def reference_patch(self) -> PatchText:
+    def reference_patch(self) -> DiffText:
         """`GET /reference/patch`."""
-        return self._get("/reference/patch", PatchText)
+        return self._get("/reference/patch", DiffText)
 
     def result(self) -> EvaluationResult:
         """`GET /result`."""

@@ -8,9 +8,7 @@ the interpreters of `interpreters.daemon`. Bad input is one line on stderr and e
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,7 +56,7 @@ def _port(_ctx: click.Context, _param: click.Parameter, value: int | None) -> in
     return value
 
 
-def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     if value <= 0:
         raise click.BadParameter("must be a positive number of seconds")
     return value
@@ -102,9 +100,9 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
 )
 @click.option(
     "--script-timeout",
-    default=3600.0,
+    default=3600,
     show_default=True,
-    type=float,
+    type=int,
     callback=_positive,
     help="Longest an agent's script may run, seconds; the evaluator sets its own.",
 )
@@ -120,13 +118,18 @@ def daemon(
     admin_socket: Path,
     http_port: int | None,
     baseline_dir: Path | None,
-    script_timeout: float,
+    script_timeout: int,
     runner_user: str | None,
     openapi: bool,
 ) -> None:
-    """Run the task daemon (SPEC §9): record the baseline, then serve the agent's checks on the
+    """Run the task daemon: record the baseline, then serve the agent's checks on the
     agent-facing socket (gated by SSE_DIFFICULTY, 0-4, default 2) and grading on the admin
     socket, until SIGTERM or SIGINT.
+
+    \b
+    Example:
+      SSE_DIFFICULTY=1 ssegrade daemon --task /ssebench --source /src/proj \\
+          --agent-socket /run/ssebench/daemon.sock --admin-socket /run/sse-admin/admin.sock
     """
     if openapi:
         from interpreters.daemon.app import openapi_document  # noqa: PLC0415 - see below
@@ -212,12 +215,6 @@ def passed(text: str) -> bool:
     )
 
 
-def _log_dir(given: Path | None) -> Path:
-    if given is not None:
-        return given
-    return Path(tempfile.gettempdir()) / f"ssegrade-test-patch-{os.getuid()}"
-
-
 @click.command("test-patch")
 @click.option(
     "--socket",
@@ -231,12 +228,16 @@ def _log_dir(given: Path | None) -> Path:
     "--log-dir",
     envvar="MCP_LOG_DIR",
     type=click.Path(path_type=Path),
-    help="Where a long log is written whole [env MCP_LOG_DIR; default: a folder in the "
-    "temporary folder].",
+    help="Where a long log is written whole: a folder you own [env MCP_LOG_DIR; default: a "
+    "new private folder in the temporary folder].",
 )
 def test_patch(where: str, log_dir: Path | None) -> None:
-    """Check the patch on your live source tree with the checks the difficulty level allows
-    (SPEC §10), and print what they found. Exit 0 when every check that ran passed, 1 otherwise.
+    """Check the patch on your live source tree with the checks the difficulty level allows,
+    and print what they found. Exit 0 when every check that ran passed, 1 otherwise.
+
+    \b
+    Example:
+      ssegrade test-patch --socket /run/ssebench/daemon.sock
     """
     with DaemonClient(where, timeout=60.0) as client:
         try:
@@ -249,7 +250,7 @@ def test_patch(where: str, log_dir: Path | None) -> None:
             click.echo(INTERNAL_FAILURE)
             click.echo(f"test-patch: the daemon reports an unknown level {asked.level}", err=True)
             sys.exit(1)
-        interpreter = PreviewInterpreter(client, _log_dir(log_dir).absolute())
+        interpreter = PreviewInterpreter(client, log_dir)
         text = run(
             preview(LEVELS[asked.level], frozenset(asked.checks), tuple(asked.pocs)), interpreter
         )

@@ -14,8 +14,10 @@ Interpreter layer.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import secrets
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,7 +28,6 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from ssegrade.api import prepared_result, script_result
 from ssegrade.effects import (
     Bench,
     Effect,
@@ -34,6 +35,7 @@ from ssegrade.effects import (
     TimeLimitReached,
 )
 from ssegrade.preview import SpillLog
+from ssegrade.protocol import prepared_result, script_result
 
 __all__ = ["PreviewInterpreter", "RemoteGrading"]
 
@@ -92,15 +94,25 @@ class RemoteGrading:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 @dataclass
 class PreviewInterpreter:
     """Answers the `test_patch` preview: `Bench` on the agent's live tree over `client` (an
     agent-facing listener), `SpillLog` as a new file in `log_dir`. `errors` keeps the daemon
-    errors met, for the command to report."""
+    errors met, for the command to report.
+
+    Without `log_dir`, the first long log makes a new private folder (mode 0700, a name no one
+    can guess) in the temporary folder. A given `log_dir` must be a folder this user owns,
+    not a symlink; each log is a new file in it, created without following any link.
+    """
 
     client: DaemonClient
-    log_dir: Path
+    log_dir: Path | None = None
     errors: list[str] = field(default_factory=list)
+    made_dir: Path | None = field(default=None, init=False)
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer one preview effect."""
@@ -119,13 +131,44 @@ class PreviewInterpreter:
             case _:
                 assert_never(effect)
 
+    def _open_folder(self) -> tuple[Path, int]:
+        if self.log_dir is None:
+            if self.made_dir is None:
+                self.made_dir = Path(tempfile.mkdtemp(prefix="ssegrade-test-patch-")).absolute()
+            folder = self.made_dir
+        else:
+            folder = self.log_dir.absolute()
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(folder, _FOLDER_FLAGS)  # a symlink planted there is never followed
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise NotADirectoryError(exc.errno, "not a folder (or a symlink)", folder) from None
+            raise
+        if os.fstat(fd).st_uid != os.geteuid():
+            os.close(fd)
+            raise PermissionError(errno.EPERM, "the log folder belongs to another user", folder)
+        return folder, fd
+
     def _spill(self, name: str, text: str) -> Result[str, str]:
         stem = _UNSAFE.sub("_", name).strip("._") or "test_patch"
+        folder: Path | str = self.log_dir or "the temporary folder"
         try:
-            self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            handle, path = tempfile.mkstemp(prefix=f"{stem}-", suffix=".log", dir=self.log_dir)
+            folder, fd = self._open_folder()
+            try:
+                for _attempt in range(100):
+                    file_name = f"{stem}-{secrets.token_hex(6)}.log"
+                    try:
+                        handle = os.open(file_name, _LOG_FLAGS, 0o600, dir_fd=fd)
+                    except FileExistsError:
+                        continue
+                    break
+                else:
+                    raise FileExistsError(errno.EEXIST, "no free name", folder)
+            finally:
+                os.close(fd)
             with os.fdopen(handle, "w", encoding="utf-8", errors="replace") as out:
                 out.write(text)
         except OSError as exc:
-            return Failure(f"{exc.strerror or exc}: {self.log_dir}")
-        return Success(str(Path(path).absolute()))
+            return Failure(f"{exc.strerror or exc}: {folder}")
+        return Success(str(Path(folder) / file_name))

@@ -7,8 +7,10 @@ captured patch is applied. It answers the bencher's grading effects with the pur
 programs (`ssegrade.bencher`) over a system interpreter that a `Backend` provides: the real one
 (`interpreters.daemon.backend.LocalBackend`) or a fake one in tests.
 
-Every request that does work takes one lock, so one bencher action (or capture) runs at a time;
-the HTTP layer calls these methods from worker threads.
+Every request that does work takes its turn (`_work`), so one bencher action (or capture) runs at
+a time; the HTTP layer calls these methods from worker threads. A request waiting for its turn
+is refused as soon as it may no longer run: an agent-facing one with 403 once the agent phase
+ends, any one with 503 once the daemon stops; the phase is checked again when the turn comes.
 """
 
 from __future__ import annotations
@@ -21,15 +23,18 @@ from typing import Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.api import (
+from ssegrade.bencher import BenchSession, bench, prepare
+from ssegrade.difficulty import Level
+from ssegrade.effects import Action, CaptureError
+from ssegrade.protocol import (
     AGENT_PHASE_OVER,
     AgentExitedReply,
     BencherReply,
     BencherRequest,
     Capabilities,
+    DiffText,
     FilesReply,
     Listener,
-    PatchText,
     PrepareApplyFailed,
     PrepareCaptureFailed,
     PrepareSucceeded,
@@ -44,9 +49,6 @@ from ssegrade.api import (
     refusal,
     resolve_poc,
 )
-from ssegrade.bencher import BenchSession, bench, prepare
-from ssegrade.difficulty import Level
-from ssegrade.effects import Action, CaptureError
 from ssegrade.result import EvaluationResult, parse_result
 from ssegrade.run import Interpreter, run
 from ssegrade.task import Task
@@ -88,6 +90,11 @@ class Backend(Protocol):
         """Capture the live tree against the baseline, as grading would (no proof, no files)."""
         ...
 
+    def live_files(self) -> Result[bytes, CaptureError]:
+        """The files the live tree changes against the baseline, as `git diff-tree -r -z
+        --raw --numstat --no-renames` lists them (staged as grading would)."""
+        ...
+
     def results_file(self, name: str) -> bytes | None:
         """A file of the results folder, or None when it does not exist."""
         ...
@@ -114,7 +121,9 @@ class Service:
     say: Callable[[str], None] = field(default=lambda _line: None, repr=False)
     agent_phase: bool = True
     stopping: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _turn: threading.Condition = field(default_factory=threading.Condition, repr=False)
+    _busy: bool = field(default=False, init=False, repr=False)
+    _admins_waiting: int = field(default=0, init=False, repr=False)
     _agent: BenchSession = field(init=False, repr=False)
     _grading: BenchSession | None = field(default=None, init=False, repr=False)
     _running: Literal["agent", "grading"] | None = field(default=None, init=False, repr=False)
@@ -124,14 +133,37 @@ class Service:
 
     # ------------------------------------------------------------------ helpers
 
+    def _may_run(self, listener: Listener) -> None:
+        if self.stopping:
+            raise Refused(503, STOPPING)
+        self._agent_tools_open(listener)
+
     @contextmanager
-    def _work(self, session: Literal["agent", "grading"] | None = None) -> Iterator[None]:
-        with self._lock:
-            self._running = session
+    def _work(
+        self, listener: Listener, session: Literal["agent", "grading"] | None = None
+    ) -> Iterator[None]:
+        """Wait for this request's turn, then hold it; refused while waiting as soon as the
+        request may no longer run, and checked again when the turn comes."""
+        with self._turn:
+            self._may_run(listener)
+            waiting = listener == "admin"
+            self._admins_waiting += waiting
             try:
-                yield
+                # The admin socket goes first: an agent's queued requests never delay grading.
+                while self._busy or (listener == "agent" and self._admins_waiting):
+                    self._turn.wait()
+                    self._may_run(listener)
             finally:
+                self._admins_waiting -= waiting
+            self._busy = True
+            self._running = session
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._busy = False
                 self._running = None
+                self._turn.notify_all()
 
     def _admin_only(self, listener: Listener, what: str) -> None:
         if listener != "admin":
@@ -173,7 +205,7 @@ class Service:
             raise Refused(500, str(parsed.failure()))
         return parsed.unwrap()
 
-    def final_diff(self) -> PatchText:
+    def final_diff(self) -> DiffText:
         """`GET /final_diff`: the patch grading captured (404 before `prepare_grading`)."""
         data = None
         if self._grading is not None and self._grading.prepared is not None:
@@ -182,7 +214,7 @@ class Service:
             raise Refused(404, "no final diff yet: grading has not captured the patch")
         return encode_patch(data)
 
-    def reference_patch(self, listener: Listener) -> PatchText:
+    def reference_patch(self, listener: Listener) -> DiffText:
         """`GET /reference/patch` (admin only): the task's reference fix."""
         self._admin_only(listener, "GET /reference/patch")
         data = self.backend.reference_patch()
@@ -192,21 +224,24 @@ class Service:
 
     # ------------------------------------------------------------------ captures
 
-    def _live_patch(self, listener: Listener) -> bytes:
-        self._agent_tools_open(listener)
-        with self._work():
+    def diff(self, listener: Listener) -> DiffText:
+        """`GET /diff`: the live tree's patch against the baseline, as grading captures it."""
+        with self._work(listener):
             captured = self.backend.live_patch()
         if isinstance(captured, Failure):
             raise Refused(500, captured.failure().message)
-        return captured.unwrap()
-
-    def diff(self, listener: Listener) -> PatchText:
-        """`GET /diff`: the live tree's patch against the baseline, as grading captures it."""
-        return encode_patch(self._live_patch(listener))
+        return encode_patch(captured.unwrap())
 
     def files(self, listener: Listener) -> FilesReply:
-        """`GET /files`: the paths the live patch changes, with how."""
-        return FilesReply(files=list(changed_files(self._live_patch(listener))))
+        """`GET /files`: the paths the live patch changes, with how, as git lists them."""
+        with self._work(listener):
+            listed = self.backend.live_files()
+        if isinstance(listed, Failure):
+            raise Refused(500, listed.failure().message)
+        found = changed_files(listed.unwrap())
+        if isinstance(found, Failure):
+            raise Refused(500, found.failure())
+        return FilesReply(files=list(found.unwrap()))
 
     # ------------------------------------------------------------------ actions
 
@@ -219,9 +254,7 @@ class Service:
         if not isinstance(poc, Success):
             raise Refused(400, poc.failure())
         limit = self._limit(listener, request)
-        with self._work("grading" if request.grading else "agent"):
-            if self.stopping:
-                raise Refused(503, STOPPING)
+        with self._work(listener, "grading" if request.grading else "agent"):
             message = refusal(self.level, listener, self.agent_phase, action, request.grading)
             if message is not None:  # the agent phase ended while this call waited
                 raise Refused(403, message)
@@ -249,7 +282,7 @@ class Service:
         a later call starts a fresh runner session again but never applies the patch twice.
         """
         self._admin_only(listener, "POST /prepare_grading")
-        with self._work("grading"):
+        with self._work(listener, "grading"):
             if self._grading is None:
                 self.backend.begin_grading()
                 self._grading = BenchSession(task=self.task, folder=self.folder)
@@ -264,9 +297,12 @@ class Service:
         """`POST /admin/agent_exited` (admin only): close the agent-facing tools for good and
         abort an agent action still running."""
         self._admin_only(listener, "POST /admin/agent_exited")
-        self.agent_phase = False
+        with self._turn:
+            self.agent_phase = False
+            self._turn.notify_all()  # agent requests waiting for their turn are refused now
+            running = self._running
         self.say("the agent exited: agent-facing tools are closed")
-        if self._running == "agent":
+        if running == "agent":
             self.backend.abort()
         return AgentExitedReply()
 
@@ -274,13 +310,14 @@ class Service:
 
     def stop(self) -> None:
         """Refuse new actions and abort the one running now (SIGTERM, SIGINT)."""
-        self.stopping = True
-        if self._running is not None:
+        with self._turn:
+            self.stopping = True
+            self._turn.notify_all()  # requests waiting for their turn are refused now
+            running = self._running
+        if running is not None:
             self.backend.abort()
 
     def wait_idle(self, seconds: float) -> bool:
         """Wait until no action runs (at most `seconds`); whether it is idle now."""
-        if not self._lock.acquire(timeout=seconds):
-            return False
-        self._lock.release()
-        return True
+        with self._turn:
+            return self._turn.wait_for(lambda: not self._busy, timeout=seconds)

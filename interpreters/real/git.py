@@ -31,6 +31,7 @@ import shutil
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +88,7 @@ _CONFIG = b"""\
 """
 
 TIMEOUT_SECONDS = 3600.0
-"""Limit of one git command; the evaluation's own limit is enforced by the caller."""
+"""Limit of one git command when no deadline is given."""
 
 _REPO = "repo.git"
 _META = "baseline.json"
@@ -192,8 +193,15 @@ def _git_command() -> Any:
     return sh.Command(_git_path()).bake(_tty_out=False, _truncate_exc=False)
 
 
-def _timed_out() -> bytes:
-    return f"fatal: killed after {TIMEOUT_SECONDS:.0f}s".encode()
+def _timed_out(limit: float) -> bytes:
+    return f"fatal: killed after {limit:.0f}s (time limit)".encode()
+
+
+def _limit(until: float | None) -> float:
+    """Seconds a git command may take: until `until` (a `time.monotonic()` instant)."""
+    if until is None:
+        return TIMEOUT_SECONDS
+    return min(TIMEOUT_SECONDS, until - time.monotonic())
 
 
 def _hermetic_path() -> str:
@@ -218,7 +226,8 @@ class _Scratch:
     """A fresh folder for one operation.
 
     `top` is ours (mode 0711); `home` is the empty read-only HOME; `work` is writable by
-    `reader`, the user the tree-reading commands run as (`None`: ourselves).
+    `reader`, the user the tree-reading commands run as (`None`: ourselves). Every command
+    is killed at `until` (a `time.monotonic()` instant; `None`: after `TIMEOUT_SECONDS`).
     """
 
     top: Path
@@ -226,6 +235,7 @@ class _Scratch:
     work: Path
     reader: Ids | None
     counter: Iterator[int]
+    until: float | None = None
 
     def environment(
         self,
@@ -283,6 +293,9 @@ class _Scratch:
         if as_reader and self.reader is not None:
             options["_preexec_fn"] = _become(self.reader)
         number = next(self.counter)
+        limit = _limit(self.until)
+        if limit <= 0:
+            raise _GitError(args, None, _timed_out(0))
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(tempfile.TemporaryFile(dir=self.top, prefix=f"out{number}-"))
             options["_out"] = out
@@ -301,17 +314,15 @@ class _Scratch:
                 expired.set()
                 done.kill_group()
 
-            timer = threading.Timer(TIMEOUT_SECONDS, expire)
+            timer = threading.Timer(limit, expire)
             timer.daemon = True
             timer.start()
             try:
                 done.wait()
             except sh.ErrorReturnCode as exc:
                 if expired.is_set():
-                    raise _GitError(args, None, _timed_out()) from None
+                    raise _GitError(args, None, _timed_out(limit)) from None
                 raise _GitError(args, int(exc.exit_code), bytes(exc.stderr)) from None
-            except sh.TimeoutException:
-                raise _GitError(args, None, _timed_out()) from None
             finally:
                 timer.cancel()
             out.seek(0)
@@ -332,7 +343,7 @@ class _Scratch:
 
 
 @contextlib.contextmanager
-def _scratch(reader: Ids | None = None) -> Iterator[_Scratch]:
+def _scratch(reader: Ids | None = None, until: float | None = None) -> Iterator[_Scratch]:
     top = Path(tempfile.mkdtemp(prefix="ssegrade-git-"))
     try:
         top.chmod(0o711)
@@ -345,7 +356,7 @@ def _scratch(reader: Ids | None = None) -> Iterator[_Scratch]:
         if reader is not None:
             os.chown(work, *reader)
             os.chown(work / "objects", *reader)
-        yield _Scratch(top, home, work, reader, itertools.count())
+        yield _Scratch(top, home, work, reader, itertools.count(), until)
     finally:
         shutil.rmtree(top, ignore_errors=True)
 
@@ -662,11 +673,14 @@ def load_baseline(into: Path) -> Result[Baseline, GitFailure]:
 # ---------------------------------------------------------------------------- capture
 
 
-def capture(source: Path, baseline: Baseline) -> Result[Capture, CaptureError]:
+def capture(
+    source: Path, baseline: Baseline, *, until: float | None = None
+) -> Result[Capture, CaptureError]:
     """Capture the patch from the baseline's base to `source` as it is now (SPEC §4).
 
     Answers the patch (`git diff-tree` with fixed options, empty when nothing changed), both tree
     ids, the agent's commit messages since the initial commit, and the paths git left out.
+    Every git command is killed at `until` (a `time.monotonic()` instant), failing the capture.
     """
     source = Path(os.path.abspath(source))
     if not source.is_dir():
@@ -674,7 +688,7 @@ def capture(source: Path, baseline: Baseline) -> Result[Capture, CaptureError]:
     try:
         _check_apart(source)
         reader = _reader_of(source)
-        with _scratch(reader) as s:
+        with _scratch(reader, until) as s:
             repo = s.top / "repo"
             _lay_out(repo)
             base = baseline.base_tree
@@ -752,13 +766,15 @@ def _format_log(fields: list[bytes]) -> bytes:
     return b"".join(line + b"\n" for line in lines)
 
 
-def prove(baseline: Baseline, patch: bytes, base_tree: str) -> Result[str, CaptureError]:
+def prove(
+    baseline: Baseline, patch: bytes, base_tree: str, *, until: float | None = None
+) -> Result[str, CaptureError]:
     """The fidelity proof: apply `patch` to `base_tree` in a scratch index; answer the tree id.
 
-    The caller compares it with the capture's new tree.
+    The caller compares it with the capture's new tree. Killed at `until`, as `capture` is.
     """
     try:
-        with _scratch() as s:
+        with _scratch(until=until) as s:
             repo = s.top / "repo"
             _lay_out(repo)
             env = s.environment(
@@ -816,7 +832,12 @@ def checkout_baseline(baseline: Baseline, dest: Path) -> Result[None, GitFailure
 
 
 def _neutral_apply(
-    tree: Path, args: Iterable[str], *, stdin: bytes | None, run_as: Ids | None
+    tree: Path,
+    args: Iterable[str],
+    *,
+    stdin: bytes | None,
+    run_as: Ids | None,
+    until: float | None,
 ) -> Result[None, ApplyError]:
     """`git apply` in `tree` with a neutral `GIT_DIR`: an empty repo with our config and
     attributes, so that neither the tree's attributes nor any `apply.*` setting change bytes."""
@@ -824,7 +845,7 @@ def _neutral_apply(
         return Failure(ApplyError("cannot apply as another user: not running as root"))
     as_reader = run_as is not None and run_as != (os.getuid(), os.getgid())
     try:
-        with _scratch(run_as if as_reader else None) as s:
+        with _scratch(run_as if as_reader else None, until) as s:
             neutral = s.top / "neutral.git"
             _lay_out(neutral)
             env = s.environment(neutral, index=s.work / "index", work_tree=tree)
@@ -839,29 +860,76 @@ def _neutral_apply(
 _PATCH_OPTIONS = ("--binary", "--whitespace=nowarn", "--allow-empty")
 
 
-def check_patch(repo: Path, patch: bytes) -> Result[None, ApplyError]:
+def check_patch(
+    repo: Path, patch: bytes, *, until: float | None = None
+) -> Result[None, ApplyError]:
     """Check that the patch applies to the grading repo (`git apply --check`, with a neutral
-    `GIT_DIR`), without changing it; `ApplyError.log` is git's message."""
+    `GIT_DIR`), without changing it; `ApplyError.log` is git's message. Killed at `until`."""
     return _neutral_apply(
-        Path(os.path.abspath(repo)), ("--check", *_PATCH_OPTIONS), stdin=patch, run_as=None
+        Path(os.path.abspath(repo)),
+        ("--check", *_PATCH_OPTIONS),
+        stdin=patch,
+        run_as=None,
+        until=until,
     )
 
 
 def apply_patch(
-    tree: Path, patch: bytes, *, run_as: tuple[int, int] | None = None
+    tree: Path,
+    patch: bytes,
+    *,
+    run_as: tuple[int, int] | None = None,
+    until: float | None = None,
 ) -> Result[None, ApplyError]:
     """Apply the patch in `tree` (a fresh copy of the grading repo): `git apply --binary
     --whitespace=nowarn --allow-empty`, with a neutral `GIT_DIR`, optionally as the given
-    uid/gid; `ApplyError.log` is git's message."""
-    return _neutral_apply(Path(os.path.abspath(tree)), _PATCH_OPTIONS, stdin=patch, run_as=run_as)
+    uid/gid; `ApplyError.log` is git's message. Killed at `until`."""
+    return _neutral_apply(
+        Path(os.path.abspath(tree)), _PATCH_OPTIONS, stdin=patch, run_as=run_as, until=until
+    )
 
 
 def apply_diff(
-    workspace: Path, diff: Path, *, run_as: tuple[int, int] | None = None
+    workspace: Path,
+    diff: Path,
+    *,
+    run_as: tuple[int, int] | None = None,
+    until: float | None = None,
 ) -> Result[None, ApplyError]:
     """`git apply -p1` of the hidden tests diff inside a check's workspace, with a neutral
-    `GIT_DIR`, optionally as the given uid/gid (no supplementary groups)."""
+    `GIT_DIR`, optionally as the given uid/gid (no supplementary groups). Killed at `until`."""
     diff = Path(os.path.abspath(diff))
     return _neutral_apply(
-        Path(os.path.abspath(workspace)), ("-p1", str(diff)), stdin=None, run_as=run_as
+        Path(os.path.abspath(workspace)),
+        ("-p1", str(diff)),
+        stdin=None,
+        run_as=run_as,
+        until=until,
     )
+
+
+# ---------------------------------------------------------------------------- changed files
+
+
+def changed_files(source: Path, baseline: Baseline) -> Result[bytes, CaptureError]:
+    """The files `source` changes against the baseline's base, as git lists them: the output
+    of `git diff-tree -r -z --raw --numstat --no-renames` between the base and the tree staged
+    exactly as `capture` stages it (read it with `ssegrade.protocol.changed_files`)."""
+    source = Path(os.path.abspath(source))
+    if not source.is_dir():
+        return Failure(CaptureError(f"source tree not found: {source}"))
+    try:
+        _check_apart(source)
+        with _scratch(_reader_of(source)) as s:
+            repo = s.top / "repo"
+            _lay_out(repo)
+            base = baseline.base_tree
+            new, _left_out = _stage(s, source, base, repo=repo, alternates=baseline.objects)
+            admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
+            listing = s.git(
+                ["diff-tree", "-r", "-z", "--raw", "--numstat", "--no-renames", base, new],
+                env=admin,
+            ).stdout
+    except (_GitError, OSError, ValueError) as exc:
+        return Failure(CaptureError(f"cannot list the changed files of {source}: {_why(exc)}"))
+    return Success(listing)

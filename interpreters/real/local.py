@@ -2,15 +2,27 @@
 
 Wrap it with `ssegrade.bencher_interpreter` to answer grading effects too; the evaluator and
 the daemon both do.
+
+The evaluation's one time limit lives here (`Deadline`): every git command is killed when it
+is reached, copies and the archive check it between batches, scripts get the time left, and
+`TimeLimitReached` is raised into the program. Working ahead (`LocalSystem.ahead`, for the
+evaluator, whose trees do not change while it grades), the archive of the source tree is
+written in the background from the end of the capture on, the next fresh copy is made while a
+script runs, and discarded copies are removed in the background.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
@@ -26,6 +38,7 @@ from ssegrade import (
     ApplyError,
     Archive,
     ArchiveError,
+    Capture,
     CaptureError,
     CaptureTree,
     CheckFinished,
@@ -51,7 +64,7 @@ from ssegrade import (
     WriteResult,
 )
 
-__all__ = ["LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
+__all__ = ["Deadline", "LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +165,54 @@ class ResultsWriter:
 
 
 @dataclass(slots=True)
+class Deadline:
+    """The evaluation's one time limit: `seconds` from its creation on `clock`."""
+
+    seconds: int
+    clock: Callable[[], float] = time.monotonic
+    at: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.at = self.clock() + self.seconds
+
+    def left(self) -> float:
+        """The seconds left; raises `TimeLimitReached` when none are."""
+        left = self.at - self.clock()
+        if left <= 0:
+            raise TimeLimitReached(self.seconds)
+        return left
+
+    def check(self) -> None:
+        """Raise `TimeLimitReached` when the limit is spent."""
+        self.left()
+
+    def until(self) -> float:
+        """The limit as a `time.monotonic()` instant: when git commands are killed."""
+        return time.monotonic() + (self.at - self.clock())
+
+
+class _Stopped(Exception):
+    """Background work that is no longer wanted."""
+
+
+@dataclass(slots=True)
+class _Job:
+    """Background work (a fresh copy made ahead, the archive) and how to stop it."""
+
+    future: Future[Any]
+    stop: threading.Event
+    path: Path | None = None
+    patch: bytes | None = None
+
+
+@dataclass(slots=True)
 class LocalSystem:
     """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
-    the whole evaluation has `timeout` seconds, each script at most `script_timeout`."""
+    the whole evaluation has `timeout` seconds, each script at most `script_timeout`.
+
+    With `ahead`, work that does not depend on a script's outcome is done in the background
+    (see the module's docstring); `close` must then be called at the end.
+    """
 
     places: Places
     runner: Runner
@@ -165,15 +223,23 @@ class LocalSystem:
     env: EnvPolicy | None = None
     memory: int | None = None
     clock: Callable[[], float] = time.monotonic
-    deadline: float = field(init=False)
+    ahead: bool = False
+    deadline: Deadline = field(init=False)
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
     _writer: ResultsWriter = field(init=False)
     _support: SupportFolders = field(init=False)
+    _pool: ThreadPoolExecutor | None = field(init=False, default=None)
+    _prefetched: _Job | None = field(init=False, default=None)
+    _archive: files.ArchiveProcess | None = field(init=False, default=None)
+    _removals: list[Future[None]] = field(init=False, default_factory=list)
+    _checked: tuple[bytes, Future[Result[None, ApplyError]]] | None = field(
+        init=False, default=None
+    )
 
     def __post_init__(self) -> None:
-        self.deadline = self.clock() + self.timeout
+        self.deadline = Deadline(self.timeout, self.clock)
         self._writer = ResultsWriter(
             self.places.source, self.places.results, self.say, self.started
         )
@@ -186,6 +252,13 @@ class LocalSystem:
             open_to_runner=self.runner.isolated,
         )
         self._new_home()
+        if self.ahead:
+            # Copies made ahead and trees on their way out wait where the runner cannot find
+            # them (a script could otherwise change the next check's copy in advance): a folder
+            # it cannot list, under names it cannot guess. It can pass through, so that git
+            # can apply the patch as the runner in a copy made ahead.
+            self._private().mkdir(mode=0o711)
+            self._pool = ThreadPoolExecutor(4, thread_name_prefix="ahead")
 
     def log_notes(self, notes: list[str]) -> None:
         """Keep notes said before grading began (warnings about its inputs) in the log."""
@@ -195,6 +268,22 @@ class LocalSystem:
     def stop(self) -> None:
         """Kill every process of this system's runner session (as root: of the runner)."""
         kill_session(self.runner, self._token)
+
+    def close(self) -> None:
+        """Stop and wait for the background work; remove what it left in the scratch folder."""
+        if self._pool is None:
+            return
+        self._drop_prefetched()
+        if self._archive is not None:
+            self._archive.stop()
+            self._archive = None
+        self._pool.shutdown(wait=True)
+        self._pool = None
+        for removal in self._removals:
+            error = removal.exception()
+            if error is not None:
+                self._writer.note(f"could not remove a scratch tree: {error}")
+        self._removals.clear()
 
     # -------------------------------------------------------------- helpers
 
@@ -212,6 +301,9 @@ class LocalSystem:
     def _home(self) -> Path:
         return self.places.scratch / f"session-{self._session}" / "home"
 
+    def _private(self) -> Path:
+        return self.places.scratch / "private"
+
     def _new_home(self) -> None:
         self._session += 1
         self._token = new_session()
@@ -223,15 +315,25 @@ class LocalSystem:
             os.chown(home, *owner)
 
     def _left(self) -> float:
-        left = self.deadline - self.clock()
-        if left <= 0:
-            raise TimeLimitReached(self.timeout)
-        return left
+        return self.deadline.left()
 
     def _write_log(self, label: str, command: str, text: str) -> str:
         path = self._log_path(label)
         files.atomic_write(path, f"$ {command}\n{text}".encode())
         return str(path)
+
+    def _remove(self, path: Path) -> None:
+        """Remove a scratch tree: in the background when working ahead, out of the runner's
+        reach first."""
+        if self._pool is None:
+            files.remove_tree(path)
+            return
+        away = self._private() / f"trash-{secrets.token_hex(16)}"
+        try:
+            os.rename(path, away)
+        except FileNotFoundError:
+            return
+        self._removals.append(self._pool.submit(files.remove_tree, away))
 
     # -------------------------------------------------------------- effects
 
@@ -248,13 +350,13 @@ class LocalSystem:
                 self._new_home()
                 return None
             case CaptureTree():
-                if self.places.source is None or self.places.baseline is None:
-                    return Failure(CaptureError("no source tree and baseline to capture"))
-                return git.capture(self.places.source, self.places.baseline)
+                return self._capture()
             case ProvePatch(patch=patch, base_tree=base):
                 if self.places.baseline is None:
                     return Failure(CaptureError("no baseline to prove the patch against"))
-                return git.prove(self.places.baseline, patch, base)
+                proved = git.prove(self.places.baseline, patch, base, until=self.deadline.until())
+                self.deadline.check()
+                return proved
             case WriteArtifact(name=name, data=data):
                 files.atomic_write(self.places.results / name, data)
                 return str(self.places.results / name)
@@ -265,6 +367,7 @@ class LocalSystem:
             case StageFiles(items=items):
                 return self._stage(items)
             case Unstage(staged=staged):
+                # Hidden material: gone before anything else runs, never left for later.
                 files.remove_tree(Path(staged.folder))
                 return None
             case RunScript():
@@ -272,36 +375,172 @@ class LocalSystem:
             case ApplyDiff(workspace=workspace, diff=diff, label=label):
                 return self._apply_diff(Path(workspace.path), Path(diff), label)
             case Discard(workspace=workspace):
-                files.remove_tree(Path(workspace.path))
+                self._remove(Path(workspace.path))
                 return None
-            case Archive() | CheckStarted() | CheckFinished() | Notify() | WriteResult():
+            case Archive():
+                return self._archived()
+            case CheckStarted() | CheckFinished() | Notify() | WriteResult():
                 return self._writer(effect)
             case _:
                 assert_never(effect)
 
+    def _capture(self) -> Result[Capture, CaptureError]:
+        if self.places.source is None or self.places.baseline is None:
+            return Failure(CaptureError("no source tree and baseline to capture"))
+        if self._pool is not None and self._prefetched is None:
+            self._prefetch(None)  # the copy needs no patch yet: it overlaps the capture
+        captured = git.capture(
+            self.places.source, self.places.baseline, until=self.deadline.until()
+        )
+        self.deadline.check()
+        if self._pool is not None and is_successful(captured) and captured.unwrap().patch.strip():
+            # The check against the grading repo only reads it: it overlaps the proof.
+            patch = captured.unwrap().patch
+            until = self.deadline.until()
+            future = self._pool.submit(git.check_patch, self.places.repo, patch, until=until)
+            self._checked = (patch, future)
+        if self._pool is not None and self._archive is None:
+            # No check touches the source tree: it is already as it will be after grading.
+            # A child process writes it: it shares no lock with this one, and stops at a kill.
+            with contextlib.suppress(OSError):  # then written in the foreground at the end
+                dest = self.places.results / ARCHIVE_NAME
+                self._archive = files.start_archive(self.places.source, dest)
+        return captured
+
+    def _archived(self) -> Result[None, ArchiveError]:
+        self._drop_prefetched()  # the checks are over
+        started, self._archive = self._archive, None
+        if started is None:
+            if self.places.source is None:
+                return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
+            dest = self.places.results / ARCHIVE_NAME
+            return _archive(self.places.source, dest, self.deadline.check)
+        finished = started.finish(timeout=self.deadline.at - self.clock())
+        if is_successful(finished):
+            return Success(None)
+        return Failure(ArchiveError(finished.failure()))
+
+    def _checker(self, stop: threading.Event) -> Callable[[], None]:
+        def check() -> None:
+            if stop.is_set():
+                raise _Stopped
+            self.deadline.check()
+
+        return check
+
     def _check_patch(self, patch: bytes) -> Result[None, ApplyError]:
-        checked = git.check_patch(self.places.repo, patch)
+        ahead, self._checked = self._checked, None
+        if ahead is not None and ahead[0] == patch:
+            try:
+                checked = ahead[1].result(timeout=self._left())
+            except FutureTimeout:
+                raise TimeLimitReached(self.timeout) from None
+        else:
+            checked = git.check_patch(self.places.repo, patch, until=self.deadline.until())
+        self.deadline.check()
         text = "applies\n" if is_successful(checked) else checked.failure().log
         log = self._write_log("apply", "git apply --check --binary final.patch", text)
         if is_successful(checked):
             return checked
         return Failure(ApplyError(checked.failure().log, log))
 
-    def _fresh_copy(self, patch: bytes) -> Workspace:
-        self._left()
-        dest = self._next("copy")
-        files.fresh_copy(self.places.repo, dest, self._owner())
+    def _make_copy(self, dest: Path, patch: bytes | None, check: Callable[[], None]) -> None:
+        """A fresh copy of the grading repo at `dest`, with `patch` applied in it (if any)."""
+        files.fresh_copy(self.places.repo, dest, self._owner(), check=check)
+        check()
         if patch:
-            applied = git.apply_patch(dest, patch, run_as=self._owner())
+            applied = git.apply_patch(
+                dest, patch, run_as=self._owner(), until=self.deadline.until()
+            )
+            check()
             if not is_successful(applied):
                 raise RuntimeError(
                     "the patch applies to the grading repo but not to a fresh copy of it: "
                     + applied.failure().log.strip()
                 )
+
+    def _fresh_copy(self, patch: bytes) -> Workspace:
+        self._left()
+        dest = self._next("copy")
+        made = self._take_prefetched(patch)
+        if made is None:
+            try:
+                self._make_copy(dest, patch, self.deadline.check)
+            except TimeLimitReached:
+                self._remove(dest)
+                raise
+        else:
+            os.rename(made, dest)
+        if self._pool is not None:
+            self._prefetch(patch)
         return Workspace(str(dest))
 
+    def _prefetch(self, patch: bytes | None) -> None:
+        """Start the next fresh copy in the background, out of the runner's reach."""
+        assert self._pool is not None
+        path = self._private() / f"copy-{secrets.token_hex(16)}"
+        stop = threading.Event()
+        future = self._pool.submit(self._make_copy, path, patch, self._checker(stop))
+        self._prefetched = _Job(future, stop, path, patch)
+
+    def _take_prefetched(self, patch: bytes) -> Path | None:
+        """The copy made ahead, with `patch` applied; None when there is none to use."""
+        job, self._prefetched = self._prefetched, None
+        if job is None or job.path is None:
+            return None
+        if job.patch is not None and job.patch != patch:
+            self._drop(job)
+            return None
+        try:
+            job.future.result(timeout=self._left())
+        except FutureTimeout:
+            self._drop(job)
+            raise TimeLimitReached(self.timeout) from None
+        except TimeLimitReached:
+            self._drop(job)
+            raise
+        except Exception:  # noqa: BLE001 - copied again in the foreground, which says why
+            self._drop(job)
+            return None
+        if job.patch is None and patch:
+            try:
+                self._make_patch_applied(job.path, patch)
+            except BaseException:
+                self._remove(job.path)
+                raise
+        return job.path
+
+    def _make_patch_applied(self, path: Path, patch: bytes) -> None:
+        applied = git.apply_patch(path, patch, run_as=self._owner(), until=self.deadline.until())
+        self.deadline.check()
+        if not is_successful(applied):
+            raise RuntimeError(
+                "the patch applies to the grading repo but not to a fresh copy of it: "
+                + applied.failure().log.strip()
+            )
+
+    def _drop(self, job: _Job) -> None:
+        """Stop a copy made ahead that nobody will use and remove it in the background."""
+        assert self._pool is not None
+        assert job.path is not None
+        job.stop.set()
+        path = job.path
+
+        def remove() -> None:
+            with contextlib.suppress(Exception):
+                job.future.result()
+            files.remove_tree(path)
+
+        self._removals.append(self._pool.submit(remove))
+
+    def _drop_prefetched(self) -> None:
+        job, self._prefetched = self._prefetched, None
+        if job is not None:
+            self._drop(job)
+
     def _apply_diff(self, workspace: Path, diff: Path, label: str) -> Result[None, ApplyError]:
-        applied = git.apply_diff(workspace, diff, run_as=self._owner())
+        applied = git.apply_diff(workspace, diff, run_as=self._owner(), until=self.deadline.until())
+        self.deadline.check()
         text = "applied\n" if is_successful(applied) else applied.failure().log
         log = self._write_log(label, f"git apply -p1 {diff.name}", text)
         if is_successful(applied):
@@ -323,7 +562,7 @@ class LocalSystem:
                     os.chown(target, *owner, follow_symlinks=False)
             else:
                 along = Path(item.along)
-                files.fresh_copy(along, slot / along.name, owner)
+                files.fresh_copy(along, slot / along.name, owner, check=self.deadline.check)
                 target = slot / along.name / Path(item.path).relative_to(along)
             if owner is not None:
                 os.chown(slot, *owner)
@@ -369,3 +608,17 @@ class LocalSystem:
         if result.killed and bound_by_total:
             raise TimeLimitReached(self.timeout)
         return result
+
+
+ARCHIVE_NAME = "source.tar.gz"
+
+
+def _archive(source: Path, dest: Path, check: Callable[[], None]) -> Result[None, ArchiveError]:
+    """`files.archive`, its stops made failures: the archive is whole or absent."""
+    try:
+        archived = files.archive(source, dest, check=check)
+    except TimeLimitReached:
+        return Failure(ArchiveError("not finished within the time limit"))
+    if is_successful(archived):
+        return Success(None)
+    return Failure(ArchiveError(archived.failure()))

@@ -89,9 +89,15 @@ def ends_with_newline(stream: IO[bytes]) -> bool:
 def write_log(log_path: Path, header: list[str], out: IO[bytes], err: IO[bytes]) -> str:
     """Write the log file: the header, then each stream bounded; answers its path. Raises
     `LogWriteError` when it cannot be written (and removes what was written of it)."""
+    made = False
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "wb") as log:
+        # Never through a link planted where the log goes (the folder itself is ours).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(log_path, flags, 0o644)
+        made = True
+        with os.fdopen(fd, "wb") as log:
+            os.fchmod(log.fileno(), 0o644)
             log.write(("\n".join(header) + "\n").encode(errors="replace"))
             for name, stream in (("stdout", out), ("stderr", err)):
                 size = stream.seek(0, os.SEEK_END)
@@ -101,10 +107,10 @@ def write_log(log_path: Path, header: list[str], out: IO[bytes], err: IO[bytes])
                 if text and not text.endswith(b"\n"):
                     log.write(b"\n")
             log.write(b"--- end ---\n")
-        os.chmod(log_path, 0o644)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(log_path)
+        if made:
+            with contextlib.suppress(OSError):
+                os.unlink(log_path)
         reason = exc.strerror or str(exc)
         raise LogWriteError(f"cannot write the log {log_path}: {reason}") from exc
     return os.fspath(log_path)

@@ -1,17 +1,18 @@
-"""The daemon API (SPEC §9): request and reply documents, and the rules that decide a request.
+"""The daemon protocol (SPEC §9): request and reply documents, and the rules that decide a request.
 
 Pure core. The daemon server and its clients (the evaluator's remote interpreter, `test-patch`)
-speak these pydantic models; the OpenAPI document of the API is generated from them. The rules
-of the API that need no I/O live here too: who may call which action (`refusal`), which PoC a
-request names (`resolve_poc`), the public view of a task (`public_project`), how the grading
-effects' answers travel (`bencher_reply`/`script_result`, `prepare_reply`/`prepared_result`),
-and which files a captured patch changes (`changed_files`).
+speak these pydantic models; the OpenAPI document of the API is generated from them. Replies keep
+the field names of SSEBench's original daemon (`can_build`…, `diff`, `code`/`stdout`/`stderr`),
+with ssegrade's own fields beside them. The rules of the API that need no I/O live here too: who
+may call which action (`refusal`), which PoC a request names (`resolve_poc`), the public view of
+a task (`public_project`), how the grading effects' answers travel
+(`bencher_reply`/`script_result`, `prepare_reply`/`prepared_result`), and how git's list of the
+changed files reads (`changed_files`).
 """
 
 from __future__ import annotations
 
 import base64
-import re
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
@@ -38,11 +39,12 @@ __all__ = [
     "BencherRequest",
     "Capabilities",
     "ChangeKind",
+    "ChangeStatus",
     "ChangedFile",
+    "DiffText",
     "ErrorBody",
     "FilesReply",
     "Listener",
-    "PatchText",
     "PrepareApplyFailed",
     "PrepareCaptureFailed",
     "PrepareReply",
@@ -119,9 +121,17 @@ class ProjectView(_Doc):
 
 
 class Capabilities(_Doc):
-    """`GET /capabilities`: the difficulty level, the actions the asking listener may call
-    now, and what the task has (the checks and its PoCs as config paths)."""
+    """`GET /capabilities`: what the task has, in the original daemon's fields (`can_build`: a
+    build script; `can_run_poc`: a run script and PoCs; `poc_count`; `has_function_test`: a test
+    script; `has_intent_test`: a test script and hidden tests), then ssegrade's: the difficulty
+    level, the actions the asking listener may call now, the checks and the PoCs' config paths.
+    The level can still withhold a check the task has."""
 
+    can_build: bool
+    can_run_poc: bool
+    poc_count: int
+    has_function_test: bool
+    has_intent_test: bool
     listener: Listener
     level: int
     level_name: str
@@ -143,8 +153,11 @@ class BencherRequest(_Doc):
 
 
 class BencherReply(_Doc):
-    """How the action's script ended. `code` is -1 when it was killed or could not run (its
-    reason is in `stderr`); `log_file` is the daemon's log of the run (admin listener only)."""
+    """How the action's script ended: the original daemon's `code`, `stdout`, `stderr`, then
+    ssegrade's fields. `code` is -1 when it was killed or could not run (its reason is in
+    `stderr`); `not_started` says why a task script could not be started at all (a broken
+    task, not a failed check); `log_file` is the daemon's log of the run (admin listener
+    only)."""
 
     code: int
     stdout: str = ""
@@ -152,14 +165,18 @@ class BencherReply(_Doc):
     seconds: float = 0.0
     killed: bool = False
     log_file: str | None = None
+    not_started: str | None = None
 
 
 class PrepareSucceeded(_Doc):
-    """The patch is captured, saved and applied (or empty: the unmodified project is graded)."""
+    """The patch is captured, saved and applied (or empty: the unmodified project is graded);
+    `left_out` names the paths the capture left out, `log_file` the capture's log."""
 
     outcome: Literal["prepared"] = "prepared"
     empty: bool
     patch_bytes: int
+    left_out: list[str] = Field(default_factory=list)
+    log_file: str | None = None
 
 
 class PrepareApplyFailed(_Doc):
@@ -189,20 +206,28 @@ class AgentExitedReply(_Doc):
     agent_phase: Literal[False] = False
 
 
-class PatchText(_Doc):
-    """A patch as JSON text: UTF-8 when its bytes are UTF-8, else base64."""
+class DiffText(_Doc):
+    """A patch as JSON (`GET /diff`, `/final_diff`, `/reference/patch`): `diff` is its text, as
+    the original daemon sends it; a patch whose bytes are not all UTF-8 has them replaced by
+    U+FFFD there, and its exact bytes in `base64` (null otherwise)."""
 
-    patch: str
-    encoding: Literal["utf-8", "base64"]
+    diff: str
+    base64: str | None = None
 
 
 ChangeKind = Literal["added", "deleted", "modified", "mode_changed", "type_changed"]
+ChangeStatus = Literal["added", "deleted", "modified"]
 
 
 class ChangedFile(_Doc):
-    """One path a patch changes, with how; modes are git's (`100644`, `100755`, `120000`)."""
+    """One path a patch changes: the original daemon's `status`, `additions` and `deletions`
+    (0 for a binary file), and ssegrade's `kind`, modes (git's: `100644`, `100755`, `120000`;
+    null for a side that has none) and `binary`."""
 
     path: str
+    status: ChangeStatus
+    additions: int = 0
+    deletions: int = 0
     kind: ChangeKind
     old_mode: str | None = None
     new_mode: str | None = None
@@ -210,7 +235,7 @@ class ChangedFile(_Doc):
 
 
 class FilesReply(_Doc):
-    """`GET /files`: the paths the live patch changes, in patch order."""
+    """`GET /files`: the paths the live patch changes, in git's order (by path)."""
 
     files: list[ChangedFile]
 
@@ -322,13 +347,19 @@ def capabilities(task: Task, level: Level, listener: Listener, agent_phase: bool
         for action in ACTIONS
         if refusal(level, listener, agent_phase, action, grading=False) is None
     ]
+    checks = task.checks
     return Capabilities(
+        can_build="build" in checks,
+        can_run_poc="poc" in checks,
+        poc_count=len(task.files.poc),
+        has_function_test="function_test" in checks,
+        has_intent_test="intent_test" in checks,
         listener=listener,
         level=level.number,
         level_name=level.name,
         actions=actions,
         agent_phase=agent_phase,
-        checks=[check for check in _CHECK_ORDER if check in task.checks],
+        checks=[check for check in _CHECK_ORDER if check in checks],
         pocs=list(task.files.poc),
     )
 
@@ -350,14 +381,16 @@ def bencher_reply(result: ScriptResult, *, show_log_file: bool = True) -> Benche
         seconds=result.seconds,
         killed=result.killed,
         log_file=result.log_file if show_log_file else None,
+        not_started=result.not_started,
     )
 
 
 def script_result(reply: BencherReply) -> ScriptResult:
     """A reply document as the `Bench` answer it carries.
 
-    >>> script_result(bencher_reply(ScriptResult(code=0, stdout="ok", seconds=1.5)))
-    ScriptResult(code=0, stdout='ok', stderr='', seconds=1.5, killed=False, log_file=None)
+    >>> done = ScriptResult(code=-1, stderr="no such file", not_started="cannot start b.sh")
+    >>> script_result(bencher_reply(done)) == done
+    True
     """
     return ScriptResult(
         code=reply.code,
@@ -366,6 +399,7 @@ def script_result(reply: BencherReply) -> ScriptResult:
         seconds=reply.seconds,
         killed=reply.killed,
         log_file=reply.log_file,
+        not_started=reply.not_started,
     )
 
 
@@ -381,7 +415,12 @@ def prepare_reply(
     """
     if isinstance(prepared, Success):
         done = prepared.unwrap()
-        return PrepareSucceeded(empty=done.empty, patch_bytes=done.patch_bytes)
+        return PrepareSucceeded(
+            empty=done.empty,
+            patch_bytes=done.patch_bytes,
+            left_out=list(done.left_out),
+            log_file=done.log_file,
+        )
     error = prepared.failure()
     if isinstance(error, ApplyError):
         return PrepareApplyFailed(log=error.log, log_file=error.log_file)
@@ -397,141 +436,111 @@ def prepared_result(
     <Failure: ApplyError(log='does not apply', log_file='a.log')>
     """
     match reply:
-        case PrepareSucceeded(empty=empty, patch_bytes=size):
-            return Success(Prepared(patch_bytes=size, empty=empty))
+        case PrepareSucceeded(empty=empty, patch_bytes=size, left_out=left, log_file=log):
+            return Success(Prepared(size, empty, left_out=tuple(left), log_file=log))
         case PrepareApplyFailed(log=log, log_file=log_file):
             return Failure(ApplyError(log, log_file))
         case PrepareCaptureFailed(message=message):
             return Failure(CaptureError(message))
 
 
-def encode_patch(data: bytes) -> PatchText:
-    """Patch bytes as JSON text: as they are when UTF-8, else base64.
+def encode_patch(data: bytes) -> DiffText:
+    """Patch bytes as JSON: the text, and the exact bytes in base64 when they are not UTF-8.
 
-    >>> encode_patch(b"diff --git a/x b/x\\n").encoding, encode_patch(b"\\xff").patch
-    ('utf-8', '/w==')
+    >>> encode_patch(b"diff --git a/x b/x\\n")
+    DiffText(diff='diff --git a/x b/x\\n', base64=None)
+    >>> encode_patch(b"\\xff")
+    DiffText(diff='\ufffd', base64='/w==')
     """
     try:
-        return PatchText(patch=data.decode("utf-8"), encoding="utf-8")
+        return DiffText(diff=data.decode("utf-8"))
     except UnicodeDecodeError:
-        return PatchText(patch=base64.b64encode(data).decode("ascii"), encoding="base64")
+        text = data.decode("utf-8", "replace")
+        return DiffText(diff=text, base64=base64.b64encode(data).decode("ascii"))
 
 
-def decode_patch(text: PatchText) -> bytes:
-    """The bytes of a patch sent as JSON text.
+def decode_patch(text: DiffText) -> bytes:
+    """The bytes of a patch sent as JSON.
 
     >>> decode_patch(encode_patch(b"\\xff\\x00a")) == b"\\xff\\x00a"
     True
     """
-    if text.encoding == "base64":
-        return base64.b64decode(text.patch, validate=True)
-    return text.patch.encode("utf-8")
+    if text.base64 is not None:
+        return base64.b64decode(text.base64, validate=True)
+    return text.diff.encode("utf-8")
 
 
 # ---------------------------------------------------------------------------- changed files
 
-_HEADER = b"diff --git "
-_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
-_OCTAL = re.compile(rb"\\([0-7]{3})")
+_NO_MODE = "000000"
+_KINDS: dict[str, ChangeKind] = {"A": "added", "D": "deleted", "M": "modified", "T": "type_changed"}
 
 
-def _unquote(quoted: bytes) -> bytes:
-    out = bytearray()
+def _raw_entries(fields: list[bytes]) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """Split `--raw` entries (a header and a path each) from the `--numstat` ones after them."""
+    raw: list[tuple[bytes, bytes]] = []
     index = 0
-    while index < len(quoted):
-        char = quoted[index : index + 1]
-        if char != b"\\":
-            out += char
-            index += 1
-            continue
-        octal = _OCTAL.match(quoted, index)
-        if octal is not None:
-            out.append(int(octal.group(1), 8))
-            index = octal.end()
-            continue
-        escaped = quoted[index + 1 : index + 2]
-        out.append(_ESCAPES.get(escaped, escaped[0] if escaped else 92))
+    while index < len(fields) and fields[index].startswith(b":"):
+        if index + 1 >= len(fields):
+            raise ValueError("a raw entry without its path")
+        raw.append((fields[index], fields[index + 1]))
         index += 2
-    return bytes(out)
+    return raw, fields[index:]
 
 
-def _header_path(rest: bytes) -> bytes | None:
-    """The path of `a/P b/P` (a patch without renames names the same path twice)."""
-    if rest.startswith(b'"'):
-        end = 1
-        while end < len(rest) and rest[end : end + 1] != b'"':
-            end += 2 if rest[end : end + 1] == b"\\" else 1
-        first = _unquote(rest[1:end])
-        return first[2:] if first.startswith(b"a/") else None
-    size = (len(rest) - 5) // 2
-    path = rest[2 : 2 + size]
-    return path if rest == b"a/" + path + b" b/" + path else None
-
-
-def _kind(lines: list[bytes]) -> tuple[ChangeKind, str | None, str | None, bool]:
-    old_mode = new_mode = None
-    kind: ChangeKind = "modified"
-    binary = False
-    for line in lines:
-        if line.startswith(b"new file mode "):
-            kind, new_mode = "added", line[14:].decode("ascii", "replace")
-        elif line.startswith(b"deleted file mode "):
-            kind, old_mode = "deleted", line[18:].decode("ascii", "replace")
-        elif line.startswith(b"old mode "):
-            old_mode = line[9:].decode("ascii", "replace")
-        elif line.startswith(b"new mode "):
-            new_mode = line[9:].decode("ascii", "replace")
-        elif line.startswith((b"GIT binary patch", b"Binary files ")):
-            binary = True
-        elif line.startswith((b"@@", b"--- ", b"+++ ")):
-            break
-    if (
-        kind == "modified"
-        and old_mode
-        and new_mode
-        and not any(line.startswith((b"@@", b"GIT binary patch")) for line in lines)
-    ):
+def _changed_file(header: bytes, path: bytes, numstat: bytes | None) -> ChangedFile:
+    old_mode, new_mode, old_oid, new_oid, letter = header[1:].decode("ascii").split(" ")
+    kind = _KINDS.get(letter[:1])
+    if kind is None:
+        raise ValueError(f"unexpected change {letter!r}")
+    if kind == "modified" and old_oid == new_oid and old_mode != new_mode:
         kind = "mode_changed"
-    return kind, old_mode, new_mode, binary
+    added = deleted = b"0"
+    binary = False
+    if numstat is not None:
+        added, deleted, counted = numstat.split(b"\t", 2)
+        if counted != path:
+            raise ValueError("the line counts do not follow the raw entries")
+        binary = added == b"-" and deleted == b"-"
+    return ChangedFile(
+        path=path.decode("utf-8", "backslashreplace"),
+        status="added" if kind == "added" else "deleted" if kind == "deleted" else "modified",
+        additions=0 if binary else int(added),
+        deletions=0 if binary else int(deleted),
+        kind=kind,
+        old_mode=None if old_mode == _NO_MODE else old_mode,
+        new_mode=None if new_mode == _NO_MODE else new_mode,
+        binary=binary,
+    )
 
 
-def changed_files(patch: bytes) -> tuple[ChangedFile, ...]:
-    """The paths a `git diff --no-renames` patch changes, in patch order, with how.
+def changed_files(listing: bytes) -> Result[tuple[ChangedFile, ...], str]:
+    """The files of `git diff-tree -r -z --raw --numstat --no-renames`, with how they changed.
 
-    A path deleted and added again in the same patch changed type (file, symlink, directory).
+    Paths come NUL-terminated, so any name reads back as it is (a name that is not UTF-8
+    shows its odd bytes as backslash escapes). A mode change alone is `mode_changed`; a file
+    that became a symlink (or the other way) is `type_changed`, with `status` `modified`.
 
-    >>> patch = (b"diff --git a/x.c b/x.c\\nindex 1..2 100644\\n--- a/x.c\\n+++ b/x.c\\n"
-    ...          b"@@ -1 +1 @@\\n"
-    ...          b"diff --git a/run.sh b/run.sh\\nold mode 100644\\nnew mode 100755\\n"
-    ...          b'diff --git "a/caf\\\\303\\\\251" "b/caf\\\\303\\\\251"\\n'
-    ...          b"new file mode 100644\\n")
-    >>> [(f.path, f.kind) for f in changed_files(patch)]
-    [('x.c', 'modified'), ('run.sh', 'mode_changed'), ('café', 'added')]
+    >>> listing = (b":100644 100755 " + b"1" * 40 + b" " + b"1" * 40 + b" M\\0run.sh\\0"
+    ...            b":000000 100644 " + b"0" * 40 + b" " + b"2" * 40 + b" A\\0a \\"b\\"\\nc\\0"
+    ...            b"0\\t0\\trun.sh\\0" b"3\\t0\\ta \\"b\\"\\nc\\0")
+    >>> [(f.path, f.kind, f.status, f.additions) for f in changed_files(listing).unwrap()]
+    [('run.sh', 'mode_changed', 'modified', 0), ('a "b"\\nc', 'added', 'added', 3)]
+    >>> changed_files(b":100644 100644 x").failure()
+    'unreadable list of changed files: a raw entry without its path'
     """
-    blocks: list[tuple[bytes, list[bytes]]] = []
-    for line in patch.split(b"\n"):
-        if line.startswith(_HEADER):
-            named = _header_path(line[len(_HEADER) :])
-            if named is not None:
-                blocks.append((named, []))
-                continue
-        if blocks:
-            blocks[-1][1].append(line)
-    found: list[ChangedFile] = []
-    for raw, lines in blocks:
-        kind, old_mode, new_mode, binary = _kind(lines)
-        path = raw.decode("utf-8", "backslashreplace")
-        previous = found[-1] if found else None
-        if previous and previous.path == path and previous.kind == "deleted" and kind == "added":
-            found[-1] = ChangedFile(
-                path=path,
-                kind="type_changed",
-                old_mode=previous.old_mode,
-                new_mode=new_mode,
-                binary=binary or previous.binary,
-            )
-            continue
-        found.append(
-            ChangedFile(path=path, kind=kind, old_mode=old_mode, new_mode=new_mode, binary=binary)
+    fields = listing.split(b"\0")
+    if fields and not fields[-1]:
+        fields.pop()
+    try:
+        raw, numstat = _raw_entries(fields)
+        if numstat and len(numstat) != len(raw):
+            raise ValueError("the line counts do not match the raw entries")
+        counts: list[bytes | None] = list(numstat) if numstat else [None] * len(raw)
+        found = tuple(
+            _changed_file(header, path, count)
+            for (header, path), count in zip(raw, counts, strict=True)
         )
-    return tuple(found)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return Failure(f"unreadable list of changed files: {exc}")
+    return Success(found)

@@ -1,0 +1,292 @@
+"""A hostile agent against the daemon's agent-facing socket: it must not stall grading.
+
+An `error` grade is left out of a report's shares, so an agent that fails gains by making its
+own grading fail. Here the agent floods the agent-facing socket (idle connections, bodies of
+a gigabyte, requests queued behind a slow build) and `ssegrade evaluate --daemon` must still
+grade as it does without the flood, and write `result.json`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from interpreters.daemon.server import CONNECTIONS, _Throttled
+from tests.realtask import RealTask, make_task, ssegrade
+from tests.test_daemon import RunningDaemon, post_bencher, running_daemon
+
+pytestmark = pytest.mark.slow
+
+_SLOW_BUILD = """#!/bin/sh
+if [ -f slow ]; then touch {started}; sleep 60; fi
+. ./lib.sh
+echo "$VALUE" > out.txt
+"""
+
+
+def _connect(path: Path) -> socket.socket | None:
+    """A connection to a Unix socket that sends nothing; None when the backlog is full."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        sock.connect(str(path))
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EAGAIN, errno.ECONNREFUSED):
+            return None
+        raise
+    return sock
+
+
+def _raw_request(path: Path, head: bytes, body: bytes) -> bytes:
+    """Send a request by hand (headers that lie, bodies streamed); answer the reply's start."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(path))
+        sock.sendall(head)
+        with contextlib.suppress(OSError):  # the daemon may close before all is sent
+            sock.sendall(body)
+        reply = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in reply:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        return reply
+
+
+def _peak_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def _evaluate(made_task: Path, source: Path, results: Path, daemon: RunningDaemon) -> float:
+    started = time.monotonic()
+    done = ssegrade(
+        "evaluate",
+        "--task",
+        str(made_task),
+        "--source",
+        str(source),
+        "--results",
+        str(results),
+        "--timeout",
+        "300",
+        "--daemon",
+        str(daemon.admin),
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr
+    return time.monotonic() - started
+
+
+@contextlib.contextmanager
+def _hammering(daemon: RunningDaemon) -> Iterator[list[int]]:
+    """Threads that keep sending big bodies and diffs to the agent socket meanwhile."""
+    stop = threading.Event()
+    statuses: list[int] = []
+
+    def hammer() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(httpx.HTTPError), daemon.http("agent") as agent:
+                reply = agent.get("/diff")
+                statuses.append(reply.status_code)
+                reply = agent.post(
+                    "/tool/bencher", params={"action": "build"}, content=b"x" * (2 << 20)
+                )
+                statuses.append(reply.status_code)
+            stop.wait(0.05)
+
+    threads = [threading.Thread(target=hammer, daemon=True) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield statuses
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+
+
+def test_a_flooded_agent_socket_does_not_stall_grading(tmp_path: Path) -> None:
+    made = make_task(tmp_path)
+    # The runner tells us there that the slow build started: not under /tmp nor /dev/shm,
+    # which are private to each script.
+    marks = Path(tempfile.mkdtemp(prefix="ssegrade-flood-", dir="/var/tmp"))
+    marks.chmod(0o777)
+    started = marks / "started"
+    made.script("build.sh", _SLOW_BUILD.format(started=started))
+    try:
+        _flood(made, started)
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)
+
+
+def _flood(made: RealTask, started: Path) -> None:
+    with running_daemon(made.task, made.source, made.results, level="0") as daemon:
+        # Bodies over 1 MiB are refused before they are read whole, however they come.
+        lying = _raw_request(
+            daemon.agent,
+            b"POST /tool/bencher?action=build HTTP/1.1\r\nhost: d\r\n"
+            b"content-type: application/json\r\ncontent-length: 1048576000\r\n\r\n",
+            b"x" * (4 << 20),
+        )
+        assert lying.startswith(b"HTTP/1.1 413 "), lying
+        chunk = b"x" * (256 << 10)
+        chunked = _raw_request(
+            daemon.agent,
+            b"POST /tool/bencher?action=build HTTP/1.1\r\nhost: d\r\n"
+            b"content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+            (f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n") * 16,
+        )
+        assert chunked.startswith(b"HTTP/1.1 413 "), chunked
+
+        # Requests queued behind a slow agent build are refused as soon as the agent exits.
+        (made.source / "slow").write_text("")
+        replies: list[tuple[str, int, float]] = []
+
+        def call(what: str) -> None:
+            with daemon.http("agent") as agent:
+                reply = post_bencher(agent, what) if what == "build" else agent.get(f"/{what}")
+            replies.append((what, reply.status_code, time.monotonic()))
+
+        running = threading.Thread(target=call, args=("build",))
+        running.start()
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), daemon.output()
+        queued = [threading.Thread(target=call, args=(what,)) for what in ["diff", "files"] * 10]
+        for thread in queued:
+            thread.start()
+        time.sleep(1.0)  # let them reach the daemon and wait for their turn
+        with daemon.http("admin") as admin:
+            exited_at = time.monotonic()
+            assert admin.post("/admin/agent_exited").status_code == 200
+        for thread in [running, *queued]:
+            thread.join(60)
+        (made.source / "slow").unlink()
+        waited = [(what, status) for what, status, _ in replies if what != "build"]
+        assert waited == [(what, 403) for what, _ in waited]
+        assert len(waited) == 20
+        assert max(at for _, _, at in replies) - exited_at < 20  # not after 20 captures
+
+        # Graded once in peace, for the reference.
+        calm = _evaluate(made.task, made.source, made.results, daemon)
+        reference = json.loads((made.results / "result.json").read_text())["patch_result"]
+        for name in ("result.json", "checks.jsonl"):  # the evaluator's, made again below
+            (made.results / name).unlink()
+
+        # Then with the agent socket full of idle connections and busy clients.
+        started_flood = time.time()
+        idle = [sock for sock in (_connect(daemon.agent) for _ in range(300)) if sock]
+        try:
+            assert len(idle) >= CONNECTIONS["agent"]
+            with _hammering(daemon) as statuses:
+                flooded = _evaluate(made.task, made.source, made.results, daemon)
+        finally:
+            for sock in idle:
+                sock.close()
+        graded = json.loads((made.results / "result.json").read_text())["patch_result"]
+        assert (made.results / "result.json").stat().st_mtime > started_flood
+        for result in (graded, reference):
+            result.pop("error_log")  # names the PoC's staged path, new for each grading
+        assert graded == reference
+        assert graded["status"] == "failed"
+        print(f"evaluate --daemon: {calm:.1f} s calm, {flooded:.1f} s flooded")
+        assert flooded < calm * 3 + 30, (calm, flooded)
+        assert set(statuses) <= {403, 413}
+        assert _peak_rss_kib(daemon.proc.pid) < 400 * 1024
+        with daemon.http("agent") as agent:  # the agent socket still serves once it calms
+            assert agent.get("/version").status_code == 200
+        assert len(daemon.output()) < 64 * 1024  # nothing logged per refused connection
+
+
+def test_a_failing_accept_is_said_at_most_once_a_second() -> None:
+    said: list[str] = []
+    now = [100.0]
+    throttled = _Throttled(said.append, clock=lambda: now[0])
+    for step in range(50):  # 50 failures over 2.45 s
+        throttled("cannot accept")
+        now[0] += 0.05 if step < 49 else 0.0
+    throttled.clock = lambda: now[0] + 1.0
+    throttled("cannot accept")
+    assert said[0] == "cannot accept"
+    assert len(said) == 4
+    assert said[-1].startswith("cannot accept (")
+    assert "more like it not shown" in said[-1]
+
+
+_SERVE = """
+import sys
+from pathlib import Path
+from interpreters.daemon.server import bind_unix, serve
+from interpreters.daemon.service import Service
+from ssegrade.difficulty import LEVELS
+from tests.test_daemon_api import FOLDER, TASK, FakeBackend
+service = Service(task=TASK, folder=FOLDER, level=LEVELS[0], backend=FakeBackend(), version="1")
+serve(service, [bind_unix(Path(sys.argv[1]), 0o666, "agent")], print, idle=float(sys.argv[2]))
+"""
+
+
+def _version(sock: socket.socket) -> bytes:
+    """Ask `GET /version` on a kept-alive connection; answer the whole reply."""
+    sock.sendall(b"GET /version HTTP/1.1\r\nhost: d\r\n\r\n")
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        reply += sock.recv(4096)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head
+
+
+def test_an_idle_connection_is_closed_a_busy_one_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "agent.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(path), "1.0"],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"listening (agent)")  # ready
+        with socket.socket(socket.AF_UNIX) as silent, socket.socket(socket.AF_UNIX) as talker:
+            silent.settimeout(30)
+            talker.settimeout(30)
+            silent.connect(str(path))
+            talker.connect(str(path))
+            started = time.monotonic()
+            for _ in range(4):  # a request every 0.5 s keeps it open
+                assert _version(talker).startswith(b"HTTP/1.1 200 ")
+                time.sleep(0.5)
+            assert silent.recv(1) == b""  # closed by the daemon, not by us
+            assert time.monotonic() - started < 10
+            assert _version(talker).startswith(b"HTTP/1.1 200 ")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
