@@ -15,6 +15,7 @@ from typing import NoReturn
 import click
 from returns.pipeline import is_successful
 
+from interpreters.batch.commands import batch, verify
 from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_patch
 from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.progress import CheckProgress
@@ -284,6 +285,8 @@ def evaluate(
 cli.add_command(report)
 cli.add_command(daemon)
 cli.add_command(test_patch)
+cli.add_command(verify)
+cli.add_command(batch)
 cli.add_command(replay_command)
 
 

@@ -9,6 +9,7 @@ The daemon's protocol (its documents and request rules) is `ssegrade.protocol`. 
 'passed'
 """
 
+from ssegrade.batch import Job, JobProblem, Tally, job_digest, parse_jobs, summary_document
 from ssegrade.bencher import BenchSession, bench, bencher_interpreter, is_blank, prepare, task_path
 from ssegrade.difficulty import LEVELS, Level, allowed, parse_difficulty
 from ssegrade.effects import (
@@ -76,6 +77,7 @@ from ssegrade.verdict import (
     bound_log,
     decide,
 )
+from ssegrade.verify import ControlRun, Verification, judge
 
 __all__ = [
     "LEVELS",
@@ -96,6 +98,7 @@ __all__ = [
     "CheckPatch",
     "CheckRecord",
     "CheckStarted",
+    "ControlRun",
     "Crashed",
     "Discard",
     "Effect",
@@ -106,6 +109,8 @@ __all__ = [
     "GradeOptions",
     "GradingEffect",
     "Interpreter",
+    "Job",
+    "JobProblem",
     "Level",
     "NewSession",
     "Notify",
@@ -130,6 +135,7 @@ __all__ = [
     "Staged",
     "Status",
     "SystemEffect",
+    "Tally",
     "Task",
     "TaskError",
     "TimeLimitReached",
@@ -138,6 +144,7 @@ __all__ = [
     "TraceError",
     "TraceStep",
     "Unstage",
+    "Verification",
     "Workspace",
     "WriteArtifact",
     "WriteResult",
@@ -154,8 +161,11 @@ __all__ = [
     "grade",
     "holm",
     "is_blank",
+    "job_digest",
+    "judge",
     "mcnemar_exact",
     "parse_difficulty",
+    "parse_jobs",
     "parse_result",
     "parse_run",
     "parse_task",
@@ -169,6 +179,7 @@ __all__ = [
     "result_schema",
     "run",
     "status_of",
+    "summary_document",
     "support_folders",
     "task_path",
     "wilson",

@@ -195,7 +195,14 @@ def test_embedded_and_daemon_grades_are_identical(case: Case, cases: dict[str, P
     assert (remote_results / "commits.log").read_bytes() == (
         made.results / "commits.log"
     ).read_bytes()
-    assert _checks(remote_results) == _checks(made.results)
+    remote_checks, embedded_checks = _checks(remote_results), _checks(made.results)
+    if case.hang == "build.sh":
+        # A 3 s limit may run out during the patch's preparation on one side and just after
+        # it on the other (a loaded host): the grades above are equal; the prepare record is
+        # whether the limit came before or after it.
+        remote_checks = [c for c in remote_checks if c[0] != "prepare"]
+        embedded_checks = [c for c in embedded_checks if c[0] != "prepare"]
+    assert remote_checks == embedded_checks
     assert (remote_results / "source.tar.gz").exists()
     patch_result = json.loads(embedded)["patch_result"]
     if case.hang == "build.sh":

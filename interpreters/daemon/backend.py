@@ -17,7 +17,7 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import Runner
+from interpreters.real.runner import EnvPolicy, Runner
 from ssegrade.effects import CaptureError
 from ssegrade.run import Interpreter
 
@@ -40,6 +40,8 @@ class LocalBackend:
     runner: Runner
     reference: Path | None = None
     say: Callable[[str], None] = print
+    env: EnvPolicy | None = None
+    """The scripts' environment (its `hidden` names the admin folder too)."""
     _agent: LocalSystem | None = field(default=None, init=False, repr=False)
     _grading: LocalSystem | None = field(default=None, init=False, repr=False)
 
@@ -51,8 +53,9 @@ class LocalBackend:
             repo=repo,
             results=results,
             scratch=scratch,
+            support=self.places.support,
         )
-        return LocalSystem(places, self.runner, timeout=_NO_TOTAL_LIMIT, say=self.say)
+        return LocalSystem(places, self.runner, timeout=_NO_TOTAL_LIMIT, say=self.say, env=self.env)
 
     def _live(self) -> tuple[Path, git.Baseline]:
         if self.places.source is None or self.places.baseline is None:

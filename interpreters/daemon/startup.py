@@ -32,6 +32,7 @@ from interpreters.daemon.service import Service
 from interpreters.grading import keep_repo_copy
 from interpreters.real import files, git
 from interpreters.real.local import Places
+from interpreters.real.runner import EnvPolicy
 from interpreters.real.support import find_support_folders
 from interpreters.setup import BadInput, grading_repo, load_inputs, lock_task, make_results
 from ssegrade.difficulty import parse_difficulty
@@ -135,7 +136,13 @@ def run_daemon(settings: Settings) -> None:
             task=task,
             folder=str(task_dir),
             level=level.unwrap(),
-            backend=LocalBackend(places, who, reference=reference, say=say),
+            backend=LocalBackend(
+                places,
+                who,
+                reference=reference,
+                say=say,
+                env=EnvPolicy(hidden=(str(admin_socket.parent),)),
+            ),
             version=version(),
             script_timeout=settings.script_timeout,
             say=say,

@@ -1,0 +1,19 @@
+"""Grading many patches: `ssegrade verify` (task verification) and `ssegrade batch`.
+
+Interpreter layer. `jobs` reads and checks a batch, `engines` runs gradings (local worker
+processes or Ray), `run` is `run_batch`, `verification` verifies tasks, `progress` speaks while
+they run and `commands` holds the two click commands.
+"""
+
+from interpreters.batch.engines import EngineUnavailable, GradeFunction
+from interpreters.batch.jobs import BadJobs
+from interpreters.batch.run import BatchReport, JobOutcome, run_batch
+
+__all__ = [
+    "BadJobs",
+    "BatchReport",
+    "EngineUnavailable",
+    "GradeFunction",
+    "JobOutcome",
+    "run_batch",
+]

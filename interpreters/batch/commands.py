@@ -1,0 +1,261 @@
+"""The `ssegrade verify` and `ssegrade batch` commands (SPEC §13, §14).
+
+Interpreter layer: options are parsed here, the work is `verify_tasks` and `run_batch`. Bad
+input is one line per problem on stderr and exit status 2; progress goes to stderr, the
+verification report to stdout (or `-o FILE`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+from rich.console import Console
+
+from interpreters.batch.engines import EngineName, EngineUnavailable
+from interpreters.batch.jobs import BadJobs
+from interpreters.batch.run import run_batch
+from interpreters.batch.verification import TaskVerification, verify_tasks
+from interpreters.setup import BadInput, runner_option
+
+__all__ = ["batch", "verify"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _say(message: str) -> None:
+    _stderr.print(message, markup=False)
+
+
+def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be a positive number")
+    return value
+
+
+def _engine_options(command: F) -> F:
+    """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`."""
+    for option in reversed(
+        [
+            click.option(
+                "--workers",
+                type=int,
+                callback=_positive,
+                help="Gradings at a time (default: the number of CPUs).",
+            ),
+            click.option(
+                "--engine",
+                type=click.Choice(["local", "ray"]),
+                default="local",
+                show_default=True,
+                help="Where gradings run: worker processes here, or Ray tasks.",
+            ),
+            click.option(
+                "--ray-address",
+                help="Ray cluster to submit to (default: a local Ray started for the run).",
+            ),
+            click.option(
+                "--timeout",
+                default=3600,
+                show_default=True,
+                type=int,
+                callback=_positive,
+                help="Time limit of each grading, seconds.",
+            ),
+            click.option(
+                "--script-timeout",
+                type=int,
+                callback=_positive,
+                help="Time limit of each script, seconds (default: the time left).",
+            ),
+            runner_option,
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _refuse(problems: tuple[str, ...]) -> NoReturn:
+    for problem in problems:
+        click.echo(f"ssegrade: error: {problem}", err=True)
+    raise click.exceptions.Exit(2)
+
+
+@contextmanager
+def _bad_input() -> Iterator[None]:
+    try:
+        yield
+    except BadJobs as exc:
+        _refuse(exc.problems)
+    except EngineUnavailable as exc:
+        raise BadInput(str(exc)) from None
+
+
+@click.command()
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path),
+    help="The pristine project (default: `source` of each task's config.yaml).",
+)
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Grade each control this many times (finds flaky checks).",
+)
+@_engine_options
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    help="Keep every run as RESULTS/<task id>/<control>/<n>/ (default: a scratch folder).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report here.")
+def verify(
+    tasks: tuple[Path, ...],
+    repo: Path | None,
+    repeat: int,
+    workers: int | None,
+    engine: EngineName,
+    ray_address: str | None,
+    timeout: int,
+    script_timeout: int | None,
+    runner_user: str | None,
+    results: Path | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
+    its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
+
+    Exits 0 when every task is ok, 1 when one is not, 2 for bad input.
+
+    \b
+    Examples:
+      ssegrade verify tasks/gjson-196 tasks/tlv-001
+      ssegrade verify tasks/* --repeat 3 --format json -o verify.json
+    """
+    scratch = results is None
+    if results is None:
+        results = Path(tempfile.mkdtemp(prefix="ssegrade-verify-"))
+    _say(f"results kept in {results}")
+    with _bad_input(), _removed_if_empty(results if scratch else None):
+        report = verify_tasks(
+            list(tasks),
+            results,
+            repo=repo,
+            repeat=repeat,
+            workers=workers,
+            engine=engine,
+            ray_address=ray_address,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runner_user=runner_user,
+            say=_say,
+        )
+    if fmt == "json":
+        text = json.dumps({"tasks": [t.to_json() for t in report.tasks]}, indent=1) + "\n"
+    else:
+        text = _table(report.tasks)
+    if output is not None:
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise BadInput(f"-o {output}: {exc.strerror}") from None
+    else:
+        click.echo(text, nl=False)
+    if report.interrupted:
+        _say("interrupted: tasks whose runs did not all finish are not reported")
+    raise click.exceptions.Exit(report.exit_code)
+
+
+@contextmanager
+def _removed_if_empty(folder: Path | None) -> Iterator[None]:
+    """Remove the scratch results folder when verification stops before writing anything."""
+    try:
+        yield
+    except BaseException:
+        if folder is not None and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
+
+
+def _table(tasks: tuple[TaskVerification, ...]) -> str:
+    if not tasks:
+        return ""
+    width = max(len("task"), *(len(t.task) for t in tasks))
+    lines = [f"{'task':<{width}}  verdict"]
+    for t in tasks:
+        lines.append(f"{t.task:<{width}}  {t.verification.verdict}")
+        lines += [f"{'':<{width}}  - {problem}" for problem in t.verification.problems]
+        lines += [f"{'':<{width}}  - flaky: {line}" for line in t.verification.flaky]
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.argument("jobs", type=click.Path(path_type=Path))
+@click.option(
+    "--results",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Write each run to RESULTS/<task id>/<model…>/<agent>/<run id>/.",
+)
+@_engine_options
+@click.option("--no-cache", is_flag=True, help="Grade jobs whose digest was graded before.")
+@click.option("--force", is_flag=True, help="Grade again runs that hold another digest.")
+def batch(
+    jobs: Path,
+    results: Path,
+    workers: int | None,
+    engine: EngineName,
+    ray_address: str | None,
+    timeout: int,
+    script_timeout: int | None,
+    runner_user: str | None,
+    no_cache: bool,
+    force: bool,
+) -> None:
+    """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
+    `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
+    `agent_timeout`, `agent_exit_code`, `spend`, `started_at` optional; paths relative to
+    JOBS), resuming what an earlier run did and reusing grades of identical jobs.
+
+    Exits 0 when every job was graded, 1 when one could not be (its error is in its
+    result.json), 2 for bad input, 130 when interrupted.
+
+    \b
+    Examples:
+      ssegrade batch jobs.jsonl --results results --workers 4
+      ssegrade batch jobs.jsonl --results /shared/results --engine ray --ray-address head:6379
+    """
+    with _bad_input():
+        report = run_batch(
+            jobs,
+            results,
+            workers=workers,
+            engine=engine,
+            ray_address=ray_address,
+            cache=not no_cache,
+            force=force,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runner_user=runner_user,
+        )
+    raise click.exceptions.Exit(report.exit_code)

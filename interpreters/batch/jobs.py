@@ -1,0 +1,253 @@
+"""Reading a batch before anything runs: job lines checked on disk, digests, run folders.
+
+Interpreter layer. The jobs file is parsed by the pure `ssegrade.batch`; this module resolves
+each job's paths (relative to the jobs file), loads its task, reads its patch, identifies its
+grading repo and computes its digest. Every problem of every line is collected, so a bad batch
+is reported whole and nothing is graded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import stat
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from returns.pipeline import is_successful
+
+from interpreters.real.runner import resolve_runner
+from interpreters.taskfolder import load_task
+from ssegrade import Task
+from ssegrade.batch import Job, JobProblem, duplicate_problems, job_digest, parse_jobs, run_parts
+
+__all__ = [
+    "BadJobs",
+    "Planned",
+    "check_runner",
+    "content_hash",
+    "plan_jobs",
+    "read_jobs",
+    "repo_identity",
+]
+
+_CHUNK = 1 << 20
+
+
+class BadJobs(Exception):
+    """The batch cannot run: one line per problem, each naming its job line."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = tuple(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A job checked and placed: its task, patch bytes, grading repo, run id, digest and
+    run folder."""
+
+    line: int
+    job: Job
+    task: Task
+    task_dir: Path
+    patch: bytes
+    repo: Path
+    run_id: str
+    digest: str
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        """`<task>/<model>/<agent>/<run id>`: how progress lines name the job."""
+        return f"{self.task.id}/{self.job.model}/{self.job.agent}/{self.run_id}"
+
+
+def read_jobs(path: Path) -> list[tuple[int, Job]]:
+    """Parse a JSON Lines jobs file; `BadJobs` names every bad line (`FILE:LINE: why`)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadJobs([f"{path}: cannot read the jobs file ({exc.strerror})"]) from None
+    jobs, problems = parse_jobs(data)
+    if problems:
+        raise BadJobs([f"{path}:{p.line}: {p.message}" for p in problems])
+    if not jobs:
+        raise BadJobs([f"{path}: no jobs in the file"])
+    return jobs
+
+
+def validate_jobs(docs: Iterable[Job | Mapping[str, Any]]) -> list[tuple[int, Job]]:
+    """Jobs given in Python (models or mappings of a job line), numbered from 1."""
+    jobs: list[tuple[int, Job]] = []
+    problems: list[str] = []
+    for number, doc in enumerate(docs, start=1):
+        try:
+            jobs.append((number, doc if isinstance(doc, Job) else Job.model_validate(doc)))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"])
+            problems.append(f"job {number}: {where}: {err['msg']}")
+    if problems:
+        raise BadJobs(problems)
+    return jobs
+
+
+def check_runner(runner_user: str | None) -> None:
+    """`BadJobs` when the runner account cannot be used (made when it is the default)."""
+    found = resolve_runner(runner_user)
+    if not is_successful(found):
+        raise BadJobs([found.failure().message])
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ssegrade")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def plan_jobs(
+    jobs: Sequence[tuple[int, Job]], base: Path, results: Path, *, where: str = "job"
+) -> list[Planned]:
+    """Check every job on disk and place it under `results`; `BadJobs` lists every problem
+    (`<where>:<line>: why`) when one job cannot run."""
+    version = _version()
+    tasks: dict[Path, tuple[Task, str] | str] = {}
+    repos: dict[Path, str] = {}
+    planned: list[Planned] = []
+    problems: list[JobProblem] = []
+    for line, job in jobs:
+        task_dir = (base / job.task).absolute()
+        if task_dir not in tasks:
+            loaded = load_task(task_dir)
+            tasks[task_dir] = (
+                (loaded.unwrap(), content_hash(task_dir))
+                if is_successful(loaded)
+                else f"task: {loaded.failure().message}"
+            )
+        known = tasks[task_dir]
+        if isinstance(known, str):
+            problems.append(JobProblem(line, known))
+            continue
+        task, task_hash = known
+        patch_path = base / job.patch
+        try:
+            with open(patch_path, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise IsADirectoryError(21, "not a file")
+                patch = handle.read()
+        except OSError as exc:
+            why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror
+            problems.append(JobProblem(line, f"patch: {why}: {patch_path}"))
+            continue
+        repo = _repo_of(job, task, task_dir, base)
+        if isinstance(repo, str):
+            problems.append(JobProblem(line, repo))
+            continue
+        if repo not in repos:
+            repos[repo] = repo_identity(repo)
+        digest = job_digest(task_hash, patch, repos[repo], version)
+        run_id = job.run_id or digest[:12]
+        folder = results.joinpath(*run_parts(task.id, job.model, job.agent, run_id))
+        planned.append(Planned(line, job, task, task_dir, patch, repo, run_id, digest, folder))
+    keys = [(p.line, (p.task.id, p.job.model, p.job.agent, p.run_id)) for p in planned]
+    problems += duplicate_problems(keys)
+    if problems:
+        problems.sort(key=lambda p: p.line)
+        raise BadJobs([f"{where}:{p.line}: {p.message}" for p in problems])
+    return planned
+
+
+def _repo_of(job: Job, task: Task, task_dir: Path, base: Path) -> Path | str:
+    if job.repo is not None:
+        repo = (base / job.repo).absolute()
+    elif task.source is not None:
+        repo = (task_dir / task.source).absolute()
+    else:
+        return "repo: no grading repo: give `repo` or set `source` in the task's config.yaml"
+    if not repo.is_dir():
+        return f"repo: grading repo not found: {repo}"
+    return repo
+
+
+# ---------------------------------------------------------------------------- identities
+
+
+def content_hash(top: Path, *, skip: frozenset[str] = frozenset()) -> str:
+    """sha256 over a tree's names, kinds, exec bits and bytes; symbolic links are hashed as
+    links (never followed); top-level names in `skip` are left out."""
+    hasher = hashlib.sha256()
+    for here, dirs, names in os.walk(top, followlinks=False):
+        rel = os.path.relpath(here, top)
+        left_out = skip if rel == "." else frozenset()
+        dirs[:] = sorted(d for d in dirs if d not in left_out)
+        for name in sorted(n for n in names if n not in left_out):
+            path = os.path.join(here, name)
+            entry = os.path.normpath(os.path.join(rel, name)).encode()
+            hasher.update(b"\0" + entry + b"\0")
+            _hash_entry(hasher, path)
+        for name in dirs:
+            if os.path.islink(os.path.join(here, name)):
+                entry = os.path.normpath(os.path.join(rel, name)).encode()
+                hasher.update(b"\0" + entry + b"\0")
+                _hash_entry(hasher, os.path.join(here, name))
+    return hasher.hexdigest()
+
+
+def _hash_entry(hasher: Any, path: str) -> None:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        hasher.update(b"link:" + os.fsencode(os.readlink(path)))
+    elif stat.S_ISREG(info.st_mode):
+        hasher.update(b"exec:" if info.st_mode & 0o111 else b"file:")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            hasher.update(info.st_size.to_bytes(8, "big"))
+            while chunk := os.read(fd, _CHUNK):
+                hasher.update(chunk)
+        finally:
+            os.close(fd)
+    else:
+        hasher.update(b"other:")
+
+
+def _git(repo: Path, *args: str) -> bytes | None:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_DIR": str(repo / ".git"),
+        "GIT_WORK_TREE": str(repo),
+        "GIT_OPTIONAL_LOCKS": "0",
+        "LC_ALL": "C",
+    }
+    try:
+        done = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "-c", "safe.directory=*", *args],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=600,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def repo_identity(repo: Path) -> str:
+    """What the grading repo is: `tree:<id>` of its HEAD when it is a git repo with nothing
+    changed or untracked, else `content:<sha256>` of its files (`.git` left out)."""
+    if (repo / ".git").is_dir():
+        tree = _git(repo, "rev-parse", "--verify", "HEAD^{tree}")
+        status = _git(repo, "status", "--porcelain", "-z", "--untracked-files=all")
+        if tree is not None and status == b"":
+            return f"tree:{tree.decode().strip()}"
+    return f"content:{content_hash(repo, skip=frozenset({'.git'}))}"

@@ -1,0 +1,128 @@
+"""How a batch speaks while it runs: a live bar on a terminal, else one line per finished job.
+
+Interpreter layer; everything goes to stderr, so stdout stays free for machine-readable output.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import IO, Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ssegrade.batch import Tally
+
+__all__ = ["LineProgress", "LiveProgress", "Reporter", "make_reporter"]
+
+
+class Reporter(Protocol):
+    """Receives a batch's events."""
+
+    def begin(self, tally: Tally) -> None:
+        """The batch starts: `tally.total` jobs."""
+
+    def finished(self, tally: Tally, line: str) -> None:
+        """One job finished (graded, cached or skipped); `line` describes it."""
+
+    def note(self, message: str) -> None:
+        """A message for the operator."""
+
+    def tick(self, tally: Tally) -> None:
+        """Time passes (refresh elapsed time and ETA)."""
+
+    def end(self, line: str) -> None:
+        """The batch is over; `line` is its last line."""
+
+
+@dataclass
+class LineProgress:
+    """One line per finished job on `stream`: `[done/total] <what>`."""
+
+    console: Console
+
+    def begin(self, tally: Tally) -> None:
+        """Nothing to draw."""
+
+    def finished(self, tally: Tally, line: str) -> None:
+        """`[done/total] line`."""
+        self.console.print(f"[{tally.done}/{tally.total}] {line}", markup=False)
+
+    def note(self, message: str) -> None:
+        """The message as it is."""
+        self.console.print(message, markup=False)
+
+    def tick(self, tally: Tally) -> None:
+        """Nothing to refresh."""
+
+    def end(self, line: str) -> None:
+        """The last line."""
+        self.console.print(line, markup=False)
+
+
+@dataclass
+class LiveProgress:
+    """A live bar: done/total, passed, failed, error, cached, elapsed, ETA."""
+
+    console: Console
+    _progress: Progress | None = None
+    _task: TaskID | None = None
+    _start: float = field(default_factory=time.monotonic)
+
+    def begin(self, tally: Tally) -> None:
+        """Draw the bar."""
+        self._progress = Progress(
+            TextColumn("grading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(
+            "batch", total=tally.total, completed=tally.done, counts=_counts(tally)
+        )
+
+    def finished(self, tally: Tally, line: str) -> None:
+        """Advance the bar."""
+        self.tick(tally)
+
+    def note(self, message: str) -> None:
+        """Print above the bar."""
+        self.console.print(message, markup=False)
+
+    def tick(self, tally: Tally) -> None:
+        """Refresh the counts."""
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=tally.done, counts=_counts(tally))
+
+    def end(self, line: str) -> None:
+        """Stop the bar, print the last line."""
+        if self._progress is not None:
+            self._progress.stop()
+        self.console.print(line, markup=False)
+
+
+def _counts(tally: Tally) -> str:
+    return (
+        f"{tally.passed} passed, {tally.failed} failed, {tally.error} error, {tally.cached} cached"
+    )
+
+
+def make_reporter(stream: IO[str] | None = None) -> Reporter:
+    """A live bar when `stream` (default stderr) is a terminal, else one line per job."""
+    console = Console(file=stream, stderr=stream is None, highlight=False, soft_wrap=True)
+    return LiveProgress(console) if console.is_terminal else LineProgress(console)

@@ -1,0 +1,301 @@
+"""Batch grading, the pure part: job lines, run folders, the digest, summaries and the tally.
+
+Pure core: `parse_jobs` reads the bytes of a JSON Lines jobs file and names every bad line by
+its number; the other functions say where a run goes, what identifies a grading, what its
+`summary.json` holds and what the last progress line says. Reading task folders, hashing files
+and running the gradings is `interpreters.batch`'s job (SPEC §14).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
+from ssegrade.task import Task
+
+__all__ = [
+    "JOB_KEYS",
+    "Job",
+    "JobProblem",
+    "Tally",
+    "cached_result",
+    "duplicate_problems",
+    "job_digest",
+    "parse_jobs",
+    "run_parts",
+    "summary_document",
+]
+
+
+def _folder_name(value: str, what: str) -> str:
+    if not value or value in (".", "..") or "/" in value:
+        raise ValueError(f"{what} {value!r} cannot name a folder")
+    if any(ord(char) < 0x20 or char == "\x7f" for char in value) or len(value.encode()) > 255:
+        raise ValueError(f"{what} {value!r} cannot name a folder")
+    return value
+
+
+class Job(BaseModel):
+    """One line of a jobs file (SPEC §14). Paths are as written: relative to the jobs file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    task: str = Field(min_length=1)
+    patch: str = Field(min_length=1)
+    repo: str | None = Field(default=None, min_length=1)
+    model: str = "unknown"
+    agent: str = "unknown"
+    run_id: str | None = None
+    reference_run: bool = False
+    agent_duration: int = Field(default=0, ge=0)
+    agent_timeout: bool = False
+    agent_exit_code: int | None = None
+    spend: float | None = None
+    started_at: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_folders(cls, value: str) -> str:
+        for part in value.split("/"):
+            _folder_name(part, "model")
+        return value
+
+    @field_validator("agent", "run_id")
+    @classmethod
+    def _one_folder(cls, value: str | None) -> str | None:
+        return None if value is None else _folder_name(value, "name")
+
+    @field_validator("spend", mode="before")
+    @classmethod
+    def _int_spend(cls, value: object) -> object:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("started_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an ISO 8601 time") from None
+        return value
+
+    def runtime(self, evaluator_timeout: bool = False) -> RuntimeResult:
+        """The `runtime_result` of this job: the agent's facts from its line."""
+        return RuntimeResult(
+            agent_duration=self.agent_duration,
+            agent_timeout=self.agent_timeout,
+            evaluator_timeout=evaluator_timeout,
+            agent_exit_code=self.agent_exit_code,
+        )
+
+
+JOB_KEYS: tuple[str, ...] = tuple(Job.model_fields)
+"""Every key a job line may hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobProblem:
+    """A bad job line: its number (from 1) and one sentence."""
+
+    line: int
+    message: str
+
+
+def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
+    """Parse a JSON Lines jobs file: the (line number, job) pairs and one problem per bad line.
+
+    Blank lines are skipped. A line is bad when it is not a JSON object, lacks `task` or
+    `patch`, holds an unknown key (the nearest known one is named) or a value of the wrong type.
+
+    >>> jobs, problems = parse_jobs(b'{"task": "t", "patch": "p"}\\n\\n{"task": "t"}\\n[1]\\n')
+    >>> [(n, job.model) for n, job in jobs]
+    [(1, 'unknown')]
+    >>> [(p.line, p.message) for p in problems]
+    [(3, 'patch: required key is missing'), (4, 'expected a JSON object')]
+    >>> parse_jobs(b'{"task": "t", "patch": "p", "modle": "m"}')[1][0].message
+    'modle: unknown key (did you mean model?)'
+    """
+    jobs: list[tuple[int, Job]] = []
+    problems: list[JobProblem] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            doc = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            problems.append(JobProblem(number, f"not JSON ({exc})"))
+            continue
+        if not isinstance(doc, dict):
+            problems.append(JobProblem(number, "expected a JSON object"))
+            continue
+        unknown = sorted(key for key in doc if key not in JOB_KEYS)
+        if unknown:
+            problems.append(JobProblem(number, _unknown(unknown[0])))
+            continue
+        try:
+            jobs.append((number, Job.model_validate(doc)))
+        except ValidationError as exc:
+            problems.append(JobProblem(number, _describe(exc)))
+    return jobs, problems
+
+
+def _unknown(key: str) -> str:
+    near = difflib.get_close_matches(key, JOB_KEYS, n=1)
+    return f"{key}: unknown key" + (f" (did you mean {near[0]}?)" if near else "")
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(part) for part in err["loc"])
+    if err["type"] == "missing":
+        return f"{key}: required key is missing"
+    return f"{key}: {err['msg'].removeprefix('Value error, ')}"
+
+
+def duplicate_problems(keys: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobProblem]:
+    """One problem per line whose (task, model, agent, run id) an earlier line already has.
+
+    >>> k = ("t", "m", "a", "r1")
+    >>> found = duplicate_problems([(1, k), (2, ("t", "m", "a", "r2")), (5, k)])
+    >>> [(p.line, p.message) for p in found]
+    [(5, 'duplicate run: task t, model m, agent a, run id r1 (first on line 1)')]
+    """
+    first: dict[tuple[str, ...], int] = {}
+    problems: list[JobProblem] = []
+    for line, key in keys:
+        if key in first:
+            task, model, agent, run_id = key
+            problems.append(
+                JobProblem(
+                    line,
+                    f"duplicate run: task {task}, model {model}, agent {agent}, run id {run_id} "
+                    f"(first on line {first[key]})",
+                )
+            )
+        else:
+            first[key] = line
+    return problems
+
+
+def run_parts(task_id: str, model: str, agent: str, run_id: str) -> tuple[str, ...]:
+    """The folders of a run below the results folder: `<task>/<model…>/<agent>/<run id>`.
+
+    >>> run_parts("t", "openai/gpt-5", "codex", "r1")
+    ('t', 'openai', 'gpt-5', 'codex', 'r1')
+    """
+    return (task_id, *model.split("/"), agent, run_id)
+
+
+def job_digest(task_files: str, patch: bytes, repo_id: str, version: str) -> str:
+    """What identifies a grading: sha256 over the task folder's content hash, the patch bytes,
+    the grading repo's tree id (or content hash) and ssegrade's version.
+
+    >>> a = job_digest("t" * 64, b"", "r" * 40, "0.1.0")
+    >>> same = job_digest("t" * 64, b"", "r" * 40, "0.1.0")
+    >>> other = job_digest("t" * 64, b" ", "r" * 40, "0.1.0")
+    >>> a == same, a == other
+    (True, False)
+    """
+    hasher = hashlib.sha256(b"ssegrade job digest 1\0")
+    for part in (task_files.encode(), patch, repo_id.encode(), version.encode()):
+        hasher.update(len(part).to_bytes(8, "big"))
+        hasher.update(part)
+    return hasher.hexdigest()
+
+
+def summary_document(
+    task: Task,
+    job: Job,
+    run_id: str,
+    result: EvaluationResult,
+    digest: str,
+    cached_from: str | None = None,
+) -> dict[str, Any]:
+    """The `summary.json` of a batch run (SPEC §11, §14): the task config, the run config, the
+    grade, the agent's facts from the job line, the digest and, for a cached run, where the
+    grade comes from. The run config's three keys are also written at the top level, where
+    readers that take `config` for the task config (as in `result.json`) find them."""
+    run_config = {"agent": job.agent, "model": job.model, "reference_run": job.reference_run}
+    doc: dict[str, Any] = {
+        "task": task.model_dump(mode="json", exclude_none=True),
+        "config": run_config,
+        **run_config,
+        "patch_result": result.patch_result.model_dump(mode="json"),
+        "runtime_result": result.runtime_result.model_dump(mode="json"),
+        "spend": job.spend,
+        "run_id": run_id,
+        "started_at": job.started_at,
+        "digest": digest,
+    }
+    if cached_from is not None:
+        doc["cached_from"] = cached_from
+    return doc
+
+
+Outcome = Literal["graded", "cached", "skipped"]
+
+
+@dataclass(slots=True)
+class Tally:
+    """What a batch did so far: jobs graded, cached and skipped, and the verdicts of the
+    graded and cached ones (`passed + failed + error == graded + cached`)."""
+
+    total: int = 0
+    graded: int = 0
+    cached: int = 0
+    skipped: int = 0
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    skipped_error: int = 0
+
+    def add(self, outcome: Outcome, status: Status) -> None:
+        """Count one finished job."""
+        if outcome == "skipped":
+            self.skipped += 1
+            self.skipped_error += status == "error"
+            return
+        if outcome == "graded":
+            self.graded += 1
+        else:
+            self.cached += 1
+        self.passed += status == "passed"
+        self.failed += status == "failed"
+        self.error += status == "error"
+
+    @property
+    def done(self) -> int:
+        """Jobs finished, in whatever way."""
+        return self.graded + self.cached + self.skipped
+
+    @property
+    def ungraded(self) -> bool:
+        """A job could not be graded: its result, new or found, is an `error`."""
+        return self.error + self.skipped_error > 0
+
+    def line(self, seconds: float) -> str:
+        """The last line of a batch.
+
+        >>> t = Tally()
+        >>> t.add("graded", "passed"); t.add("cached", "failed"); t.add("skipped", "passed")
+        >>> t.line(3.14159)
+        '1 graded, 1 passed, 1 failed, 0 error, 1 cached, 1 skipped in 3.1 s'
+        """
+        return (
+            f"{self.graded} graded, {self.passed} passed, {self.failed} failed, "
+            f"{self.error} error, {self.cached} cached, {self.skipped} skipped in {seconds:.1f} s"
+        )
+
+
+def cached_result(graded: PatchResult, job: Job, evaluator_timeout: bool) -> EvaluationResult:
+    """The `result.json` of a cached job: the graded job's grade, this job's agent facts."""
+    return EvaluationResult(patch_result=graded, runtime_result=job.runtime(evaluator_timeout))

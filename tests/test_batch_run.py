@@ -1,0 +1,305 @@
+"""`run_batch` on real task folders and real worker processes, with a small grading function
+injected (the engines take the grading function as an argument): run folders, summaries,
+digests, resume, refusal, the cache, validation of the jobs file, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interpreters.batch import BadJobs, run_batch
+from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status, parse_run
+from ssegrade.report import RunFolder
+from tests.realtask import make_task
+
+pytestmark = pytest.mark.slow
+
+
+def verdict_grade(
+    task: Path,
+    patch: Path | bytes,
+    repo: Path,
+    results: Path,
+    *,
+    timeout: int = 3600,
+    script_timeout: int | None = None,
+    runner_user: str | None = None,
+    runtime: RuntimeResult | None = None,
+    force: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> EvaluationResult:
+    """A stand-in for grading: `passed` when the patch says `fixed`, `error` when it says
+    `crash`, else `failed`; writes the files a grading writes."""
+    data = patch if isinstance(patch, bytes) else patch.read_bytes()
+    if b"crash" in data:
+        raise RuntimeError("the grading crashed")
+    status: Status = "passed" if b"fixed" in data else "failed"
+    result = EvaluationResult(
+        patch_result=PatchResult(status=status, build_success=status == "passed"),
+        runtime_result=runtime or RuntimeResult(),
+    )
+    assert not (results / "result.json").exists() or force
+    (results / "logs").mkdir(parents=True, exist_ok=True)
+    (results / "logs" / "01-build.log").write_text(f"pid {os.getpid()}\n")
+    (results / "final.patch").write_bytes(data)
+    (results / "checks.jsonl").write_text("")
+    (results / "result.json").write_bytes(result.to_json())
+    return result
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Path:
+    made = make_task(tmp_path / "t")
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "fixed.patch").write_bytes(b"fixed\n")
+    (tmp_path / "patches" / "fixed-too.patch").write_bytes(b"fixed\n")
+    (tmp_path / "patches" / "broken.patch").write_bytes(b"nothing\n")
+    (tmp_path / "patches" / "empty.patch").write_bytes(b"")
+    assert made.task == tmp_path / "t" / "task"
+    return tmp_path
+
+
+def write_jobs(where: Path, *jobs: dict[str, Any]) -> Path:
+    path = where / "jobs.jsonl"
+    path.write_text("".join(json.dumps(job) + "\n" for job in jobs))
+    return path
+
+
+def job(patch: str, **extra: Any) -> dict[str, Any]:
+    return {"task": "t/task", "patch": f"patches/{patch}", "repo": "t/source", **extra}
+
+
+def batch(jobs: Path, results: Path, **options: Any) -> Any:
+    return run_batch(jobs, results, workers=2, grade=verdict_grade, reporter=Quiet(), **options)
+
+
+class Quiet:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def begin(self, tally: Any) -> None:
+        pass
+
+    def finished(self, tally: Any, line: str) -> None:
+        self.lines.append(line)
+
+    def note(self, message: str) -> None:
+        self.lines.append(message)
+
+    def tick(self, tally: Any) -> None:
+        pass
+
+    def end(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def test_each_job_gets_a_run_folder_and_a_summary_the_report_reads(world: Path) -> None:
+    jobs = write_jobs(
+        world,
+        job(
+            "fixed.patch",
+            model="openai/gpt-5",
+            agent="codex",
+            run_id="r1",
+            spend=0.42,
+            agent_duration=312,
+            started_at="2026-11-30T10:00:00Z",
+        ),
+        job("broken.patch", model="m", agent="a", run_id="r2", reference_run=True),
+    )
+    report = batch(jobs, world / "results")
+    assert report.exit_code == 0
+    run = world / "results" / "shell-001" / "openai" / "gpt-5" / "codex" / "r1"
+    assert sorted(p.name for p in run.iterdir()) == [
+        "checks.jsonl",
+        "final.patch",
+        "logs",
+        "result.json",
+        "summary.json",
+    ]
+    summary = json.loads((run / "summary.json").read_bytes())
+    assert summary["task"]["id"] == "shell-001"
+    assert summary["task"]["scripts"]["build"] == "scripts/build.sh"
+    assert summary["config"] == {"agent": "codex", "model": "openai/gpt-5", "reference_run": False}
+    assert summary["patch_result"]["status"] == "passed"
+    assert summary["runtime_result"]["agent_duration"] == 312
+    assert summary["spend"] == 0.42
+    assert summary["run_id"] == "r1"
+    assert summary["started_at"] == "2026-11-30T10:00:00Z"
+    assert len(summary["digest"]) == 64
+    assert "cached_from" not in summary
+    record = parse_run(
+        (run / "summary.json").read_bytes(), RunFolder("shell-001", "openai/gpt-5", "codex", "r1")
+    ).unwrap()
+    assert (record.model, record.agent, record.spend, record.patch.status) == (
+        "openai/gpt-5",
+        "codex",
+        0.42,
+        "passed",
+    )
+    other = json.loads((world / "results/shell-001/m/a/r2/summary.json").read_bytes())
+    assert other["patch_result"]["status"] == "failed"
+    assert other["config"]["reference_run"] is True
+    last = "2 graded, 1 passed, 1 failed, 0 error, 0 cached, 0 skipped in "
+    assert report.last_line.startswith(last)
+
+
+def test_run_id_defaults_to_the_digest_and_a_rerun_skips_everything(world: Path) -> None:
+    jobs = write_jobs(world, job("fixed.patch"), job("broken.patch"))
+    first = batch(jobs, world / "results")
+    folders = sorted((world / "results" / "shell-001" / "unknown" / "unknown").iterdir())
+    assert len(folders) == 2
+    for folder in folders:
+        digest = json.loads((folder / "summary.json").read_bytes())["digest"]
+        assert folder.name == digest[:12]
+    before = {f: (f / "summary.json").stat().st_mtime_ns for f in folders}
+    again = batch(jobs, world / "results")
+    assert (first.tally.graded, again.tally.graded, again.tally.skipped) == (2, 0, 2)
+    assert {f: (f / "summary.json").stat().st_mtime_ns for f in folders} == before
+    assert again.exit_code == 0
+
+
+def test_another_digest_is_refused_unless_forced(world: Path) -> None:
+    jobs = write_jobs(world, job("broken.patch", run_id="r1"))
+    batch(jobs, world / "results")
+    (world / "patches" / "broken.patch").write_bytes(b"fixed now\n")
+    with pytest.raises(BadJobs) as refused:
+        batch(jobs, world / "results")
+    assert len(refused.value.problems) == 1
+    assert "holds a grade with another digest (--force grades it again)" in str(refused.value)
+    assert refused.value.problems[0].startswith(f"{jobs}:1: ")
+    summary = world / "results/shell-001/unknown/unknown/r1/summary.json"
+    assert json.loads(summary.read_bytes())["patch_result"]["status"] == "failed"
+    forced = batch(jobs, world / "results", force=True)
+    assert forced.tally.graded == 1
+    assert json.loads(summary.read_bytes())["patch_result"]["status"] == "passed"
+
+
+def test_a_changed_task_folder_changes_the_digest(world: Path) -> None:
+    jobs = write_jobs(world, job("broken.patch", run_id="r1"))
+    batch(jobs, world / "results")
+    (world / "t" / "task" / "pocs" / "poc1.bin").write_bytes(b"changed")
+    with pytest.raises(BadJobs):
+        batch(jobs, world / "results")
+
+
+def test_same_digest_is_graded_once_and_cached_with_its_own_run_facts(world: Path) -> None:
+    jobs = write_jobs(
+        world,
+        job("fixed.patch", run_id="r1", agent_duration=10, spend=1.0),
+        job("fixed-too.patch", run_id="r2", agent_duration=20, spend=2.0, agent="other"),
+    )
+    report = batch(jobs, world / "results")
+    assert (report.tally.graded, report.tally.cached) == (1, 1)
+    assert report.last_line.startswith("1 graded, 2 passed, 0 failed, 0 error, 1 cached, ")
+    graded = world / "results/shell-001/unknown/unknown/r1"
+    cached = world / "results/shell-001/unknown/other/r2"
+    summary = json.loads((cached / "summary.json").read_bytes())
+    assert summary["cached_from"] == "shell-001/unknown/unknown/r1"
+    assert summary["runtime_result"]["agent_duration"] == 20
+    assert summary["spend"] == 2.0
+    assert summary["config"]["agent"] == "other"
+    assert (
+        summary["patch_result"]
+        == json.loads((graded / "summary.json").read_bytes())["patch_result"]
+    )
+    result = json.loads((cached / "result.json").read_bytes())
+    assert result["runtime_result"]["agent_duration"] == 20
+    assert (cached / "final.patch").read_bytes() == b"fixed\n"
+    # A later batch reuses the grade found in RESULTS, unless told not to.
+    more = write_jobs(world, job("fixed.patch", run_id="r3"))
+    assert batch(more, world / "results").tally.cached == 1
+    (world / "results/shell-001/unknown/unknown/r3").rename(world / "gone")
+    assert batch(more, world / "results", cache=False).tally.graded == 1
+
+
+def test_a_job_that_cannot_be_graded_is_an_error_and_exit_1(world: Path) -> None:
+    (world / "patches" / "crash.patch").write_bytes(b"crash\n")
+    jobs = write_jobs(world, job("crash.patch", run_id="c"), job("fixed.patch", run_id="f"))
+    report = batch(jobs, world / "results")
+    assert report.exit_code == 1
+    result = json.loads((world / "results/shell-001/unknown/unknown/c/result.json").read_bytes())
+    assert result["patch_result"]["status"] == "error"
+    assert "the grading crashed" in result["patch_result"]["error_msg"]
+    assert report.last_line.startswith("2 graded, 1 passed, 0 failed, 1 error, 0 cached, ")
+
+
+def test_every_bad_line_is_named_and_nothing_is_graded(world: Path) -> None:
+    jobs = world / "jobs.jsonl"
+    jobs.write_text(
+        "\n".join(
+            [
+                json.dumps(job("fixed.patch", run_id="a")),
+                json.dumps({"task": "nowhere", "patch": "patches/fixed.patch"}),
+                json.dumps(job("missing.patch")),
+                json.dumps(job("fixed.patch", run_id="a")),
+                "{not json",
+                json.dumps(job("fixed.patch", modle="x")),
+                json.dumps(job("fixed.patch", model="../up")),
+                json.dumps({"patch": "patches/fixed.patch"}),
+            ]
+        )
+        + "\n"
+    )
+    with pytest.raises(BadJobs) as bad:
+        batch(jobs, world / "results")
+    problems = bad.value.problems
+    lines = [int(p.removeprefix(f"{jobs}:").split(":")[0]) for p in problems]
+    assert sorted(lines) == lines
+    assert lines == [5, 6, 7, 8]  # syntax first: the other lines are checked once it is fixed
+    text = "\n".join(problems)
+    assert "modle: unknown key (did you mean model?)" in text
+    assert "task: required key is missing" in text
+    assert "not JSON" in text
+    assert not (world / "results" / "shell-001").exists()
+
+
+def test_semantic_problems_are_named_with_their_lines(world: Path) -> None:
+    jobs = write_jobs(
+        world,
+        job("fixed.patch", run_id="a"),
+        {"task": "nowhere", "patch": "patches/fixed.patch"},
+        job("missing.patch"),
+        job("fixed.patch", run_id="a"),
+        job("fixed.patch", repo="no-repo"),
+    )
+    with pytest.raises(BadJobs) as bad:
+        batch(jobs, world / "results")
+    problems = [p.removeprefix(f"{jobs}:") for p in bad.value.problems]
+    assert [p.split(":")[0] for p in problems] == ["2", "3", "4", "5"]
+    assert "task folder not found" in problems[0]
+    assert "patch: no such file" in problems[1]
+    assert "duplicate run: task shell-001, model unknown, agent unknown, run id a" in problems[2]
+    assert "grading repo not found" in problems[3]
+    assert not (world / "results" / "shell-001").exists()
+
+
+def test_repo_defaults_to_the_task_source(world: Path) -> None:
+    config = world / "t" / "task" / "config.yaml"
+    config.write_text(config.read_text() + "source: ../source\n")
+    jobs = write_jobs(world, {"task": "t/task", "patch": "patches/fixed.patch", "run_id": "r"})
+    assert batch(jobs, world / "results").tally.graded == 1
+
+
+def test_a_leftover_of_a_crash_is_graded_again_but_foreign_files_are_refused(
+    world: Path,
+) -> None:
+    jobs = write_jobs(world, job("fixed.patch", run_id="r1"))
+    leftover = world / "results/shell-001/unknown/unknown/r1"
+    leftover.mkdir(parents=True)
+    (leftover / ".incomplete").touch()
+    (leftover / "result.json").write_text("{}")
+    assert batch(jobs, world / "results").tally.graded == 1
+    assert not (leftover / ".incomplete").exists()
+    other = write_jobs(world, job("fixed.patch", run_id="r9"))
+    foreign = world / "results/shell-001/unknown/unknown/r9"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(BadJobs, match="holds other files"):
+        batch(other, world / "results")
+    assert (foreign / "notes.txt").read_text() == "mine"

@@ -1,0 +1,242 @@
+"""`ssegrade verify` end to end: real tasks, real gradings, the console script.
+
+The bundled examples must verify `ok`; broken variants of a small shell task must be caught,
+each with its sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.realtask import RealTask, make_task, ssegrade
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+FIX = """diff --git a/lib.sh b/lib.sh
+--- a/lib.sh
++++ b/lib.sh
+@@ -1 +1 @@
+-VALUE=bug
++VALUE=fixed
+"""
+
+
+def shell_task(root: Path, *, patch: str | None = FIX) -> RealTask:
+    """The shell task of `tests.realtask` with a reference patch that fixes it."""
+    files: dict[str, Any] = {
+        "poc": ["pocs/poc1.bin", "pocs/poc2.bin"],
+        "future_test": "future.diff",
+    }
+    if patch is not None:
+        files["patch"] = "fix.diff"
+    made = make_task(root, config={"files": files})
+    if patch is not None:
+        (made.task / "fix.diff").write_text(patch)
+    return made
+
+
+def verify(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    done = ssegrade("verify", "--format", "json", *args, env=env, timeout=600)
+    doc = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done.returncode, doc, done.stderr
+
+
+def only(doc: dict[str, Any]) -> dict[str, Any]:
+    tasks = doc["tasks"]
+    assert len(tasks) == 1
+    task: dict[str, Any] = tasks[0]
+    return task
+
+
+def test_the_bundled_tlv_example_is_ok(tmp_path: Path) -> None:
+    code, doc, err = verify(str(EXAMPLES / "tlv" / "task"), "--results", str(tmp_path / "r"))
+    assert code == 0, err
+    task = only(doc)
+    assert (task["task"], task["verdict"], task["problems"], task["flaky"]) == (
+        "tlv-001",
+        "ok",
+        [],
+        [],
+    )
+    assert task["folder"] == str(EXAMPLES / "tlv" / "task")
+    runs = {(r["control"], r["n"]): r for r in task["runs"]}
+    assert sorted(runs) == [("empty", 1), ("reference", 1)]
+    assert runs["empty", 1]["status"] == "failed"
+    assert runs["empty", 1]["result"]["pov_passed"] == 0
+    assert runs["reference", 1]["result"]["status"] == "passed"
+    for control in ("empty", "reference"):
+        assert (tmp_path / "r" / "tlv-001" / control / "1" / "result.json").is_file()
+
+
+@pytest.fixture
+def kvconf_toolchain() -> Iterator[dict[str, str]]:
+    """The environment the kvconf example's image would set: its toolchain, readable by the
+    runner account."""
+    home = Path(tempfile.mkdtemp(prefix="kvc-", dir="/tmp"))
+    try:
+        home.chmod(0o755)
+        shutil.copytree(EXAMPLES / "kvconf" / "toolchain", home / "toolchain")
+        yield {"KVC_HOME": str(home / "toolchain")}
+    finally:
+        shutil.rmtree(home)
+
+
+def test_the_bundled_kvconf_example_is_ok(tmp_path: Path, kvconf_toolchain: dict[str, str]) -> None:
+    code, doc, err = verify(
+        str(EXAMPLES / "kvconf" / "task"), "--results", str(tmp_path / "r"), env=kvconf_toolchain
+    )
+    task = only(doc)
+    assert (task["verdict"], task["problems"]) == ("ok", []), err
+    assert code == 0
+
+
+def test_the_table_names_each_task_and_its_problems(tmp_path: Path) -> None:
+    good = shell_task(tmp_path / "good")
+    bad = shell_task(tmp_path / "bad")
+    bad.script("run.sh", '#!/bin/sh\ncase "$1" in *poc2*) exit 1;; esac\ngrep -q fixed out.txt\n')
+    config = yaml.safe_load((bad.task / "config.yaml").read_text())
+    config["id"] = "shell-002"
+    (bad.task / "config.yaml").write_text(yaml.safe_dump(config))
+    done = ssegrade(
+        "verify",
+        str(good.task),
+        str(bad.task),
+        "--repo",
+        str(good.source),
+        "--results",
+        str(tmp_path / "r"),
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        "task       verdict",
+        "shell-001  ok",
+        "shell-002  broken",
+        "           - PoC pocs/poc2.bin still triggers with the reference patch",
+    ]
+    assert f"results kept in {tmp_path / 'r'}" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "sentence"),
+    [
+        (
+            {"run.sh": '#!/bin/sh\ncase "$1" in *poc2*) exit 1;; esac\ngrep -q fixed out.txt\n'},
+            "PoC pocs/poc2.bin still triggers with the reference patch",
+        ),
+        (
+            {"run.sh": '#!/bin/sh\ncase "$1" in *poc1*) exit 0;; esac\ngrep -q fixed out.txt\n'},
+            "PoC pocs/poc1.bin does not trigger on the unfixed project",
+        ),
+        (
+            {"test.sh": "#!/bin/sh\ngrep -q fixed lib.sh\n"},
+            "the functional tests fail on the unfixed project",
+        ),
+        ({"fix.diff": FIX.replace("-VALUE=bug", "-VALUE=other")}, "reference patch does not apply"),
+    ],
+)
+def test_a_broken_variant_is_caught_with_its_sentence(
+    tmp_path: Path, change: dict[str, str], sentence: str
+) -> None:
+    made = shell_task(tmp_path)
+    for name, body in change.items():
+        if name.endswith(".sh"):
+            made.script(name, body)
+        else:
+            (made.task / name).write_text(body)
+    code, doc, err = verify(str(made.task), "--repo", str(made.source))
+    assert code == 1, err
+    task = only(doc)
+    assert (task["verdict"], task["problems"], task["flaky"]) == ("broken", [sentence], [])
+
+
+def test_a_flaky_test_script_is_flaky_with_its_counts(tmp_path: Path) -> None:
+    state = Path(tempfile.mkdtemp(prefix="flaky-", dir="/tmp"))
+    try:
+        state.chmod(0o777)
+        made = shell_task(tmp_path)
+        # The functional tests fail every other time they run (the intent tests run as usual);
+        # the count lives in a folder named in the environment, which scripts see.
+        made.script(
+            "test.sh",
+            "#!/bin/sh\n"
+            "if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi\n"
+            'n=$(cat "$FLAKY_STATE/count" 2>/dev/null || echo 0)\n'
+            'echo $((n + 1)) > "$FLAKY_STATE/count"\n'
+            "[ $((n % 2)) -eq 0 ]\n",
+        )
+        code, doc, err = verify(
+            str(made.task),
+            "--repo",
+            str(made.source),
+            "--repeat",
+            "2",
+            "--workers",
+            "1",
+            env={"FLAKY_STATE": str(state)},
+        )
+        assert code == 1, err
+        task = only(doc)
+        assert task["verdict"] == "flaky"
+        assert task["problems"] == []
+        assert task["flaky"] == [
+            "function_test passed 1 of 2 on the unfixed project",
+            "function_test passed 1 of 2 with the reference patch",
+        ]
+        assert len(task["runs"]) == 4
+    finally:
+        shutil.rmtree(state)
+
+
+def test_a_task_without_reference_patch_is_broken_and_the_others_are_verified(
+    tmp_path: Path,
+) -> None:
+    good = shell_task(tmp_path / "good")
+    lacking = shell_task(tmp_path / "lacking", patch=None)
+    config = yaml.safe_load((lacking.task / "config.yaml").read_text())
+    config["id"] = "shell-009"
+    (lacking.task / "config.yaml").write_text(yaml.safe_dump(config))
+    code, doc, err = verify(str(good.task), str(lacking.task), "--repo", str(good.source))
+    assert code == 1, err
+    verdicts = {t["task"]: (t["verdict"], t["problems"]) for t in doc["tasks"]}
+    assert verdicts == {
+        "shell-001": ("ok", []),
+        "shell-009": ("broken", ["the task has no reference patch"]),
+    }
+    lacking_runs = [r["control"] for r in doc["tasks"][1]["runs"]]
+    assert lacking_runs == ["empty"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = ssegrade("verify", str(tmp_path / "nowhere"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"ssegrade: error: task folder not found: {tmp_path / 'nowhere'}"
+    )
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    scratch = Path(done.stderr.split("results kept in ")[1].split()[0])
+    assert not scratch.exists()
+
+
+def test_results_json_goes_to_a_file_with_o(tmp_path: Path) -> None:
+    made = shell_task(tmp_path)
+    out = tmp_path / "report.json"
+    done = ssegrade(
+        "verify", str(made.task), "--repo", str(made.source), "--format", "json", "-o", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert json.loads(out.read_text())["tasks"][0]["verdict"] == "ok"
+    assert os.path.isdir(done.stderr.split("results kept in ")[1].split()[0])
