@@ -21,6 +21,7 @@ from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.progress import CheckProgress
 from interpreters.real import files, git
 from interpreters.real.runner import EnvPolicy
+from interpreters.replay_cli import replay_command
 from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
@@ -35,6 +36,7 @@ from interpreters.setup import (
     task_option,
     verdict_line,
 )
+from interpreters.trace import recording
 from ssegrade import RuntimeResult, result_schema
 
 __all__ = ["cli", "main"]
@@ -196,6 +198,13 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     is_flag=True,
     help="Clear a results folder that already holds a grade (refused otherwise).",
 )
+@click.option(
+    "--trace",
+    "trace_file",
+    metavar="FILE",
+    type=click.Path(path_type=Path),
+    help="Record every grading step and its answer in FILE, for `ssegrade replay`.",
+)
 def evaluate(
     task_dir: Path,
     source: Path | None,
@@ -214,6 +223,7 @@ def evaluate(
     daemon_socket: Path | None,
     patch_file: Path | None,
     force: bool,
+    trace_file: Path | None,
 ) -> None:
     """Grade the agent's patch and write RESULTS/result.json.
 
@@ -227,10 +237,12 @@ def evaluate(
     Examples:
       ssegrade evaluate --task /ssebench --source /src/proj --baseline /var/lib/sse/base
       ssegrade evaluate --task tasks/gjson-196 --patch runs/r1/final.patch \\
-          --repo repos/gjson-196 --results out/r1
+          --repo repos/gjson-196 --results out/r1 --trace out/r1.trace
     """
     if patch_file is not None and daemon_socket is not None:
         raise BadInput("--patch and --daemon cannot be used together")
+    if trace_file is not None and daemon_socket is not None:
+        raise BadInput("--trace and --daemon cannot be used together")
     recorded = read_patch(patch_file) if patch_file is not None else None
     inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
@@ -252,18 +264,20 @@ def evaluate(
             say=_say,
         )
     else:
-        result = grade_here(
-            inputs,
-            Sources(patch=recorded, repo=repo, baseline=baseline_dir),
-            results,
-            timeout=timeout,
-            script_timeout=script_timeout,
-            runtime=runtime,
-            say=_say,
-            started=_progress.started,
-            env=EnvPolicy(extra=script_env, clean=clean_env),
-            memory=script_memory,
-        )
+        with recording(trace_file) as recorder:
+            result = grade_here(
+                inputs,
+                Sources(patch=recorded, repo=repo, baseline=baseline_dir),
+                results,
+                timeout=timeout,
+                script_timeout=script_timeout,
+                runtime=runtime,
+                say=_say,
+                started=_progress.started,
+                env=EnvPolicy(extra=script_env, clean=clean_env),
+                memory=script_memory,
+                record=recorder,
+            )
     _progress.close()
     click.echo(verdict_line(result))
 
@@ -273,6 +287,7 @@ cli.add_command(daemon)
 cli.add_command(test_patch)
 cli.add_command(verify)
 cli.add_command(batch)
+cli.add_command(replay_command)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

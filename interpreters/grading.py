@@ -30,6 +30,7 @@ from interpreters.setup import (
     lock_task,
     make_results,
 )
+from interpreters.trace import TraceRecorder
 from ssegrade import (
     BenchSession,
     EvaluationResult,
@@ -74,9 +75,11 @@ def grade_here(
     started: Callable[[str], None] | None = None,
     env: EnvPolicy | None = None,
     memory: int | None = None,
+    record: TraceRecorder | None = None,
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `make_results`): capture the
-    agent's tree, or take the recorded patch; the grading repo is never modified.
+    agent's tree, or take the recorded patch; the grading repo is never modified. `record`
+    keeps the grading's trace.
 
     Raises `BadInput` for input that cannot be graded; once grading started, every failure
     is an `error` grade in `result.json`.
@@ -128,7 +131,10 @@ def grade_here(
                 system.log_notes(notes)
                 options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
                 session = BenchSession(task, folder, recorded=sources.patch)
-                return run(grade(options), bencher_interpreter(session, system))
+                interpret = bencher_interpreter(session, system)
+                if record is not None:
+                    return record.grade(options, interpret)
+                return run(grade(options), interpret)
             finally:
                 system.close()
 
@@ -183,9 +189,9 @@ def grade_patch(
     Raises `GradingInputError` (one line) when the task is rejected, the patch or the repo is
     missing, or `results` holds an earlier grade and `force` is not set.
 
-    >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +SKIP
+    >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    GradingInputError: task folder not found: /nonexistent
+    interpreters.grading.GradingInputError: task folder not found: /nonexistent (...)
     """
     try:
         if isinstance(patch, Path):

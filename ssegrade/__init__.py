@@ -65,6 +65,7 @@ from ssegrade.result import (
 from ssegrade.run import Interpreter, run
 from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
+from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -139,6 +140,9 @@ __all__ = [
     "TaskError",
     "TimeLimitReached",
     "TimedOut",
+    "Trace",
+    "TraceError",
+    "TraceStep",
     "Unstage",
     "Verification",
     "Workspace",
@@ -149,9 +153,11 @@ __all__ = [
     "bench",
     "bencher_interpreter",
     "bound_log",
+    "check_answer",
     "compare",
     "compare_all",
     "decide",
+    "dump_trace",
     "grade",
     "holm",
     "is_blank",
@@ -163,6 +169,7 @@ __all__ = [
     "parse_result",
     "parse_run",
     "parse_task",
+    "parse_trace",
     "pass_at_k",
     "pass_hat_k",
     "poc_folder",

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Install ssegrade with its dev tools into .venv, then run lint, types and the whole test suite.
+# Install ssegrade with its dev tools into .venv, then run lint, types, import contracts and
+# the whole test suite under coverage (CLI subprocesses included, see pyproject.toml). With
+# arguments (a subset of the tests), the coverage floor is not enforced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -11,4 +13,10 @@ python3 -m venv .venv
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-.venv/bin/python -m pytest -q -p no:cacheprovider -n auto "$@"
+.venv/bin/lint-imports --no-cache
+floor=()
+if [ "$#" -eq 0 ]; then
+    floor=(--cov-fail-under=87)
+fi
+.venv/bin/python -m pytest -q -p no:cacheprovider -n auto \
+    --cov --cov-report=term:skip-covered "${floor[@]}" "$@"

@@ -2,7 +2,8 @@
 
 A scenario says how each script ends; it is realised once as `FakeWorld` data and once as real
 shell scripts in a real task folder. Both must produce the same grade and run the same scripts
-in the same order, so the fake cannot drift from reality.
+in the same order, so the fake cannot drift from reality. Every answer either interpreter
+gives, at both layers, is checked against the answer type its effect declares (`Checked`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
+from pydantic import ValidationError
 from returns.pipeline import is_successful
+from returns.result import Failure, Success
 
 from interpreters.fake import FakeWorld, Script
 from interpreters.real import git as realgit
@@ -24,16 +27,30 @@ from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
 from interpreters.taskfolder import load_task
 from ssegrade import (
+    Archive,
+    Bench,
     BenchSession,
+    CaptureTree,
     Effect,
     EvaluationResult,
+    FreshCopy,
     GradeOptions,
+    GradingEffect,
+    Notify,
+    Prepared,
+    PrepareGrading,
     RunScript,
+    ScriptResult,
+    Staged,
+    StageFiles,
+    SystemEffect,
     Task,
+    Workspace,
     bencher_interpreter,
     grade,
     run,
 )
+from ssegrade.trace import check_answer
 from tests.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
@@ -93,6 +110,26 @@ class Recording:
         return self.inner(effect)
 
 
+@dataclass
+class Checked:
+    """Wraps an interpreter and checks every answer it gives against the answer type the
+    effect declares (`Effect[A]`); what does not fit is kept in `wrong`, not thrown into the
+    program (which would turn it into an `error` grade)."""
+
+    inner: Any
+    answered: int = 0
+    wrong: list[str] = field(default_factory=list)
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        answer = self.inner(effect)
+        self.answered += 1
+        try:
+            check_answer(effect, answer)
+        except ValidationError as exc:
+            self.wrong.append(f"{type(effect).__name__}: {exc.errors()[0]}")
+        return answer
+
+
 def _labels(trace: list[Effect[Any]]) -> list[str]:
     return [e.label for e in trace if isinstance(e, RunScript)]
 
@@ -108,19 +145,29 @@ def _grade_real(
         places = Places(made.task, made.source, base, repo, made.results, scratch / "work")
         runner = resolve_runner(None).unwrap()
         local = LocalSystem(places, runner, timeout=120, say=lambda _: None, ahead=ahead)
-        system = Recording(local)
+        real = Checked(local)
+        system = Recording(real)
         session = BenchSession(task=task, folder=str(made.task))
         options = GradeOptions(task=task, folder=str(made.task), timeout=120)
+        graded = Checked(bencher_interpreter(session, system))
         try:
-            result = run(grade(options), bencher_interpreter(session, system))
+            result = run(grade(options), graded)
         finally:
             local.close()
+        _all_fit(real, graded)
         if ahead:  # the archive is whole before result.json, and nothing is left behind
             assert (made.results / "source.tar.gz").is_file()
             assert not any((scratch / "work" / "private").iterdir())
         return result, _labels(system.trace)
     finally:
         remove_tree(scratch)
+
+
+def _all_fit(system: Checked, graded: Checked) -> None:
+    assert system.answered > 0
+    assert graded.answered > 0
+    assert system.wrong == []
+    assert graded.wrong == []
 
 
 @pytest.fixture
@@ -145,8 +192,42 @@ def test_fake_and_real_agree(scenario: Scenario, workdir: Path, *, ahead: bool) 
 
     patch = (made.results / "final.patch").read_bytes()
     world = FakeWorld(patch=patch, scripts=dict(scenario.scripts))
-    fake = world.grade(task, folder=str(made.task))
+    fake_system = Checked(world)
+    fake_graded = Checked(bencher_interpreter(world.session(task, str(made.task)), fake_system))
+    options = GradeOptions(task=task, folder=str(made.task), timeout=world.timeout)
+    fake = run(grade(options), fake_graded)
+    _all_fit(fake_system, fake_graded)
 
     assert real.patch_result == fake.patch_result
     assert real.runtime_result == fake.runtime_result
     assert real_labels == world.script_labels()
+
+
+WRONG: list[tuple[Effect[Any], object]] = [
+    (PrepareGrading(), Prepared(1, empty=False)),
+    (PrepareGrading(), Success(ScriptResult(0))),
+    (Bench("build"), Success(ScriptResult(0))),
+    (Bench("build"), ScriptResult(code="0")),  # type: ignore[arg-type]
+    (Archive(), None),
+    (Archive(), Failure("disk full")),
+    (Notify("x"), "noted"),
+    (FreshCopy(), "/scratch/copy"),
+    (StageFiles(()), Staged("/s", ["/s/0"])),  # type: ignore[arg-type]
+    (CaptureTree(), Success(b"patch")),
+    (RunScript("s", (), Workspace("/w"), "build"), ScriptResult(0, seconds="1")),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("effect", "answer"), WRONG, ids=[repr(a) for _, a in WRONG])
+def test_an_answer_of_the_wrong_type_is_caught(effect: Effect[Any], answer: object) -> None:
+    checked = Checked(lambda _effect: answer)
+    assert checked(effect) is answer
+    assert checked.answered == 1
+    assert len(checked.wrong) == 1
+    assert checked.wrong[0].startswith(f"{type(effect).__name__}: ")
+
+
+def test_every_effect_declares_a_checkable_answer() -> None:
+    for effect in {*get_args(GradingEffect), *get_args(SystemEffect)}:
+        with pytest.raises(ValidationError):
+            check_answer(effect.__new__(effect), object())

@@ -1,0 +1,130 @@
+"""Replaying a recorded trace: the grading program against the answers it got then.
+
+Interpreter layer, but it touches nothing: `Replay` answers each grading effect with the
+recorded answer (or throws the recorded exception) and stops with `Diverged` when the program
+asks for an effect the trace does not hold at that step. `replay` re-grades a trace with the
+current rules and compares the document with the recorded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ssegrade import Effect, EvaluationResult, PatchResult, RuntimeResult, grade, run
+from ssegrade.trace import (
+    ErrorRaised,
+    InterruptRaised,
+    Raised,
+    Trace,
+    answer_type,
+    exception_of,
+    raised_of,
+    verdict_changes,
+)
+
+__all__ = ["Diverged", "Replay", "Replayed", "replay"]
+
+
+class Diverged(BaseException):
+    """The grading program asked for an effect the trace does not hold at that step: the
+    rules changed in a way that needs a new grading. A `BaseException`, so that the grading
+    program, which turns any `Exception` into an `error` grade, cannot swallow it."""
+
+
+def _asks_for_input(effect: Effect[Any]) -> bool:
+    return answer_type(type(effect)) is not type(None)
+
+
+def _describe(effect: Effect[Any]) -> str:
+    return repr(effect) if _asks_for_input(effect) else type(effect).__name__
+
+
+def _matches(asked: Effect[Any], recorded: Effect[Any]) -> bool:
+    """The same kind of effect; for effects whose answer carries information, also the same
+    arguments. What the program only reports (a check record, a note, the document) may
+    change with the rules."""
+    if type(asked) is not type(recorded):
+        return False
+    return not _asks_for_input(asked) or asked == recorded
+
+
+@dataclass(slots=True)
+class Replay:
+    """The interpreter of a recorded trace: step by step, the recorded answers."""
+
+    trace: Trace
+    position: int = field(default=0)
+
+    def __call__(self, effect: Effect[Any]) -> object:
+        """Answer the next step, or raise `Diverged`."""
+        steps = self.trace.steps
+        if self.position >= len(steps):
+            raise Diverged(
+                f"step {self.position}: the grading program asks for {_describe(effect)}, "
+                "past the end of the trace"
+            )
+        step = steps[self.position]
+        if not _matches(effect, step.effect):
+            raise Diverged(
+                f"step {self.position}: the grading program asks for {_describe(effect)}, "
+                f"the trace holds {_describe(step.effect)}"
+            )
+        self.position += 1
+        if step.raised is not None:
+            raise exception_of(step.raised)
+        return step.answer
+
+    def done(self) -> None:
+        """Raise `Diverged` when the program ended before the trace did."""
+        if self.position != len(self.trace.steps):
+            left = len(self.trace.steps) - self.position
+            raise Diverged(
+                f"step {self.position}: the grading program ended, the trace holds {left} "
+                "more steps"
+            )
+
+
+def escaped_result(raised: Raised, runtime: RuntimeResult) -> EvaluationResult:
+    """The `error` document the evaluator writes itself when an exception escapes the
+    grading program (as `interpreters.setup.graded` does)."""
+    if isinstance(raised, InterruptRaised):
+        patch = PatchResult(status="error", error_msg=f"Interrupted ({raised.signal})")
+    else:
+        message = raised.message if isinstance(raised, ErrorRaised) else str(exception_of(raised))
+        patch = PatchResult(status="error", error_msg=f"Exception: {message}")
+    return EvaluationResult(patch_result=patch, runtime_result=runtime)
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What the current rules derive from a trace (`result`), what was recorded, and the
+    fields that differ (empty when the verdict is the same)."""
+
+    result: EvaluationResult
+    recorded: EvaluationResult
+    changes: tuple[str, ...]
+
+
+def _document(result: EvaluationResult | None, raised: Raised | None, trace: Trace) -> Any:
+    if result is not None:
+        return result
+    if raised is None:
+        raise ValueError("the trace holds neither a document nor an exception")
+    return escaped_result(raised, trace.options.runtime)
+
+
+def replay(trace: Trace) -> Replayed:
+    """Re-grade `trace` with the current rules, offline; raises `Diverged` when the program
+    asks for an effect the trace does not hold at that step."""
+    interpreter = Replay(trace)
+    result: EvaluationResult | None = None
+    raised: Raised | None = None
+    try:
+        result = run(grade(trace.options), interpreter)
+    except Exception as exc:  # noqa: BLE001 - escaped the program, as in the recorded run
+        raised = raised_of(exc)
+    interpreter.done()
+    now = _document(result, raised, trace)
+    before = _document(trace.result, trace.raised, trace)
+    return Replayed(now, before, verdict_changes(before, now))
