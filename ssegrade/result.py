@@ -6,15 +6,24 @@ Pure core: this module describes the grade; it never reads or writes a file.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from returns.result import Failure, Result, Success
 
 Status = Literal["passed", "failed", "error"]
 
 __all__ = [
     "EvaluationResult",
+    "Lenient",
     "PatchResult",
     "ResultError",
     "RuntimeResult",
@@ -59,6 +68,28 @@ def status_of(
     return "failed" if failed else "passed"
 
 
+@dataclass(frozen=True, slots=True)
+class Lenient:
+    """The validation context under which `PatchResult` reads a `patch_result` other tools
+    wrote (older `result.json` files, SSEBench summaries): pass it as `context=` to any
+    validation that reaches a `PatchResult`.
+
+    A missing or null `status` is derived from the checks with `status_of`, `unfinished`
+    saying whether grading is known not to have finished. With `keep_log=False` the
+    `error_log` is neither checked nor kept, for a reader of many documents that needs the
+    grade only. Extra keys are kept and null checks read as not run, lenient or not.
+
+    >>> PatchResult.model_validate({"build_success": False}, context=Lenient()).status
+    'failed'
+    >>> PatchResult.model_validate({"pov_total": 1}, context=Lenient(unfinished=True)).status
+    'error'
+    >>> PatchResult.model_validate({"error_log": 7}, context=Lenient(keep_log=False)).error_log
+    """
+
+    unfinished: bool = False
+    keep_log: bool = True
+
+
 class PatchResult(BaseModel):
     """The grade of one patch; fields in the order `result.json` writes them."""
 
@@ -72,6 +103,29 @@ class PatchResult(BaseModel):
     intent_test_success: bool | None = None
     error_msg: str | None = None
     error_log: str | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _lenient(
+        cls, data: Any, handler: ModelWrapValidatorHandler[PatchResult], info: ValidationInfo
+    ) -> PatchResult:
+        lenient = info.context
+        if not isinstance(lenient, Lenient) or not isinstance(data, dict):
+            return handler(data)
+        if not lenient.keep_log and "error_log" in data:
+            data = {key: value for key, value in data.items() if key != "error_log"}
+        if data.get("status") is not None:
+            return handler(data)
+        checks = handler({**data, "status": "error"})
+        status = status_of(
+            build_success=checks.build_success,
+            pov_passed=checks.pov_passed,
+            pov_total=checks.pov_total,
+            func_test_success=checks.func_test_success,
+            intent_test_success=checks.intent_test_success,
+            unfinished=lenient.unfinished,
+        )
+        return handler({**data, "status": status})
 
 
 class RuntimeResult(BaseModel):
@@ -111,7 +165,8 @@ def _unfinished(patch: dict[str, Any], runtime: dict[str, Any]) -> bool:
 
 
 def parse_result(data: bytes | str) -> Result[EvaluationResult, ResultError]:
-    """Read a `result.json` document; a missing `status` is derived with `status_of`.
+    """Read a `result.json` document; a missing `status` is derived with `status_of` (read
+    under `Lenient`, unfinished when the evaluator timed out or the error says it crashed).
 
     >>> doc = b'{"patch_result":{"build_success":false},"config":{"id":"t"}}'
     >>> r = parse_result(doc).unwrap()
@@ -131,24 +186,9 @@ def parse_result(data: bytes | str) -> Result[EvaluationResult, ResultError]:
         return Failure(ResultError("result.json: patch_result: expected an object"))
     runtime = raw.get("runtime_result")
     runtime = runtime if isinstance(runtime, dict) else {}
-    if patch.get("status") is None:
-        try:
-            fields = PatchResult.model_validate({**patch, "status": "error"})
-        except ValidationError as exc:
-            return Failure(ResultError(f"result.json: {_first_error(exc)}"))
-        patch = {
-            **patch,
-            "status": status_of(
-                build_success=fields.build_success,
-                pov_passed=fields.pov_passed,
-                pov_total=fields.pov_total,
-                func_test_success=fields.func_test_success,
-                intent_test_success=fields.intent_test_success,
-                unfinished=_unfinished(patch, runtime),
-            ),
-        }
+    lenient = Lenient(unfinished=_unfinished(patch, runtime))
     try:
-        return Success(EvaluationResult.model_validate({**raw, "patch_result": patch}))
+        return Success(EvaluationResult.model_validate(raw, context=lenient))
     except ValidationError as exc:
         return Failure(ResultError(f"result.json: {_first_error(exc)}"))
 

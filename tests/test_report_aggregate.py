@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from ssegrade.report import (
     CHECKS,
-    Outcome,
     Report,
     RunFolder,
     RunRecord,
@@ -27,7 +26,7 @@ from ssegrade.report import (
     parse_run,
     poc_passed,
 )
-from ssegrade.result import status_of
+from ssegrade.result import PatchResult, status_of
 from ssegrade.task import Check
 
 # --------------------------------------------------------------------------- strategies
@@ -46,7 +45,7 @@ MODES: tuple[RunsMode, ...] = ("latest", "all")
 
 
 @st.composite
-def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> Outcome:
+def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> PatchResult:
     """A patch result consistent with the task's checks (fields of absent checks stay null)."""
     has, pocs = TASKS[task]
 
@@ -70,7 +69,7 @@ def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> Outcome
         unfinished=unfinished,
     )
     message = draw(st.sampled_from(["Timeout (3600s)", "Exception: boom", None]))
-    return Outcome(
+    return PatchResult(
         status=status,
         build_success=build,
         pov_passed=passed,
@@ -372,7 +371,7 @@ def run(
         model=model,
         agent=agent,
         run_id=run_id,
-        patch=Outcome(status, **fields),  # type: ignore[arg-type]
+        patch=PatchResult.model_validate({**fields, "status": status}),
         started_at=None if day is None else BASE + timedelta(days=day),
         checks=checks,
     )

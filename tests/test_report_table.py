@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from interpreters.report_table import render_table
-from ssegrade.report import Outcome, Report, RunRecord, aggregate, compare_all
+from ssegrade.report import Report, RunRecord, aggregate, compare_all
+from ssegrade.result import PatchResult
 
 LONG_MODEL = "organisation-with-a-long-name/team/very-long-model-name-2025-preview"
 Status = Literal["passed", "failed"]
@@ -33,7 +34,9 @@ def records() -> list[RunRecord]:
         for task, status in zip(TASKS, statuses, strict=True):
             older: Status = "failed"
             for day, st in ((1, older), (2, status)):
-                patch = Outcome(st, build_success=True, pov_passed=int(st == "passed"), pov_total=1)
+                patch = PatchResult(
+                    status=st, build_success=True, pov_passed=int(st == "passed"), pov_total=1
+                )
                 out.append(
                     RunRecord(
                         task,
@@ -49,7 +52,11 @@ def records() -> list[RunRecord]:
                 )
     out.append(
         RunRecord(
-            TASKS[0], "qwen", "openhands", "run-0", Outcome("error", error_msg="Timeout (60s)")
+            TASKS[0],
+            "qwen",
+            "openhands",
+            "run-0",
+            PatchResult(status="error", error_msg="Timeout (60s)"),
         )
     )
     return out

@@ -3,7 +3,7 @@
 Pure core, one concept per module; other tools import this package alone:
 
 - `ssegrade.report.summary`: one `summary.json`/`result.json` → a small `RunRecord`
-  (`parse_run`);
+  (`parse_run`), its grade read as `ssegrade.result.PatchResult`;
 - `ssegrade.report.select`: which runs count, folded one run at a time (`Selector`);
 - `ssegrade.report.aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,
   `aggregate`);
@@ -29,21 +29,13 @@ from ssegrade.report.model import (
     TaskRun,
 )
 from ssegrade.report.select import Selection, Selector, natural_key, run_order
-from ssegrade.report.summary import (
-    Outcome,
-    ReadError,
-    RunFolder,
-    RunRecord,
-    parse_run,
-    poc_passed,
-)
+from ssegrade.report.summary import ReadError, RunFolder, RunRecord, parse_run, poc_passed
 
 __all__ = [
     "CHECKS",
     "Comparison",
     "Excluded",
     "Interval",
-    "Outcome",
     "ReadError",
     "Report",
     "Row",

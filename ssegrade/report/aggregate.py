@@ -45,10 +45,11 @@ def aggregate(
     agent); tasks by (task, model, agent, trial); excluded runs by (task, model, agent, run id).
 
     >>> from datetime import UTC, datetime
-    >>> from ssegrade.report.summary import Outcome
+    >>> from ssegrade.result import PatchResult
     >>> def rec(run_id, status, when=None, **fields):
     ...     at = None if when is None else datetime(2025, 1, when, tzinfo=UTC)
-    ...     return RunRecord("t", "m", "a", run_id, Outcome(status, **fields), started_at=at,
+    ...     grade = PatchResult(status=status, **fields)
+    ...     return RunRecord("t", "m", "a", run_id, grade, started_at=at,
     ...                      checks=frozenset({"build", "poc"}))
     >>> runs = [rec("r1", "passed", 1, build_success=True, pov_passed=1, pov_total=1),
     ...         rec("r2", "failed", 2, build_success=False),

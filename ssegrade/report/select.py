@@ -68,9 +68,9 @@ def newer(rec: RunRecord, than: RunRecord) -> bool:
     """Whether `rec` comes after `than` in `run_order` (cheaper: run ids are compared only
     when the times do not decide).
 
-    >>> from ssegrade.report.summary import Outcome
-    >>> newer(RunRecord("t", "m", "a", "run-10", Outcome("passed")),
-    ...       RunRecord("t", "m", "a", "run-9", Outcome("passed")))
+    >>> from ssegrade.result import PatchResult
+    >>> passed = PatchResult(status="passed")
+    >>> newer(RunRecord("t", "m", "a", "run-10", passed), RunRecord("t", "m", "a", "run-9", passed))
     True
     """
     a, b = rec.started_at, than.started_at
@@ -105,10 +105,10 @@ class Selection:
 class Selector:
     """The streaming selection: `add` every run once (a run is a folder), then `result`.
 
-    >>> from ssegrade.report.summary import Outcome
+    >>> from ssegrade.result import PatchResult
     >>> s = Selector("latest")
     >>> for rid, status in [("run-9", "passed"), ("run-10", "error")]:
-    ...     s.add(RunRecord("t", "m", "a", rid, Outcome(status)))
+    ...     s.add(RunRecord("t", "m", "a", rid, PatchResult(status=status)))
     >>> sel = s.result()
     >>> sel.kept, [r.run_id for r in sel.excluded], sel.set_aside
     ((), ['run-10'], 1)

@@ -13,6 +13,9 @@ The shapes read (SPEC §11, facts of the SSEBench runner):
   `cached_from`.
 - `result.json`: `patch_result`, `runtime_result` and, once the SSEBench runner has rewritten it,
   `config`, the same run config.
+
+`patch_result` is read as `ssegrade.result.PatchResult` under its `Lenient` context: a missing
+or null `status` is derived from the checks, and the `error_log` is neither checked nor kept.
 """
 
 from __future__ import annotations
@@ -26,11 +29,10 @@ from pydantic import TypeAdapter, ValidationError
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
-from ssegrade.result import Status, status_of
+from ssegrade.result import Lenient, PatchResult
 from ssegrade.task import Check, checks_of
 
 __all__ = [
-    "Outcome",
     "ReadError",
     "RunFolder",
     "RunRecord",
@@ -41,17 +43,8 @@ __all__ = [
 
 # --------------------------------------------------------------------------- document shape
 # TypedDicts validate straight from JSON bytes into plain dicts: several times faster than
-# models, and keys not named here (error logs, task descriptions) are skipped by the parser.
-
-
-class _Patch(TypedDict, total=False):
-    status: Status | None
-    build_success: bool | None
-    pov_passed: int | None
-    pov_total: int | None
-    func_test_success: bool | None
-    intent_test_success: bool | None
-    error_msg: str | None
+# models, and keys not named here (task descriptions, the run config's other keys) are skipped
+# by the parser. The grade itself is the `result.json` model's.
 
 
 class _Scripts(TypedDict, total=False):
@@ -87,7 +80,7 @@ class _Summary(TypedDict, total=False):
     agent: str | None
     model: str | None
     reference_run: bool | None
-    patch_result: _Patch
+    patch_result: PatchResult
     runtime_result: _Runtime | None
     spend: float | None
     started_at: datetime | None
@@ -95,6 +88,7 @@ class _Summary(TypedDict, total=False):
 
 
 _SUMMARY: TypeAdapter[_Summary] = TypeAdapter(_Summary)
+_LENIENT = Lenient(keep_log=False)
 
 
 # --------------------------------------------------------------------------- records
@@ -139,24 +133,12 @@ class ReadError:
     message: str
 
 
-class Outcome(NamedTuple):
-    """A run's grade as the report needs it: the status and each check's field of
-    `patch_result` (null: the check did not run or the task has none)."""
-
-    status: Status
-    build_success: bool | None = None
-    pov_passed: int | None = None
-    pov_total: int | None = None
-    func_test_success: bool | None = None
-    intent_test_success: bool | None = None
-    error_msg: str | None = None
-
-
 class RunRecord(NamedTuple):
     """One run as the report sees it (a named tuple: immutable and cheap to make, as a
     report may read 100,000 of them).
 
-    `checks` is the set of checks the run's task has, when the run carries the task config;
+    `patch` is the run's grade, without its `error_log`. `checks` is the set of checks the run's
+    task has, when the run carries the task config;
     None when it is unknown (then the report infers it from the runs of the same task).
     `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
@@ -167,7 +149,7 @@ class RunRecord(NamedTuple):
     model: str
     agent: str
     run_id: str
-    patch: Outcome
+    patch: PatchResult
     started_at: datetime | None = None
     reference: bool = False
     spend: float | None = None
@@ -177,13 +159,13 @@ class RunRecord(NamedTuple):
     cached_from: str | None = None
 
 
-def poc_passed(patch: Outcome) -> bool:
+def poc_passed(patch: PatchResult) -> bool:
     """Whether the PoC check passed: every PoC ran and passed (a PoC check that did not run
     has not passed).
 
-    >>> poc_passed(Outcome("passed", pov_passed=2, pov_total=2))
+    >>> poc_passed(PatchResult(status="passed", pov_passed=2, pov_total=2))
     True
-    >>> poc_passed(Outcome("failed", build_success=False))
+    >>> poc_passed(PatchResult(status="failed", build_success=False))
     False
     """
     total = patch.pov_total
@@ -212,8 +194,8 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
 
     Task id, model and agent come from the document when it names them (task config `id`, run
     config `model` and `agent`), from the folder otherwise; the run id is the folder's name. A
-    missing `status` is derived with the status rule; a missing time zone on `started_at` means
-    UTC.
+    missing `status` is derived with the status rule (`Lenient`); a missing time zone on
+    `started_at` means UTC.
 
     >>> folder = RunFolder("t", "m", "a", "r1")
     >>> doc = b'{"config": {"model": "openai/gpt-5", "mode": "sandbox", "timeout": 3600},'
@@ -225,24 +207,12 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
     'patch_result: Input should be an object'
     """
     try:
-        doc = _SUMMARY.validate_json(data)
+        doc = _SUMMARY.validate_json(data, context=_LENIENT)
     except ValidationError as exc:
         return Failure(ReadError(_first_error(exc)))
     patch = doc.get("patch_result")
     if patch is None:
         return Failure(ReadError("patch_result: Field required"))
-    build = patch.get("build_success")
-    pov_passed = patch.get("pov_passed")
-    pov_total = patch.get("pov_total")
-    func = patch.get("func_test_success")
-    intent = patch.get("intent_test_success")
-    status = patch.get("status") or status_of(
-        build_success=build,
-        pov_passed=pov_passed,
-        pov_total=pov_total,
-        func_test_success=func,
-        intent_test_success=intent,
-    )
     run = doc.get("config") or {}
     task = doc.get("task")
     started = doc.get("started_at")
@@ -258,15 +228,7 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
             model=run.get("model") or doc.get("model") or folder.model,
             agent=run.get("agent") or doc.get("agent") or folder.agent,
             run_id=folder.run_id,
-            patch=Outcome(
-                status=status,
-                build_success=build,
-                pov_passed=pov_passed,
-                pov_total=pov_total,
-                func_test_success=func,
-                intent_test_success=intent,
-                error_msg=patch.get("error_msg"),
-            ),
+            patch=patch,
             started_at=started,
             reference=bool(reference),
             spend=doc.get("spend"),
