@@ -6,24 +6,18 @@ Pure core: this module describes the grade; it never reads or writes a file.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ModelWrapValidatorHandler,
-    ValidationError,
-    ValidationInfo,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from returns.result import Failure, Result, Success
 
 Status = Literal["passed", "failed", "error"]
 
 __all__ = [
+    "WITHOUT_LOG",
     "EvaluationResult",
-    "Lenient",
     "PatchResult",
     "ResultError",
     "RuntimeResult",
@@ -68,26 +62,15 @@ def status_of(
     return "failed" if failed else "passed"
 
 
-@dataclass(frozen=True, slots=True)
-class Lenient:
-    """The validation context under which `PatchResult` reads a `patch_result` other tools
-    wrote (older `result.json` files, SSEBench summaries): pass it as `context=` to any
-    validation that reaches a `PatchResult`.
+WITHOUT_LOG: Final[Mapping[str, object]] = MappingProxyType({"error_log": "unread"})
+"""The validation context (`context=WITHOUT_LOG`) under which a `PatchResult` is read without
+its `error_log`, which is then neither checked nor kept: for a reader of many documents that
+needs the grade only.
 
-    A missing or null `status` is derived from the checks with `status_of`, `unfinished`
-    saying whether grading is known not to have finished. With `keep_log=False` the
-    `error_log` is neither checked nor kept, for a reader of many documents that needs the
-    grade only. Extra keys are kept and null checks read as not run, lenient or not.
-
-    >>> PatchResult.model_validate({"build_success": False}, context=Lenient()).status
-    'failed'
-    >>> PatchResult.model_validate({"pov_total": 1}, context=Lenient(unfinished=True)).status
-    'error'
-    >>> PatchResult.model_validate({"error_log": 7}, context=Lenient(keep_log=False)).error_log
-    """
-
-    unfinished: bool = False
-    keep_log: bool = True
+>>> PatchResult.model_validate({"status": "failed", "error_log": 7}, context=WITHOUT_LOG)
+PatchResult(status='failed', build_success=None, pov_passed=None, pov_total=None, \
+func_test_success=None, intent_test_success=None, error_msg=None, error_log=None)
+"""
 
 
 class PatchResult(BaseModel):
@@ -104,28 +87,41 @@ class PatchResult(BaseModel):
     error_msg: str | None = None
     error_log: str | None = None
 
-    @model_validator(mode="wrap")
+    @field_validator("error_log", mode="before")
     @classmethod
-    def _lenient(
-        cls, data: Any, handler: ModelWrapValidatorHandler[PatchResult], info: ValidationInfo
+    def _unread_log(cls, value: object, info: ValidationInfo) -> object:
+        context = info.context
+        if isinstance(context, Mapping) and context.get("error_log") == "unread":
+            return None
+        return value
+
+    @classmethod
+    def lenient(
+        cls, data: object, *, unfinished: bool = False, keep_log: bool = True
     ) -> PatchResult:
-        lenient = info.context
-        if not isinstance(lenient, Lenient) or not isinstance(data, dict):
-            return handler(data)
-        if not lenient.keep_log and "error_log" in data:
-            data = {key: value for key, value in data.items() if key != "error_log"}
-        if data.get("status") is not None:
-            return handler(data)
-        checks = handler({**data, "status": "error"})
+        """Read a `patch_result` another tool wrote (an older `result.json`, an SSEBench
+        summary): as `model_validate`, but a missing or null `status` is derived from the
+        checks with `status_of` (`unfinished`: grading is known not to have finished); with
+        `keep_log=False`, as under `WITHOUT_LOG`.
+
+        >>> PatchResult.lenient({"build_success": False, "status": None}).status
+        'failed'
+        >>> PatchResult.lenient({"pov_total": 1, "pov_passed": 1}, unfinished=True).status
+        'error'
+        """
+        context = None if keep_log else WITHOUT_LOG
+        if not isinstance(data, Mapping) or data.get("status") is not None:
+            return cls.model_validate(data, context=context)
+        checks = cls.model_validate({**data, "status": "error"}, context=context)
         status = status_of(
             build_success=checks.build_success,
             pov_passed=checks.pov_passed,
             pov_total=checks.pov_total,
             func_test_success=checks.func_test_success,
             intent_test_success=checks.intent_test_success,
-            unfinished=lenient.unfinished,
+            unfinished=unfinished,
         )
-        return handler({**data, "status": status})
+        return cls.model_validate({**data, "status": status}, context=context)
 
 
 class RuntimeResult(BaseModel):
@@ -165,8 +161,9 @@ def _unfinished(patch: dict[str, Any], runtime: dict[str, Any]) -> bool:
 
 
 def parse_result(data: bytes | str) -> Result[EvaluationResult, ResultError]:
-    """Read a `result.json` document; a missing `status` is derived with `status_of` (read
-    under `Lenient`, unfinished when the evaluator timed out or the error says it crashed).
+    """Read a `result.json` document; a missing `status` is derived with `status_of`
+    (`PatchResult.lenient`; unfinished when the evaluator timed out or the error says that
+    grading crashed or hit its time limit).
 
     >>> doc = b'{"patch_result":{"build_success":false},"config":{"id":"t"}}'
     >>> r = parse_result(doc).unwrap()
@@ -186,9 +183,13 @@ def parse_result(data: bytes | str) -> Result[EvaluationResult, ResultError]:
         return Failure(ResultError("result.json: patch_result: expected an object"))
     runtime = raw.get("runtime_result")
     runtime = runtime if isinstance(runtime, dict) else {}
-    lenient = Lenient(unfinished=_unfinished(patch, runtime))
+    if patch.get("status") is None:
+        try:
+            patch = PatchResult.lenient(patch, unfinished=_unfinished(patch, runtime))
+        except ValidationError as exc:
+            return Failure(ResultError(f"result.json: {_first_error(exc)}"))
     try:
-        return Success(EvaluationResult.model_validate(raw, context=lenient))
+        return Success(EvaluationResult.model_validate({**raw, "patch_result": patch}))
     except ValidationError as exc:
         return Failure(ResultError(f"result.json: {_first_error(exc)}"))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
 from collections import defaultdict
@@ -574,6 +575,29 @@ def test_parse_top_level_run_keys_and_reference() -> None:
     doc += b' "build_success": true}}'
     rec = parse_run(doc, FOLDER).unwrap()
     assert (rec.model, rec.agent, rec.reference) == ("y", "x", True)
+
+
+@given(
+    st.sampled_from(sorted(TASKS)).flatmap(patches),
+    st.sampled_from(["kept", "missing", "null"]),
+    st.none() | st.text(max_size=5) | st.integers() | st.lists(st.booleans(), max_size=2),
+)
+def test_the_grade_is_read_as_patch_result_leniently_without_its_log(
+    patch: PatchResult, status: str, log: object
+) -> None:
+    """Property: a run's grade is its `patch_result` read by `PatchResult.lenient`: a status
+    kept as written, a missing or null one derived by the rule; the error log, whatever it
+    holds, neither checked nor kept."""
+    raw = {**patch.model_dump(), "error_log": log, "other": [1]}
+    if status == "missing":
+        del raw["status"]
+    elif status == "null":
+        raw["status"] = None
+    rec = parse_run(json.dumps({"patch_result": raw}).encode(), FOLDER).unwrap()
+    assert rec.patch == PatchResult.lenient(raw, keep_log=False)
+    assert rec.patch.error_log is None
+    if status == "kept":
+        assert rec.patch == patch.model_copy(update={"other": [1]})
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from ssegrade import (
     result_schema,
     status_of,
 )
+from ssegrade.result import WITHOUT_LOG
 
 flags = st.none() | st.booleans()
 
@@ -82,6 +83,33 @@ def test_missing_status_is_derived_by_the_rule(patch: PatchResult) -> None:
     raw = json.loads(EvaluationResult(patch_result=patch).to_json())
     del raw["patch_result"]["status"]
     assert parse_result(json.dumps(raw)).unwrap().patch_result.status == patch.status
+
+
+odd = st.none() | st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=2)
+
+
+@given(patch_results(), st.sampled_from([{}, {"status": None}]), st.booleans(), odd)
+def test_lenient_reading_derives_a_missing_status_and_can_skip_the_log(
+    patch: PatchResult, without_status: dict[str, None], unfinished: bool, log: object
+) -> None:
+    """Property: `PatchResult.lenient` reads a `patch_result` without status (missing or null)
+    as the document with the status the rule gives; one with a status as `model_validate`
+    does. Without the log, whatever `error_log` holds is neither checked nor kept."""
+    fields = patch.model_dump(exclude={"status"})
+    derived = status_of(
+        build_success=patch.build_success,
+        pov_passed=patch.pov_passed,
+        pov_total=patch.pov_total,
+        func_test_success=patch.func_test_success,
+        intent_test_success=patch.intent_test_success,
+        unfinished=unfinished,
+    )
+    read = PatchResult.lenient({**fields, **without_status}, unfinished=unfinished)
+    assert read == patch.model_copy(update={"status": derived})
+    assert PatchResult.lenient(patch.model_dump(), unfinished=unfinished) == patch
+    logged = {**patch.model_dump(), "error_log": log}
+    assert PatchResult.lenient(logged, keep_log=False) == patch
+    assert PatchResult.model_validate(logged, context=WITHOUT_LOG) == patch
 
 
 def test_derived_status_sees_timeouts_and_exceptions() -> None:

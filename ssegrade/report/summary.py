@@ -14,8 +14,9 @@ The shapes read (SPEC §11, facts of the SSEBench runner):
 - `result.json`: `patch_result`, `runtime_result` and, once the SSEBench runner has rewritten it,
   `config`, the same run config.
 
-`patch_result` is read as `ssegrade.result.PatchResult` under its `Lenient` context: a missing
-or null `status` is derived from the checks, and the `error_log` is neither checked nor kept.
+`patch_result` is read as `ssegrade.result.PatchResult`, without its `error_log`
+(`WITHOUT_LOG`); a document that does not read so, such as one without a `status`, is read
+again with `PatchResult.lenient`, which decides.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Annotated, Generic, NamedTuple, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
-from ssegrade.result import Lenient, PatchResult
+from ssegrade.result import WITHOUT_LOG, PatchResult
 from ssegrade.task import Check, checks_of
 
 __all__ = [
@@ -74,21 +75,35 @@ class _Runtime(TypedDict, total=False):
     agent_duration: float | None
 
 
-class _Summary(TypedDict, total=False):
+_Grade = TypeVar("_Grade")
+
+
+class _Summary(TypedDict, Generic[_Grade], total=False):
     task: _Task | None
     config: _RunConfig | None
     agent: str | None
     model: str | None
     reference_run: bool | None
-    patch_result: PatchResult
+    patch_result: _Grade
     runtime_result: _Runtime | None
     spend: float | None
     started_at: datetime | None
     cached_from: str | None
 
 
-_SUMMARY: TypeAdapter[_Summary] = TypeAdapter(_Summary)
-_LENIENT = Lenient(keep_log=False)
+def _leniently(data: object, handler: ValidatorFunctionWrapHandler) -> PatchResult:
+    if isinstance(data, dict):
+        return PatchResult.lenient(data, keep_log=False)
+    result: PatchResult = handler(data)  # not an object: the model's own error
+    return result
+
+
+# Nearly every document reads with the first adapter, at the speed of plain models; one it
+# refuses is read again by the second, whose answer (a record or the error) is the one given.
+_SUMMARY: TypeAdapter[_Summary[PatchResult]] = TypeAdapter(_Summary[PatchResult])
+_LENIENT: TypeAdapter[_Summary[PatchResult]] = TypeAdapter(
+    _Summary[Annotated[PatchResult, WrapValidator(_leniently)]]
+)
 
 
 # --------------------------------------------------------------------------- records
@@ -194,8 +209,8 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
 
     Task id, model and agent come from the document when it names them (task config `id`, run
     config `model` and `agent`), from the folder otherwise; the run id is the folder's name. A
-    missing `status` is derived with the status rule (`Lenient`); a missing time zone on
-    `started_at` means UTC.
+    missing `status` is derived with the status rule (`PatchResult.lenient`); a missing time
+    zone on `started_at` means UTC.
 
     >>> folder = RunFolder("t", "m", "a", "r1")
     >>> doc = b'{"config": {"model": "openai/gpt-5", "mode": "sandbox", "timeout": 3600},'
@@ -207,9 +222,12 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
     'patch_result: Input should be an object'
     """
     try:
-        doc = _SUMMARY.validate_json(data, context=_LENIENT)
-    except ValidationError as exc:
-        return Failure(ReadError(_first_error(exc)))
+        doc = _SUMMARY.validate_json(data, context=WITHOUT_LOG)
+    except ValidationError:
+        try:
+            doc = _LENIENT.validate_json(data, context=WITHOUT_LOG)
+        except ValidationError as exc:
+            return Failure(ReadError(_first_error(exc)))
     patch = doc.get("patch_result")
     if patch is None:
         return Failure(ReadError("patch_result: Field required"))
