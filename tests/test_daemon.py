@@ -29,6 +29,7 @@ import pytest
 from interpreters.daemon.client import DaemonClient
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.protocol import DiffText, decode_patch
+from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
@@ -180,6 +181,25 @@ def launch(
 
 def post_bencher(client: httpx.Client, action: str, **body: object) -> httpx.Response:
     return client.post("/tool/bencher", params={"action": action}, json=body)
+
+
+@pytest.fixture
+def marks() -> Iterator[Path]:
+    """A folder where the task's scripts leave files to say how far they got: not under /tmp
+    nor /dev/shm, which are private to each script."""
+    folder = Path(tempfile.mkdtemp(prefix="ssegrade-marks-", dir="/var/tmp"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def wait_for_file(path: Path, running: RunningDaemon, seconds: float = 60) -> None:
+    """Wait until a script has made `path`; fail with the daemon's output if it never does."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert running.proc.poll() is None, running.output()
+        assert time.monotonic() < deadline, f"{path} never made:\n{running.output()}"
+        time.sleep(0.02)
 
 
 # ---------------------------------------------------------------------------- the gate
@@ -350,10 +370,10 @@ def test_agent_phase_then_agent_exited(workdir: Path, daemons: list[RunningDaemo
 
 
 def test_agent_exited_aborts_the_agent_action_in_flight(
-    workdir: Path, daemons: list[RunningDaemon]
+    workdir: Path, marks: Path, daemons: list[RunningDaemon]
 ) -> None:
     made = make_task(workdir)
-    made.script("build.sh", "#!/bin/sh\necho started\nsleep 120\n")
+    made.script("build.sh", f"#!/bin/sh\necho started\ntouch {marks}/started\nsleep 120\n")
     running = launch(daemons, made)
     replies: list[httpx.Response] = []
 
@@ -363,7 +383,7 @@ def test_agent_exited_aborts_the_agent_action_in_flight(
 
     thread = threading.Thread(target=build)
     thread.start()
-    time.sleep(1.0)
+    wait_for_file(marks / "started", running)
     started = time.monotonic()
     with running.http("admin") as admin:
         assert admin.post("/admin/agent_exited").status_code == 200
@@ -525,33 +545,31 @@ def test_admin_folder_open_to_others_is_refused(workdir: Path) -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_aborts_the_running_action_and_removes_the_sockets(
-    signum: int, workdir: Path, daemons: list[RunningDaemon]
+    signum: int, workdir: Path, marks: Path, daemons: list[RunningDaemon]
 ) -> None:
     made = make_task(workdir)
-    made.script("build.sh", "#!/bin/sh\necho started\nsleep 120\n")
+    made.script("build.sh", f"#!/bin/sh\necho started\ntouch {marks}/started\nsleep 120\n")
     running = launch(daemons, made)
-    replies: dict[str, httpx.Response] = {}
+    replies: list[httpx.Response] = []
 
-    def call(name: str) -> None:
+    def build() -> None:
         with running.http("agent") as agent:
-            replies[name] = post_bencher(agent, "build")
+            replies.append(post_bencher(agent, "build"))
 
-    first = threading.Thread(target=call, args=("running",))
+    first = threading.Thread(target=build)
     first.start()
-    time.sleep(1.0)
-    second = threading.Thread(target=call, args=("queued",))
-    second.start()
-    time.sleep(0.5)
+    wait_for_file(marks / "started", running)
+    queued = send_request(running.agent, "POST", "/tool/bencher?action=build", {})
+    wait_until_read(queued)  # the daemon holds it: it waits for the running build
     started = time.monotonic()
     assert running.stop(signum) == 0
     assert time.monotonic() - started < 30
     first.join(30)
-    second.join(30)
-    assert replies["running"].status_code == 200
-    assert replies["running"].json()["code"] != 0
-    assert replies["running"].json()["stdout"] == "started\n"
-    assert replies["queued"].status_code == 503
-    assert replies["queued"].json() == {"error": "the daemon is stopping"}
+    assert len(replies) == 1
+    assert replies[0].status_code == 200
+    assert replies[0].json()["code"] != 0
+    assert replies[0].json()["stdout"] == "started\n"
+    assert reply_to(queued) == (503, {"error": "the daemon is stopping"})
     assert not running.agent.exists()
     assert not running.admin.exists()
     assert running.output().strip().endswith("ssegrade daemon: stopped")
