@@ -3,9 +3,9 @@
 Wrap it with `ssegrade.bencher_interpreter` to answer grading effects too; the evaluator and
 the daemon both do.
 
-The evaluation's one time limit lives here (`Deadline`): every git command is killed when it
-is reached, copies and the archive check it between batches, scripts get the time left, and
-`TimeLimitReached` is raised into the program. Working ahead (`LocalSystem.ahead`, for the
+The evaluation's one time limit is the run loop's `Deadline`; this interpreter only bounds its
+blocking work by it: every git command is killed when it is reached, copies and the archive
+check it between batches, scripts get the time left. Working ahead (`LocalSystem.ahead`, for the
 evaluator, whose trees do not change while it grades), the archive of the source tree is
 written in the background from the end of the capture on, the next fresh copy is made while a
 script runs, and discarded copies are removed in the background.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import shutil
@@ -45,6 +46,7 @@ from ssegrade import (
     CheckPatch,
     CheckRecord,
     CheckStarted,
+    Deadline,
     Discard,
     Effect,
     FreshCopy,
@@ -64,7 +66,7 @@ from ssegrade import (
     WriteResult,
 )
 
-__all__ = ["Deadline", "LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
+__all__ = ["LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,33 +166,6 @@ class ResultsWriter:
                 assert_never(effect)
 
 
-@dataclass(slots=True)
-class Deadline:
-    """The evaluation's one time limit: `seconds` from its creation on `clock`."""
-
-    seconds: int
-    clock: Callable[[], float] = time.monotonic
-    at: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.at = self.clock() + self.seconds
-
-    def left(self) -> float:
-        """The seconds left; raises `TimeLimitReached` when none are."""
-        left = self.at - self.clock()
-        if left <= 0:
-            raise TimeLimitReached(self.seconds)
-        return left
-
-    def check(self) -> None:
-        """Raise `TimeLimitReached` when the limit is spent."""
-        self.left()
-
-    def until(self) -> float:
-        """The limit as a `time.monotonic()` instant: when git commands are killed."""
-        return time.monotonic() + (self.at - self.clock())
-
-
 class _Stopped(Exception):
     """Background work that is no longer wanted."""
 
@@ -208,7 +183,7 @@ class _Job:
 @dataclass(slots=True)
 class LocalSystem:
     """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
-    the whole evaluation has `timeout` seconds, each script at most `script_timeout`.
+    the whole evaluation's `deadline` (none: no limit), each script at most `script_timeout`.
 
     With `ahead`, work that does not depend on a script's outcome is done in the background
     (see the module's docstring); `close` must then be called at the end.
@@ -216,15 +191,13 @@ class LocalSystem:
 
     places: Places
     runner: Runner
-    timeout: int = 3600
+    deadline: Deadline | None = None
     script_timeout: float | None = None
     say: Callable[[str], None] = print
     started: Callable[[str], None] | None = None
     env: EnvPolicy | None = None
     memory: int | None = None
-    clock: Callable[[], float] = time.monotonic
     ahead: bool = False
-    deadline: Deadline = field(init=False)
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
@@ -239,7 +212,6 @@ class LocalSystem:
     )
 
     def __post_init__(self) -> None:
-        self.deadline = Deadline(self.timeout, self.clock)
         self._writer = ResultsWriter(
             self.places.source, self.places.results, self.say, self.started
         )
@@ -314,8 +286,23 @@ class LocalSystem:
             os.chown(home.parent, *owner)
             os.chown(home, *owner)
 
-    def _left(self) -> float:
+    def _left(self) -> float | None:
+        """The seconds left (None: no limit); raises `TimeLimitReached` when none are."""
+        if self.deadline is None:
+            return None
+        self.deadline.check()
         return self.deadline.left()
+
+    def _time_left(self) -> bool:
+        return self.deadline is None or not self.deadline.passed()
+
+    def _check(self) -> None:
+        if self.deadline is not None:
+            self.deadline.check()
+
+    def _until(self) -> float | None:
+        """The deadline as a `time.monotonic()` instant: when git commands are killed."""
+        return None if self.deadline is None else time.monotonic() + self.deadline.left()
 
     def _write_log(self, label: str, command: str, text: str) -> str:
         path = self._log_path(label)
@@ -354,9 +341,7 @@ class LocalSystem:
             case ProvePatch(patch=patch, base_tree=base):
                 if self.places.baseline is None:
                     return Failure(CaptureError("no baseline to prove the patch against"))
-                proved = git.prove(self.places.baseline, patch, base, until=self.deadline.until())
-                self.deadline.check()
-                return proved
+                return git.prove(self.places.baseline, patch, base, until=self._until())
             case WriteArtifact(name=name, data=data):
                 files.atomic_write(self.places.results / name, data)
                 return str(self.places.results / name)
@@ -389,17 +374,14 @@ class LocalSystem:
             return Failure(CaptureError("no source tree and baseline to capture"))
         if self._pool is not None and self._prefetched is None:
             self._prefetch(None)  # the copy needs no patch yet: it overlaps the capture
-        captured = git.capture(
-            self.places.source, self.places.baseline, until=self.deadline.until()
-        )
-        self.deadline.check()
+        captured = git.capture(self.places.source, self.places.baseline, until=self._until())
         if self._pool is not None and is_successful(captured) and captured.unwrap().patch.strip():
             # The check against the grading repo only reads it: it overlaps the proof.
             patch = captured.unwrap().patch
-            until = self.deadline.until()
+            until = self._until()
             future = self._pool.submit(git.check_patch, self.places.repo, patch, until=until)
             self._checked = (patch, future)
-        if self._pool is not None and self._archive is None:
+        if self._pool is not None and self._archive is None and self._time_left():
             # No check touches the source tree: it is already as it will be after grading.
             # A child process writes it: it shares no lock with this one, and stops at a kill.
             with contextlib.suppress(OSError):  # then written in the foreground at the end
@@ -414,8 +396,8 @@ class LocalSystem:
             if self.places.source is None:
                 return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
             dest = self.places.results / ARCHIVE_NAME
-            return _archive(self.places.source, dest, self.deadline.check)
-        finished = started.finish(timeout=self.deadline.at - self.clock())
+            return _archive(self.places.source, dest, self._check)
+        finished = started.finish(None if self.deadline is None else self.deadline.left())
         if is_successful(finished):
             return Success(None)
         return Failure(ArchiveError(finished.failure()))
@@ -424,7 +406,7 @@ class LocalSystem:
         def check() -> None:
             if stop.is_set():
                 raise _Stopped
-            self.deadline.check()
+            self._check()
 
         return check
 
@@ -434,10 +416,10 @@ class LocalSystem:
             try:
                 checked = ahead[1].result(timeout=self._left())
             except FutureTimeout:
-                raise TimeLimitReached(self.timeout) from None
+                self._check()
+                raise
         else:
-            checked = git.check_patch(self.places.repo, patch, until=self.deadline.until())
-        self.deadline.check()
+            checked = git.check_patch(self.places.repo, patch, until=self._until())
         text = "applies\n" if is_successful(checked) else checked.failure().log
         log = self._write_log("apply", "git apply --check --binary final.patch", text)
         if is_successful(checked):
@@ -449,9 +431,7 @@ class LocalSystem:
         files.fresh_copy(self.places.repo, dest, self._owner(), check=check)
         check()
         if patch:
-            applied = git.apply_patch(
-                dest, patch, run_as=self._owner(), until=self.deadline.until()
-            )
+            applied = git.apply_patch(dest, patch, run_as=self._owner(), until=self._until())
             check()
             if not is_successful(applied):
                 raise RuntimeError(
@@ -465,7 +445,7 @@ class LocalSystem:
         made = self._take_prefetched(patch)
         if made is None:
             try:
-                self._make_copy(dest, patch, self.deadline.check)
+                self._make_copy(dest, patch, self._check)
             except TimeLimitReached:
                 self._remove(dest)
                 raise
@@ -493,10 +473,7 @@ class LocalSystem:
             return None
         try:
             job.future.result(timeout=self._left())
-        except FutureTimeout:
-            self._drop(job)
-            raise TimeLimitReached(self.timeout) from None
-        except TimeLimitReached:
+        except (FutureTimeout, TimeLimitReached):
             self._drop(job)
             raise
         except Exception:  # noqa: BLE001 - copied again in the foreground, which says why
@@ -511,8 +488,7 @@ class LocalSystem:
         return job.path
 
     def _make_patch_applied(self, path: Path, patch: bytes) -> None:
-        applied = git.apply_patch(path, patch, run_as=self._owner(), until=self.deadline.until())
-        self.deadline.check()
+        applied = git.apply_patch(path, patch, run_as=self._owner(), until=self._until())
         if not is_successful(applied):
             raise RuntimeError(
                 "the patch applies to the grading repo but not to a fresh copy of it: "
@@ -539,8 +515,7 @@ class LocalSystem:
             self._drop(job)
 
     def _apply_diff(self, workspace: Path, diff: Path, label: str) -> Result[None, ApplyError]:
-        applied = git.apply_diff(workspace, diff, run_as=self._owner(), until=self.deadline.until())
-        self.deadline.check()
+        applied = git.apply_diff(workspace, diff, run_as=self._owner(), until=self._until())
         text = "applied\n" if is_successful(applied) else applied.failure().log
         log = self._write_log(label, f"git apply -p1 {diff.name}", text)
         if is_successful(applied):
@@ -562,7 +537,7 @@ class LocalSystem:
                     os.chown(target, *owner, follow_symlinks=False)
             else:
                 along = Path(item.along)
-                files.fresh_copy(along, slot / along.name, owner, check=self.deadline.check)
+                files.fresh_copy(along, slot / along.name, owner, check=self._check)
                 target = slot / along.name / Path(item.path).relative_to(along)
             if owner is not None:
                 os.chown(slot, *owner)
@@ -585,16 +560,14 @@ class LocalSystem:
 
     def _run(self, effect: RunScript) -> ScriptResult:
         self._restore_support()
-        left = self._left()
-        bound_by_total = self.script_timeout is None or self.script_timeout >= left
-        limit = left if bound_by_total else float(self.script_timeout or left)
+        limits = [x for x in (self._left(), self.script_timeout) if x is not None]
         try:
             result = run_script(
                 self.runner,
                 [effect.script, *effect.args],
                 Path(effect.workspace.path),
                 home=self._home(),
-                limit=limit,
+                limit=min(limits, default=math.inf),
                 log_path=self._log_path(effect.label),
                 label=effect.label,
                 session=self._token,
@@ -605,8 +578,6 @@ class LocalSystem:
             )
         finally:
             self._restore_support()
-        if result.killed and bound_by_total:
-            raise TimeLimitReached(self.timeout)
         return result
 
 
