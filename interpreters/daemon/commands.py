@@ -17,7 +17,7 @@ import click
 
 from interpreters.daemon.client import DaemonClient, DaemonError
 from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
-from interpreters.real.local import ResultsWriter
+from interpreters.real.results import ResultsWriter
 from interpreters.setup import (
     BadInput,
     Inputs,
@@ -189,8 +189,8 @@ def evaluate_through_daemon(
     """
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
-        writer = ResultsWriter(inputs.source, results, say)
         deadline = Deadline.starting(timeout, time.monotonic)
+        writer = ResultsWriter(inputs.source, results, say, check=deadline.check)
         interpreter = RemoteGrading(client, writer, deadline, script_timeout=script_timeout)
         options = GradeOptions(
             task=inputs.task, folder=str(inputs.task_dir), timeout=timeout, runtime=runtime
