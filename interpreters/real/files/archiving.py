@@ -24,7 +24,8 @@ from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
 from interpreters.real.files.tarstream import Archiver
 
 ARCHIVE_LEVEL = 1
-"""gzip level of `source.tar.gz`: the fastest; the archive is a record, not a distribution."""
+"""gzip level of `source.tar.gz`, where deflate pays (stored elsewhere): the fastest; the
+archive is a record, not a distribution."""
 
 
 def _never() -> None:

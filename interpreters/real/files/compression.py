@@ -15,25 +15,27 @@ from interpreters.real.files.descriptors import CHUNK, WORKERS, Check
 _MEMBER_SIZE = 4 << 20
 """Bytes of tar data per gzip member: members are compressed by several threads at once."""
 _PIECE = 512 << 10
+"""Bytes of one gzip member inside a block: each chooses its own way of compressing."""
 _PROBE = 16 << 10
+"""Bytes of a piece tried first, to choose how to compress the rest."""
 
 
-_PIECE = 512 << 10
-_PROBE = 16 << 10
+def _level(piece: bytes, level: int) -> int:
+    """The zlib level that pays for `piece`, judged on its first bytes: 0 (stored) when
+    deflate saves less than half of them (git's objects, archives, media, dense data), for it
+    would spend ten times as long as storing for little; `level` otherwise, as for source
+    code, which it shrinks to about a quarter."""
+    if not level or len(piece) <= 2 * _PROBE:
+        return level
+    return 0 if len(zlib.compress(piece[:_PROBE], level)) * 2 > _PROBE else level
 
 
 def _gzip_member(data: bytes, level: int) -> bytes:
-    """`data` as gzip members of `_PIECE` bytes each. A piece whose first bytes do not
-    compress (git's objects, archives, media) is stored: deflate spends ten times longer on
-    such data for nothing."""
+    """`data` as gzip members of `_PIECE` bytes each, each at the level `_level` says."""
     out: list[bytes] = []
     for start in range(0, len(data), _PIECE):
         piece = data[start : start + _PIECE]
-        chosen = level
-        if level and len(piece) > 2 * _PROBE:
-            probe = zlib.compress(piece[:_PROBE], level)
-            chosen = 0 if len(probe) > _PROBE * 0.9 else level
-        packer = zlib.compressobj(chosen, zlib.DEFLATED, 31)  # 31: a whole gzip member
+        packer = zlib.compressobj(_level(piece, level), zlib.DEFLATED, 31)  # 31: gzip member
         out += (packer.compress(piece), packer.flush())
     return b"".join(out)
 
