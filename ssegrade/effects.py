@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from returns.result import Result
 
+from ssegrade.checks import Action
 from ssegrade.result import EvaluationResult
 
 __all__ = [
@@ -58,8 +59,6 @@ __all__ = [
 ]
 
 A_co = TypeVar("A_co", covariant=True)
-
-Action = Literal["build", "run_poc", "function_test", "intent_test"]
 
 
 class Effect(Generic[A_co]):
