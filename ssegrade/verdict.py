@@ -22,6 +22,7 @@ __all__ = [
     "TimedOut",
     "bound_log",
     "decide",
+    "escaped",
 ]
 
 LOG_LIMIT = 1 << 20
@@ -167,3 +168,16 @@ def decide(outcomes: Outcomes) -> PatchResult:
         error_msg = "No check ran"
     return PatchResult(status=status, **fields, error_msg=error_msg, error_log=error_log)
 
+
+def escaped(ending: Crashed | Interrupted) -> PatchResult:
+    """The grade when an exception escapes the grading program itself, so that it returned no
+    document: `decide` over no outcomes (none is known), ended by `ending`. The evaluator
+    writes it (with the traceback as `Crashed.detail`), and a replay of such a grading derives
+    it again (without one).
+
+    >>> escaped(Interrupted("SIGTERM")).error_msg
+    'Interrupted (SIGTERM)'
+    >>> escaped(Crashed("disk full", "Traceback …")).model_dump(exclude_none=True)
+    {'status': 'error', 'error_msg': 'Exception: disk full', 'error_log': 'Traceback …'}
+    """
+    return decide(Outcomes(has=frozenset(), ending=ending))
