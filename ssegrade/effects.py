@@ -206,6 +206,23 @@ class CheckRecord:
     passed: bool
     left_out: tuple[str, ...] = ()
 
+    @staticmethod
+    def of_run(name: str, poc: str | None, result: ScriptResult) -> CheckRecord:
+        """The record of a check's script run: its exit code, time, kill and log file.
+
+        >>> CheckRecord.of_run("build", None, ScriptResult(2, seconds=1.5)).exit_code
+        2
+        """
+        return CheckRecord(
+            name=name,
+            poc=poc,
+            exit_code=result.code,
+            seconds=result.seconds,
+            killed=result.killed,
+            log_file=result.log_file,
+            passed=result.passed,
+        )
+
 
 # ---------------------------------------------------------------------------- grading effects
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from returns.result import Failure, Result, Success
 
 from ssegrade.bencher import task_path
+from ssegrade.checks import grading_order
 from ssegrade.difficulty import ACTIONS, Level, allowed
 from ssegrade.effects import (
     Action,
@@ -73,7 +74,9 @@ Listener = Literal["agent", "admin"]
 
 AGENT_PHASE_OVER = "the agent phase is over: the agent-facing tools are closed"
 
-_CHECK_ORDER: tuple[Check, ...] = ("build", "poc", "function_test", "intent_test")
+
+def _in_order(checks: frozenset[Check]) -> list[Check]:
+    return [check.name for check in grading_order() if check.name in checks]
 
 
 class _Doc(BaseModel):
@@ -319,7 +322,7 @@ def public_project(task: Task) -> ProjectView:
         id=task.id,
         project=task.project,
         language=task.language,
-        checks=[check for check in _CHECK_ORDER if check in task.checks],
+        checks=_in_order(task.checks),
         scripts=ProjectScripts(
             build=task.scripts.build, run=task.scripts.run, test=task.scripts.test
         ),
@@ -359,7 +362,7 @@ def capabilities(task: Task, level: Level, listener: Listener, agent_phase: bool
         level_name=level.name,
         actions=actions,
         agent_phase=agent_phase,
-        checks=[check for check in _CHECK_ORDER if check in checks],
+        checks=_in_order(checks),
         pocs=list(task.files.poc),
     )
 
