@@ -47,9 +47,10 @@ class CheckSpec:
     `test_patch` runs and lists the checks and in the precedence of a failed check in its
     headline (SPEC §10); `gate` is the highest difficulty level at which the agent may run it
     (SPEC §9). `proves_fix` says it passes only once the bug is fixed (it fails on the unfixed
-    project). `label` and `title` name its column in the report (`label` is also the field of a
-    report row); `text` names it in sentences (`test_patch`, task verification) and `reason` is
-    the headline of a `test_patch` that it failed.
+    project). In the report, `label` names it in documents (the field of a row) and `title`
+    heads its columns (`short_title` where the terminal is narrow). `text` names it in
+    sentences (`test_patch`, task verification); `reason` is the headline of a `test_patch`
+    that it failed.
     """
 
     name: Check
@@ -62,6 +63,7 @@ class CheckSpec:
     proves_fix: bool
     label: str
     title: str
+    short_title: str
     text: str
     reason: str
 
@@ -86,6 +88,7 @@ CHECKS: tuple[CheckSpec, ...] = (
         proves_fix=False,
         label="build",
         title="Build",
+        short_title="Build",
         text="build",
         reason=(
             "The project does not build with your patch. "
@@ -103,6 +106,7 @@ CHECKS: tuple[CheckSpec, ...] = (
         proves_fix=True,
         label="poc",
         title="PoCs",
+        short_title="PoCs",
         text="PoCs",
         reason=(
             "At least one proof of concept still triggers the vulnerability. "
@@ -120,6 +124,7 @@ CHECKS: tuple[CheckSpec, ...] = (
         proves_fix=False,
         label="func",
         title="Functional",
+        short_title="Func",
         text="functional tests",
         reason=(
             "The functional tests failed, so your patch may break existing behaviour. "
@@ -137,6 +142,7 @@ CHECKS: tuple[CheckSpec, ...] = (
         proves_fix=True,
         label="intent",
         title="Intent",
+        short_title="Intent",
         text="intent tests",
         reason=(
             "The intent tests failed, so your patch does not behave the way the fix is expected "
