@@ -3,10 +3,12 @@
 Pure core. An effect is a frozen dataclass subclassing `Effect[A]`; awaiting it yields the effect
 to whoever drives the program (`ssegrade.run.run`) and returns the answer of type `A`.
 
-Two layers:
+Two layers, and the preview's:
 - grading effects (`GradingEffect`): the bencher actions the grading program speaks in; the
   local interpreter answers them with the bencher programs, the daemon client over HTTP;
-- system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git).
+- system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git);
+- preview effects (`PreviewEffect`): what the agent's `test_patch` awaits, `Bench` on its live
+  tree and `SpillLog` for a long log.
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ __all__ = [
     "PrepareError",
     "PrepareGrading",
     "Prepared",
+    "PreviewEffect",
     "ProvePatch",
     "RunScript",
     "ScriptNotStarted",
     "ScriptResult",
+    "SpillLog",
     "StageFiles",
     "StageItem",
     "Staged",
@@ -278,6 +282,25 @@ class WriteResult(Effect[None]):
 GradingEffect = (
     PrepareGrading | Bench | Archive | CheckStarted | CheckFinished | Notify | WriteResult
 )
+
+
+# ---------------------------------------------------------------------------- preview effects
+
+
+@dataclass(frozen=True, slots=True)
+class SpillLog(Effect[Result[str, str]]):
+    """Write `text` whole to a new file in the log folder; answer its path, or why it failed.
+
+    `name` is a file-name-safe stem naming the check (`test_patch-build`,
+    `test_patch-run_poc`, …); the interpreter makes the file name new (it never overwrites).
+    """
+
+    name: str
+    text: str
+
+
+PreviewEffect = Bench | SpillLog
+"""Every effect the `test_patch` preview awaits: an interpreter for it must answer both."""
 
 
 # ---------------------------------------------------------------------------- system effects

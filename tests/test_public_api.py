@@ -70,6 +70,7 @@ PUBLIC = [
     "Prepared",
     "PreviewEffect",
     "PreviewReport",
+    "PreviewResult",
     "ProvePatch",
     "Report",
     "ResultError",
