@@ -17,6 +17,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
+from pydantic import ConfigDict
 from returns.result import Result
 
 from ssegrade.checks import Action
@@ -99,9 +100,14 @@ class TimeLimitReached(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ScriptResult:
-    """How one script run ended. `code` is -1 when it was killed by its limit or never ran;
-    `not_started` says why a task script could not be started at all (`cannot start
-    <script>: <reason>`): a broken task, not a failed check."""
+    """How one script run ended: the `Bench` answer, and the daemon's bencher reply (the
+    original daemon's `code`, `stdout`, `stderr`, then ssegrade's fields). `code` is -1 when
+    it was killed by its limit or could not run (its reason is in `stderr`); `not_started`
+    says why a task script could not be started at all (`cannot start <script>: <reason>`): a
+    broken task, not a failed check. `log_file` is the log of the run (the daemon shows it to
+    the admin listener only)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     code: int
     stdout: str = ""
