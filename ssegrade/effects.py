@@ -218,11 +218,7 @@ class CheckRecord:
 
     @staticmethod
     def of_run(name: str, poc: str | None, result: ScriptResult) -> CheckRecord:
-        """The record of a check's script run: its exit code, time, kill and log file.
-
-        >>> CheckRecord.of_run("build", None, ScriptResult(2, seconds=1.5)).exit_code
-        2
-        """
+        """The record of a check's script run: its exit code, time, kill and log file."""
         return CheckRecord(
             name=name,
             poc=poc,
