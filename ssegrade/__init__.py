@@ -64,7 +64,7 @@ from ssegrade.result import (
     result_schema,
     status_of,
 )
-from ssegrade.run import Interpreter, run
+from ssegrade.run import Deadline, Interpreter, Observer, run
 from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
@@ -102,6 +102,7 @@ __all__ = [
     "CheckStarted",
     "ControlRun",
     "Crashed",
+    "Deadline",
     "Discard",
     "Effect",
     "Ending",
@@ -116,6 +117,7 @@ __all__ = [
     "Level",
     "NewSession",
     "Notify",
+    "Observer",
     "Outcomes",
     "PatchResult",
     "PrepareError",

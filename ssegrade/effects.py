@@ -88,7 +88,7 @@ class ScriptNotStarted(Exception):
 
 
 class TimeLimitReached(Exception):
-    """Raised by an interpreter into the program when the evaluation's time limit is spent."""
+    """Thrown into the program by the run loop once the evaluation's `Deadline` has passed."""
 
     def __init__(self, seconds: int) -> None:
         super().__init__(f"the time limit of {seconds}s is spent")

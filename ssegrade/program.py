@@ -124,8 +124,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
     """Grade the captured patch and write `result.json`; always returns the document written.
 
     A time limit, an interrupt or an exception during the checks keeps the checks that
-    finished; the archive and the result are written in every case, and an interrupt during
-    them keeps the grade.
+    finished; the archive and the result are written in every case, and a time limit or an
+    interrupt during them keeps the grade.
     """
     log = _Log()
     ending: Ending
@@ -144,8 +144,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         archived = await Archive()
         if not is_successful(archived):
             await Notify(f"source.tar.gz not written: {archived.failure().message}")
-    except GradingInterrupted as interrupt:  # a grade that had finished is kept
-        await Notify(f"source.tar.gz not written: {interrupt}")
+    except (GradingInterrupted, TimeLimitReached) as stopped:  # a finished grade is kept
+        await Notify(f"source.tar.gz not written: {stopped}")
     outcomes = Outcomes(
         has=options.task.checks,
         pocs=tuple(task_path(options.folder, p) for p in options.task.files.poc),
@@ -157,6 +157,6 @@ async def grade(options: GradeOptions) -> EvaluationResult:
     result = EvaluationResult(patch_result=decide(outcomes), runtime_result=runtime)
     try:
         await WriteResult(result)
-    except GradingInterrupted:  # cut short before the file was in place: once more, whole
+    except (GradingInterrupted, TimeLimitReached):  # perhaps not in place: once more, whole
         await WriteResult(result)
     return result

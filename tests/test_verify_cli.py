@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interpreters.batch.verification import _check_records
-from interpreters.real.local import ResultsWriter
+from interpreters.real.results import ResultsWriter
 from ssegrade.effects import CheckFinished, CheckRecord
 from tests.realtask import RealTask, make_task, ssegrade
 

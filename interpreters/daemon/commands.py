@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import click
 
 from interpreters.daemon.client import DaemonClient, DaemonError
 from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
-from interpreters.real.local import ResultsWriter
+from interpreters.real.results import ResultsWriter
 from interpreters.setup import (
     BadInput,
     Inputs,
@@ -31,7 +32,7 @@ from ssegrade.difficulty import LEVELS
 from ssegrade.preview import INTERNAL_FAILURE, preview
 from ssegrade.program import GradeOptions, grade
 from ssegrade.result import EvaluationResult, RuntimeResult
-from ssegrade.run import run
+from ssegrade.run import Deadline, run
 from ssegrade.task import Task
 
 __all__ = [
@@ -187,12 +188,13 @@ def evaluate_through_daemon(
     """
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
-        writer = ResultsWriter(inputs.source, results, say)
-        interpreter = RemoteGrading(client, writer, timeout=timeout, script_timeout=script_timeout)
+        deadline = Deadline.starting(timeout, time.monotonic)
+        writer = ResultsWriter(inputs.source, results, say, check=deadline.check)
+        interpreter = RemoteGrading(client, writer, deadline, script_timeout=script_timeout)
         options = GradeOptions(
             task=inputs.task, folder=str(inputs.task_dir), timeout=timeout, runtime=runtime
         )
-        return graded(results, runtime, lambda: run(grade(options), interpreter))
+        return graded(results, runtime, lambda: run(grade(options), interpreter, deadline))
 
 
 # ---------------------------------------------------------------------------- test-patch

@@ -667,10 +667,13 @@ class ArchiveProcess:
     tmp: str
     dest: Path
 
-    def finish(self, timeout: float) -> Result[None, str]:
-        """Wait at most `timeout` seconds; the archive is then at `dest`, or absent."""
+    def finish(self, timeout: float | None) -> Result[None, str]:
+        """Wait at most `timeout` seconds (None: until it ends); the archive is then at
+        `dest`, or absent."""
         try:
-            _out, err = self.process.communicate(timeout=max(timeout, 0.0))
+            _out, err = self.process.communicate(
+                timeout=None if timeout is None else max(timeout, 0.0)
+            )
         except subprocess.TimeoutExpired:
             self.stop()
             return Failure("not finished within the time limit")
