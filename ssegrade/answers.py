@@ -36,7 +36,9 @@ class ScriptResult:
     broken task, not a failed check. `log_file` is the log of the run (the daemon shows it to
     the admin listener only)."""
 
-    __pydantic_config__ = ConfigDict(extra="forbid")
+    # Read as it is written, nothing coerced nor added, an instance checked too: a reply, a
+    # recorded answer or an interpreter's answer of the wrong shape is refused.
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True, revalidate_instances="always")
 
     code: int
     stdout: str = ""
