@@ -35,10 +35,12 @@ from ssegrade.effects import (
     Prepared,
     PrepareError,
     PrepareGrading,
+    PreviewEffect,
     ProvePatch,
     RunScript,
     ScriptNotStarted,
     ScriptResult,
+    SpillLog,
     Staged,
     StageFiles,
     StageItem,
@@ -49,7 +51,7 @@ from ssegrade.effects import (
     WriteArtifact,
     WriteResult,
 )
-from ssegrade.preview import PreviewEffect, PreviewReport, SpillLog, preview, render
+from ssegrade.preview import PreviewReport, PreviewResult, preview, render
 from ssegrade.program import GradeOptions, grade
 from ssegrade.report import Report, RunRecord, aggregate, compare, compare_all, parse_run
 from ssegrade.result import (
@@ -123,6 +125,7 @@ __all__ = [
     "Prepared",
     "PreviewEffect",
     "PreviewReport",
+    "PreviewResult",
     "ProvePatch",
     "Report",
     "ResultError",

@@ -72,6 +72,7 @@ PUBLIC = [
     "Prepared",
     "PreviewEffect",
     "PreviewReport",
+    "PreviewResult",
     "ProvePatch",
     "Report",
     "ResultError",

@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.report import (
-    CHECKS,
     Outcome,
     Report,
     RunFolder,
@@ -29,6 +28,7 @@ from ssegrade.report import (
 )
 from ssegrade.result import status_of
 from ssegrade.task import Check
+from tests.strategies import CHECKS
 
 # --------------------------------------------------------------------------- strategies
 

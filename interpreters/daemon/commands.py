@@ -40,7 +40,6 @@ __all__ = [
     "DEFAULT_AGENT_SOCKET",
     "daemon",
     "evaluate_through_daemon",
-    "passed",
     "test_patch",
 ]
 
@@ -201,22 +200,6 @@ def evaluate_through_daemon(
 # ---------------------------------------------------------------------------- test-patch
 
 
-def passed(text: str) -> bool:
-    """Whether a `test_patch` text says every check that ran passed (none ran counts too).
-
-    >>> passed("test_patch result: every check that ran passed.\\n\\nChecks:")
-    True
-    >>> passed("test_patch result: FAILED. The project does not build with your patch.")
-    False
-    """
-    headline = text.split("\n", 1)[0]
-    return headline in (
-        "test_patch result: every check passed.",
-        "test_patch result: every check that ran passed.",
-        "test_patch result: no checks ran.",
-    )
-
-
 @click.command("test-patch")
 @click.option(
     "--socket",
@@ -253,10 +236,10 @@ def test_patch(where: str, log_dir: Path | None) -> None:
             click.echo(f"test-patch: the daemon reports an unknown level {asked.level}", err=True)
             sys.exit(1)
         interpreter = PreviewInterpreter(client, log_dir)
-        text = run(
+        found = run(
             preview(LEVELS[asked.level], frozenset(asked.checks), tuple(asked.pocs)), interpreter
         )
-    click.echo(text)
+    click.echo(found.text)
     for error in interpreter.errors:
         click.echo(f"test-patch: {error}", err=True)
-    sys.exit(0 if passed(text) else 1)
+    sys.exit(0 if found.passed else 1)
