@@ -29,7 +29,7 @@ from returns.result import Failure, Result, Success
 from interpreters.daemon.client import DaemonClient, DaemonError
 from ssegrade.effects import Bench, Effect, PrepareGrading
 from ssegrade.preview import SpillLog
-from ssegrade.protocol import prepared_result, script_result
+from ssegrade.protocol import prepared_result
 from ssegrade.run import Deadline
 
 __all__ = ["PreviewInterpreter", "RemoteGrading"]
@@ -57,10 +57,9 @@ class RemoteGrading:
                 return prepared_result(self.client.prepare_grading(timeout=left + _REPLY_GRACE))
             case Bench(action=action, poc=poc):
                 limit = min(self.deadline.left(), self.script_timeout or math.inf)
-                reply = self.client.bencher(
+                return self.client.bencher(
                     action, grading=True, poc=poc, limit=limit, timeout=limit + _REPLY_GRACE
                 )
-                return script_result(reply)
             case _:
                 return self.local(effect)
 
@@ -99,7 +98,7 @@ class PreviewInterpreter:
                 except DaemonError as exc:
                     self.errors.append(str(exc))
                     raise
-                return script_result(reply)
+                return reply
             case SpillLog(name=name, text=text):
                 return self._spill(name, text)
             case _:

@@ -8,7 +8,7 @@ Pure core, one concept per module:
 - `ssegrade.protocol.rules`: who may call which action (`refusal`), which PoC a request names
   (`resolve_poc`), the public view of a task (`public_project`, `capabilities`);
 - `ssegrade.protocol.answers`: how the grading effects' answers travel
-  (`bencher_reply`/`script_result`, `prepare_reply`/`prepared_result`) and patches as JSON;
+  (`bencher_reply`, `prepare_reply`/`prepared_result`) and patches as JSON;
 - `ssegrade.protocol.changes`: how git's list of the changed files reads (`changed_files`).
 """
 
@@ -18,7 +18,6 @@ from ssegrade.protocol.answers import (
     encode_patch,
     prepare_reply,
     prepared_result,
-    script_result,
 )
 from ssegrade.protocol.changes import changed_files
 from ssegrade.protocol.documents import (
@@ -79,5 +78,4 @@ __all__ = [
     "public_project",
     "refusal",
     "resolve_poc",
-    "script_result",
 ]

@@ -28,7 +28,6 @@ __all__ = [
     "encode_patch",
     "prepare_reply",
     "prepared_result",
-    "script_result",
 ]
 
 
@@ -41,16 +40,6 @@ def bencher_reply(result: ScriptResult, listener: Listener) -> ScriptResult:
     True
     """
     return result if listener == "admin" else replace(result, log_file=None)
-
-
-def script_result(reply: ScriptResult) -> ScriptResult:
-    """The `Bench` answer a bencher reply carries: the reply itself, which is a `ScriptResult`.
-
-    >>> done = ScriptResult(code=-1, stderr="no such file", not_started="cannot start b.sh")
-    >>> script_result(bencher_reply(done, "admin")) == done
-    True
-    """
-    return reply
 
 
 def prepare_reply(
