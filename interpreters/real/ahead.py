@@ -3,8 +3,9 @@
 The evaluator's trees do not change while it grades, so work that no script's outcome decides
 is done in the background: the next check's fresh copy (patch applied) while a script runs,
 the patch check against the grading repo while the proof runs, the archive of the source tree
-from the end of the capture on (a child process), and the removal of discarded trees. Copies
-made ahead and trees on their way out wait in a private folder under names no one can guess.
+from the end of the capture on (a child process), and, once the checks are over, the removal
+of discarded trees. Copies made ahead and trees on their way out wait in a private folder
+under names no one can guess.
 The order of checks, their results and logs are the same as without working ahead.
 """
 
@@ -61,6 +62,7 @@ class WorkAhead:
     _pool: ThreadPoolExecutor = field(init=False)
     _prefetched: _Job | None = field(init=False, default=None)
     _removals: list[Future[None]] = field(init=False, default_factory=list)
+    _trash: list[Path] = field(init=False, default_factory=list)
     _checked: tuple[bytes, Future[Result[None, ApplyError]]] | None = field(
         init=False, default=None
     )
@@ -71,13 +73,21 @@ class WorkAhead:
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="ahead")
 
     def remove(self, path: Path) -> None:
-        """Move `path` out of the runner's reach at once, and remove it in the background."""
+        """Move `path` out of the runner's reach at once; it is removed once the checks are
+        over. Removing while copies are made would slow both: they compete for the CPU, and
+        on ext4 a file created just after many were deleted waits for its inode."""
         away = self.private / f"trash-{secrets.token_hex(16)}"
         try:
             os.rename(path, away)
         except FileNotFoundError:
             return
-        self._removals.append(self._pool.submit(files.remove_tree, away))
+        self._trash.append(away)
+
+    def checks_over(self) -> None:
+        """Stop the copy made ahead, if any, and start removing what was discarded."""
+        self._drop_prefetched()
+        trash, self._trash = self._trash, []
+        self._removals += [self._pool.submit(files.remove_tree, path) for path in trash]
 
     # ------------------------------------------------------------ fresh copies
 
@@ -122,8 +132,7 @@ class WorkAhead:
                 raise
         return job.path
 
-    def drop_prefetched(self) -> None:
-        """Stop the copy made ahead, if any: the checks are over."""
+    def _drop_prefetched(self) -> None:
         job, self._prefetched = self._prefetched, None
         if job is not None:
             self._drop(job)
@@ -175,7 +184,7 @@ class WorkAhead:
 
     def close(self) -> None:
         """Stop and wait for the background work; note removals that failed."""
-        self.drop_prefetched()
+        self.checks_over()
         if self._archive is not None:
             self._archive.stop()
             self._archive = None

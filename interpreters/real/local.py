@@ -259,7 +259,7 @@ class LocalSystem:
     def _archived(self) -> Result[None, ArchiveError]:
         started = None
         if self._ahead is not None:
-            self._ahead.drop_prefetched()  # the checks are over
+            self._ahead.checks_over()
             started = self._ahead.take_archive()
         if started is None:
             if self.places.source is None:
