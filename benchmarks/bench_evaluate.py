@@ -109,7 +109,14 @@ def evaluate(top: Path, task: Path, source: Path, baseline: Path, repo: Path, n:
     done: list[subprocess.CompletedProcess[str]] = []
     seconds = timed(
         lambda: done.append(
-            subprocess.run(command, capture_output=True, text=True, cwd=TOP, check=False)
+            subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                cwd=TOP,
+                check=False,
+                env={**os.environ, "TMPDIR": str(top)},  # its copies where the floor's are
+            )
         )
     )
     if done[0].stdout.strip() != "passed":

@@ -2,11 +2,18 @@
 daemon API), the fake one, and the `ssegrade` command.
 
 For other tools: `grade_patch` grades a recorded patch on this machine as
-`ssegrade evaluate --patch` does; `run_batch` grades many (`ssegrade batch`).
+`ssegrade evaluate --patch` does; `run_batch` grades many (`ssegrade batch`). They are loaded
+on first use, so that a command pays only for the modules it runs.
 """
 
-from interpreters.batch import BadJobs, BatchReport, EngineUnavailable, run_batch
-from interpreters.grading import GradingInputError, grade_patch
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from interpreters.batch import BadJobs, BatchReport, EngineUnavailable, run_batch
+    from interpreters.grading import GradingInputError, grade_patch
 
 __all__ = [
     "BadJobs",
@@ -16,3 +23,20 @@ __all__ = [
     "grade_patch",
     "run_batch",
 ]
+
+_HOMES = {
+    "BadJobs": "interpreters.batch",
+    "BatchReport": "interpreters.batch",
+    "EngineUnavailable": "interpreters.batch",
+    "run_batch": "interpreters.batch",
+    "GradingInputError": "interpreters.grading",
+    "grade_patch": "interpreters.grading",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'interpreters' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

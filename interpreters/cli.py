@@ -5,24 +5,21 @@ Bad input is one line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import ClassVar, NoReturn
 
 import click
 from returns.pipeline import is_successful
 
-from interpreters.batch.commands import batch, verify
-from interpreters.daemon.commands import daemon, evaluate_through_daemon, test_patch
 from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.progress import CheckProgress
 from interpreters.real import files, git
 from interpreters.real.runner import EnvPolicy
-from interpreters.replay_cli import replay_command
-from interpreters.report_cli import report
 from interpreters.setup import (
     BadInput,
     Interrupted,
@@ -48,7 +45,37 @@ def _say(message: str) -> None:
     _progress.say(message)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    """A group whose other commands are imported when they are asked for: `evaluate` does
+    not pay for the modules of the daemon, the report or batch grading."""
+
+    elsewhere: ClassVar[dict[str, str]] = {
+        "report": "interpreters.report_cli:report",
+        "daemon": "interpreters.daemon.commands:daemon",
+        "test-patch": "interpreters.daemon.commands:test_patch",
+        "verify": "interpreters.batch.commands:verify",
+        "batch": "interpreters.batch.commands:batch",
+        "replay": "interpreters.replay_cli:replay_command",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, those defined here and those loaded on demand."""
+        return sorted({*super().list_commands(ctx), *self.elsewhere})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command named `cmd_name`, imported on first use."""
+        if cmd_name not in self.elsewhere:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = self.elsewhere[cmd_name].partition(":")
+        command = getattr(importlib.import_module(module), name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(package_name="ssegrade", prog_name="ssegrade")
 def cli() -> None:
     """Grade coding agents' security patches: capture, apply, build, PoCs, tests, verdict."""
@@ -254,6 +281,8 @@ def evaluate(
     )
     results = make_results(results, force=force)
     if daemon_socket is not None:
+        from interpreters.daemon.commands import evaluate_through_daemon  # noqa: PLC0415
+
         result = evaluate_through_daemon(
             daemon_socket,
             inputs,
@@ -282,12 +311,6 @@ def evaluate(
     click.echo(verdict_line(result))
 
 
-cli.add_command(report)
-cli.add_command(daemon)
-cli.add_command(test_patch)
-cli.add_command(verify)
-cli.add_command(batch)
-cli.add_command(replay_command)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

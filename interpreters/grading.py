@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from interpreters.setup import (
 from interpreters.trace import TraceRecorder
 from ssegrade import (
     BenchSession,
+    Deadline,
     EvaluationResult,
     GradeOptions,
     RuntimeResult,
@@ -116,10 +118,11 @@ def grade_here(
         task, folder = inputs.task, str(inputs.task_dir)
 
         def local() -> EvaluationResult:
+            deadline = Deadline.starting(timeout, time.monotonic)
             system = LocalSystem(
                 places,
                 inputs.runner,
-                timeout=timeout,
+                deadline=deadline,
                 script_timeout=script_timeout,
                 say=say,
                 ahead=True,
@@ -131,10 +134,10 @@ def grade_here(
                 system.log_notes(notes)
                 options = GradeOptions(task=task, folder=folder, timeout=timeout, runtime=runtime)
                 session = BenchSession(task, folder, recorded=sources.patch)
-                interpret = bencher_interpreter(session, system)
+                interpret = bencher_interpreter(session, system, deadline)
                 if record is not None:
-                    return record.grade(options, interpret)
-                return run(grade(options), interpret)
+                    return record.grade(options, interpret, deadline)
+                return run(grade(options), interpret, deadline)
             finally:
                 system.close()
 

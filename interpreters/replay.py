@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ssegrade import Effect, EvaluationResult, PatchResult, RuntimeResult, grade, run
+from ssegrade import Effect, EvaluationResult, RuntimeResult, grade, run
 from ssegrade.trace import (
     ErrorRaised,
     InterruptRaised,
@@ -22,6 +22,7 @@ from ssegrade.trace import (
     raised_of,
     verdict_changes,
 )
+from ssegrade.verdict import Crashed, Interrupted, escaped
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]
 
@@ -87,13 +88,14 @@ class Replay:
 
 def escaped_result(raised: Raised, runtime: RuntimeResult) -> EvaluationResult:
     """The `error` document the evaluator writes itself when an exception escapes the
-    grading program (as `interpreters.setup.graded` does)."""
+    grading program (as `interpreters.setup.graded` does), without the traceback the trace
+    does not keep."""
     if isinstance(raised, InterruptRaised):
-        patch = PatchResult(status="error", error_msg=f"Interrupted ({raised.signal})")
-    else:
-        message = raised.message if isinstance(raised, ErrorRaised) else str(exception_of(raised))
-        patch = PatchResult(status="error", error_msg=f"Exception: {message}")
-    return EvaluationResult(patch_result=patch, runtime_result=runtime)
+        return EvaluationResult(
+            patch_result=escaped(Interrupted(raised.signal)), runtime_result=runtime
+        )
+    message = raised.message if isinstance(raised, ErrorRaised) else str(exception_of(raised))
+    return EvaluationResult(patch_result=escaped(Crashed(message)), runtime_result=runtime)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from interpreters.report_render import SHARES
-from ssegrade.report import CHECKS, Comparison, Report, Row, Share, TaskRun
+from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.report import Comparison, Report, Row, Share, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
-from ssegrade.task import Check
 
 __all__ = ["TEMPLATE", "render_html"]
 
@@ -38,12 +38,6 @@ _COLOURS = {
     "poc": "#d1495b",
     "func": "#2a9d8f",
     "intent": "#e9a23b",
-}
-_CHECK_FIELD: dict[Check, str] = {
-    "build": "build",
-    "poc": "poc",
-    "function_test": "func",
-    "intent_test": "intent",
 }
 _BAR_H = 16
 _GAP = 10
@@ -143,14 +137,14 @@ def _matrix(report: Report) -> list[dict[str, Any]]:
     return lines
 
 
-def _mark(run: TaskRun, check: Check) -> tuple[str, str]:
+def _mark(run: TaskRun, check: CheckSpec) -> tuple[str, str]:
     """(text, kind) of one check of a run: kind is absent, notrun, ok or no."""
-    if check not in run.checks:
+    if check.name not in run.checks:
         return ("", "absent")
-    value: bool | str | None = getattr(run, _CHECK_FIELD[check])
+    value: bool | str | None = getattr(run, check.label)
     if value is None:
         return ("", "notrun")
-    if check == "poc":
+    if check.name == "poc":
         passed, _, total = str(value).partition("/")
         return (str(value), "ok" if passed == total and total != "0" else "no")
     return ("", "ok" if value else "no")
@@ -167,7 +161,7 @@ def _details(report: Report, links: Links) -> list[dict[str, Any]]:
             "runs": [
                 {
                     "run": run,
-                    "marks": [_mark(run, check) for check in CHECKS],
+                    "marks": [_mark(run, check) for check in grading_order()],
                     "links": links.get(run.folder, ()),
                 }
                 for run in runs_of[task.task]
@@ -195,6 +189,7 @@ def render_html(
             "every run" if report.runs == "all" else "the latest run of each task, model and agent"
         ),
         "shares": SHARES,
+        "check_titles": [check.title for check in grading_order()],
         "charts": [_chart(name, key, report.rows) for key, name in SHARES],
         "repeated": [r for r in report.rows if r.trials > 1 or r.clustered is not None],
         "comparisons": list(comparisons),

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ssegrade.checks import grading_order
 from ssegrade.report import Comparison, Report, Share
 
 __all__ = [
@@ -27,10 +28,7 @@ __all__ = [
 
 SHARES: tuple[tuple[str, str], ...] = (
     ("passed", "Passed"),
-    ("build", "Build"),
-    ("poc", "PoCs"),
-    ("func", "Functional"),
-    ("intent", "Intent"),
+    *((check.label, check.title) for check in grading_order()),
 )
 """The shares of a row, in the order every format shows them: (key, title)."""
 

@@ -16,9 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from interpreters.report_render import SHARES
-from ssegrade.report import CHECKS, Comparison, Report, Row, Share, TaskRun
+from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.report import Comparison, Report, Row, Share, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
-from ssegrade.task import Check
 
 __all__ = ["DETAIL_LIMIT", "WIDE", "render_table"]
 
@@ -27,13 +27,6 @@ DETAIL_LIMIT = 300
 
 WIDE = 120
 """From this console width on, one line per row; below, cells stack."""
-
-_CHECK_FIELD: dict[Check, str] = {
-    "build": "build",
-    "poc": "poc",
-    "function_test": "func",
-    "intent_test": "intent",
-}
 
 
 def _pct(value: float | None) -> str:
@@ -136,13 +129,13 @@ def _trials_table(rows: Sequence[Row], wide: bool) -> Table:
     return table
 
 
-def _mark(run: TaskRun, check: Check) -> Text:
-    if check not in run.checks:
+def _mark(run: TaskRun, check: CheckSpec) -> Text:
+    if check.name not in run.checks:
         return Text("—", style="dim")
-    value: bool | str | None = getattr(run, _CHECK_FIELD[check])
+    value: bool | str | None = getattr(run, check.label)
     if value is None:
         return Text("not run", style="yellow")
-    if check == "poc":
+    if check.name == "poc":
         passed, _, total = str(value).partition("/")
         ok = passed == total and total != "0"
         return Text(f"{'✓' if ok else '✗'} {value}", style="green" if ok else "red")
@@ -156,14 +149,16 @@ def _status(status: str) -> Text:
 def _runs_table(report: Report, wide: bool) -> Table:
     table = _table("Runs (—: the task has no such check)", wide)
     names = ("Task", "Model", "Agent", "Trial") if wide else ("Task · model / agent · trial",)
-    for name in (*names, "Status", "Build", "PoCs", "Func", "Intent"):
+    for name in (*names, "Status", *(check.short_title for check in grading_order())):
         _col(table, name)
     for run in report.tasks:
         if wide:
             where = [Text(run.task), Text(run.model), Text(run.agent), Text(str(run.trial))]
         else:
             where = [Text(f"{run.task}\n{run.model}/{run.agent}\ntrial {run.trial}")]
-        table.add_row(*where, _status(run.status), *(_mark(run, check) for check in CHECKS))
+        table.add_row(
+            *where, _status(run.status), *(_mark(run, check) for check in grading_order())
+        )
     return table
 
 

@@ -24,7 +24,7 @@ from returns.pipeline import is_successful
 from interpreters.real import files, git
 from interpreters.real.runner import Runner, resolve_runner
 from interpreters.taskfolder import load_task, lock_hidden, resolve_source
-from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Task
+from ssegrade import EvaluationResult, RuntimeResult, Task, verdict
 from ssegrade.program import GradingInterrupted
 
 __all__ = [
@@ -356,13 +356,10 @@ def graded(
             result = grade()
         except Exception as exc:  # noqa: BLE001 - the grade must still be written
             if isinstance(exc, GradingInterrupted):
-                patch = PatchResult(status="error", error_msg=f"Interrupted ({exc.signal})")
+                patch = verdict.escaped(verdict.Interrupted(exc.signal))
             else:
-                patch = PatchResult(
-                    status="error",
-                    error_msg=f"Exception: {exc}",
-                    error_log="".join(traceback.format_exception(exc)),
-                )
+                detail = "".join(traceback.format_exception(exc))
+                patch = verdict.escaped(verdict.Crashed(str(exc), detail))
             result = EvaluationResult(patch_result=patch, runtime_result=runtime)
             try:
                 files.atomic_write(results / "result.json", result.to_json())

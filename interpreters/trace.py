@@ -1,7 +1,7 @@
 """Recording a grading's trace (`ssegrade evaluate --trace FILE`).
 
-Interpreter layer. `TraceRecorder` wraps the grading-layer interpreter (the one that answers
-`PrepareGrading`, `Bench`, `Archive`, …) and keeps every effect with its answer, or the
+Interpreter layer. `TraceRecorder` observes the run loop of the grading program (its effects
+are `PrepareGrading`, `Bench`, `Archive`, …) and keeps every effect with its answer, or the
 exception thrown into the program in its place; `recording` writes the trace atomically once
 grading ends, whether it ended with a grade, an error, a time limit or a signal. The format is
 `ssegrade.trace`'s; `ssegrade replay` reads it back.
@@ -20,7 +20,16 @@ import click
 
 from interpreters.real import files
 from interpreters.setup import BadInput
-from ssegrade import Effect, EvaluationResult, GradeOptions, GradingEffect, Interpreter, grade, run
+from ssegrade import (
+    Deadline,
+    Effect,
+    EvaluationResult,
+    GradeOptions,
+    GradingEffect,
+    Interpreter,
+    grade,
+    run,
+)
 from ssegrade.trace import Raised, Trace, TraceStep, dump_trace, raised_of
 
 __all__ = ["TraceRecorder", "recording"]
@@ -35,33 +44,24 @@ class TraceRecorder:
         self.result: EvaluationResult | None = None
         self.raised: Raised | None = None
 
-    def wrap(self, interpret: Interpreter) -> Interpreter:
-        """`interpret`, recording each grading effect with its answer or exception."""
-        steps = self.steps
+    def observe(self, effect: Effect[Any], answer: object, error: BaseException | None) -> None:
+        """Keep one step as the program saw it: the answer, or the exception in its place
+        (an interrupt that lands after an answer, the time limit the run loop throws)."""
+        if not isinstance(effect, GradingEffect):
+            return
+        if error is None:
+            self.steps.append(TraceStep(effect, answer))
+        elif isinstance(error, Exception):
+            self.steps.append(TraceStep(effect, raised=raised_of(error)))
 
-        def recorded(effect: Effect[Any]) -> object:
-            if not isinstance(effect, GradingEffect):
-                return interpret(effect)
-            before = len(steps)
-            try:
-                answer = interpret(effect)
-                steps.append(TraceStep(effect, answer))
-            except Exception as exc:
-                # An interrupt may land after the answer was kept: the program sees the
-                # exception, so the step records the exception.
-                del steps[before:]
-                steps.append(TraceStep(effect, raised=raised_of(exc)))
-                raise
-            return answer
-
-        return recorded
-
-    def grade(self, options: GradeOptions, interpret: Interpreter) -> EvaluationResult:
-        """Run the grading program over `interpret`, recording its options, every step and
-        the document it returns (or what escaped it)."""
+    def grade(
+        self, options: GradeOptions, interpret: Interpreter, deadline: Deadline | None = None
+    ) -> EvaluationResult:
+        """Run the grading program over `interpret` within `deadline`, recording its options,
+        every step and the document it returns (or what escaped it)."""
         self.options = options
         try:
-            self.result = run(grade(options), self.wrap(interpret))
+            self.result = run(grade(options), interpret, deadline, self.observe)
         except Exception as exc:
             self.raised = raised_of(exc)
             raise

@@ -35,10 +35,12 @@ from ssegrade.effects import (
     Prepared,
     PrepareError,
     PrepareGrading,
+    PreviewEffect,
     ProvePatch,
     RunScript,
     ScriptNotStarted,
     ScriptResult,
+    SpillLog,
     Staged,
     StageFiles,
     StageItem,
@@ -49,7 +51,7 @@ from ssegrade.effects import (
     WriteArtifact,
     WriteResult,
 )
-from ssegrade.preview import PreviewEffect, PreviewReport, SpillLog, preview, render
+from ssegrade.preview import PreviewReport, PreviewResult, preview, render
 from ssegrade.program import GradeOptions, grade
 from ssegrade.report import Report, RunRecord, aggregate, compare, compare_all, parse_run
 from ssegrade.result import (
@@ -62,7 +64,7 @@ from ssegrade.result import (
     result_schema,
     status_of,
 )
-from ssegrade.run import Interpreter, run
+from ssegrade.run import Deadline, Interpreter, Observer, run
 from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
@@ -100,6 +102,7 @@ __all__ = [
     "CheckStarted",
     "ControlRun",
     "Crashed",
+    "Deadline",
     "Discard",
     "Effect",
     "Ending",
@@ -114,6 +117,7 @@ __all__ = [
     "Level",
     "NewSession",
     "Notify",
+    "Observer",
     "Outcomes",
     "PatchResult",
     "PrepareError",
@@ -121,6 +125,7 @@ __all__ = [
     "Prepared",
     "PreviewEffect",
     "PreviewReport",
+    "PreviewResult",
     "ProvePatch",
     "Report",
     "ResultError",

@@ -38,7 +38,7 @@ from ssegrade.effects import (
     Workspace,
     WriteArtifact,
 )
-from ssegrade.run import Interpreter, run
+from ssegrade.run import Deadline, Interpreter, run
 from ssegrade.task import Task, poc_folder
 
 __all__ = [
@@ -271,14 +271,17 @@ async def bench(session: BenchSession, action: Action, poc: str | None = None) -
     return await _intent_test(session, script, task_path(session.folder, diff))
 
 
-def bencher_interpreter(session: BenchSession, system: Interpreter) -> Interpreter:
-    """Answer grading effects with the bencher programs over `system`; pass the rest on."""
+def bencher_interpreter(
+    session: BenchSession, system: Interpreter, deadline: Deadline | None = None
+) -> Interpreter:
+    """Answer grading effects with the bencher programs over `system`, within `deadline`
+    (the grading's, so that its inner steps stop at it too); pass the rest on."""
 
     def interpret(effect: Effect[Any]) -> object:
         if isinstance(effect, PrepareGrading):
-            return run(prepare(session), system)
+            return run(prepare(session), system, deadline)
         if isinstance(effect, Bench):
-            return run(bench(session, effect.action, effect.poc), system)
+            return run(bench(session, effect.action, effect.poc), system, deadline)
         return system(effect)
 
     return interpret

@@ -1,6 +1,7 @@
 """Difficulty levels: which bencher actions the agent may call before grading (SPEC §9).
 
-Pure core: the gate is a table; parsing `SSE_DIFFICULTY` is a function of its text.
+Pure core: each level withholds one more check, as the gate column of the checks table
+(`ssegrade.checks`) says; parsing `SSE_DIFFICULTY` is a function of its text.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import Action
+from ssegrade.checks import Action, grading_order
 
 __all__ = ["ACTIONS", "DEFAULT_LEVEL", "LEVELS", "Level", "allowed", "parse_difficulty"]
 
-ACTIONS: tuple[Action, ...] = ("build", "run_poc", "function_test", "intent_test")
+ACTIONS: tuple[Action, ...] = tuple(check.action for check in grading_order())
+"""Every bencher action, in grading order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +27,13 @@ class Level:
     actions: frozenset[Action]
 
 
-LEVELS: tuple[Level, ...] = (
-    Level(0, "FULL_ASSISTANCE", frozenset({"build", "function_test", "run_poc", "intent_test"})),
-    Level(1, "NO_INTENT_TEST", frozenset({"build", "function_test", "run_poc"})),
-    Level(2, "NO_FUTURE_TEST", frozenset({"build", "function_test"})),
-    Level(3, "BUILD_ONLY", frozenset({"build"})),
-    Level(4, "NO_BUILD", frozenset()),
+_NAMES = ("FULL_ASSISTANCE", "NO_INTENT_TEST", "NO_FUTURE_TEST", "BUILD_ONLY", "NO_BUILD")
+
+LEVELS: tuple[Level, ...] = tuple(
+    Level(number, name, frozenset(c.action for c in grading_order() if number <= c.gate))
+    for number, name in enumerate(_NAMES)
 )
+"""The levels 0 to 4: a check is open up to its gate (`CheckSpec.gate`)."""
 
 DEFAULT_LEVEL = LEVELS[2]
 

@@ -1,22 +1,39 @@
 """The effect vocabulary: values a program awaits and an interpreter answers.
 
 Pure core. An effect is a frozen dataclass subclassing `Effect[A]`; awaiting it yields the effect
-to whoever drives the program (`ssegrade.run.run`) and returns the answer of type `A`.
+to whoever drives the program (`ssegrade.run.run`) and returns the answer of type `A`. The
+answers are `ssegrade.answers`' values, named here too.
 
-Two layers:
+Two layers, and the preview's:
 - grading effects (`GradingEffect`): the bencher actions the grading program speaks in; the
   local interpreter answers them with the bencher programs, the daemon client over HTTP;
-- system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git).
+- system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git);
+- preview effects (`PreviewEffect`): what the agent's `test_patch` awaits, `Bench` on its live
+  tree and `SpillLog` for a long log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from returns.result import Result
 
+from ssegrade.answers import (
+    ApplyError,
+    ArchiveError,
+    Capture,
+    CaptureError,
+    CheckRecord,
+    Prepared,
+    PrepareError,
+    ScriptResult,
+    Staged,
+    StageItem,
+    Workspace,
+)
+from ssegrade.checks import Action
 from ssegrade.result import EvaluationResult
 
 __all__ = [
@@ -42,10 +59,12 @@ __all__ = [
     "PrepareError",
     "PrepareGrading",
     "Prepared",
+    "PreviewEffect",
     "ProvePatch",
     "RunScript",
     "ScriptNotStarted",
     "ScriptResult",
+    "SpillLog",
     "StageFiles",
     "StageItem",
     "Staged",
@@ -58,8 +77,6 @@ __all__ = [
 ]
 
 A_co = TypeVar("A_co", covariant=True)
-
-Action = Literal["build", "run_poc", "function_test", "intent_test"]
 
 
 class Effect(Generic[A_co]):
@@ -84,128 +101,11 @@ class ScriptNotStarted(Exception):
 
 
 class TimeLimitReached(Exception):
-    """Raised by an interpreter into the program when the evaluation's time limit is spent."""
+    """Thrown into the program by the run loop once the evaluation's `Deadline` has passed."""
 
     def __init__(self, seconds: int) -> None:
         super().__init__(f"the time limit of {seconds}s is spent")
         self.seconds = seconds
-
-
-# ---------------------------------------------------------------------------- answers
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptResult:
-    """How one script run ended. `code` is -1 when it was killed by its limit or never ran;
-    `not_started` says why a task script could not be started at all (`cannot start
-    <script>: <reason>`): a broken task, not a failed check."""
-
-    code: int
-    stdout: str = ""
-    stderr: str = ""
-    seconds: float = 0.0
-    killed: bool = False
-    log_file: str | None = None
-    not_started: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        """A script passes when it exits 0."""
-        return self.code == 0
-
-    @property
-    def log(self) -> str:
-        """stdout, a newline, stderr: the text `error_log` reports."""
-        return f"{self.stdout}\n{self.stderr}"
-
-
-@dataclass(frozen=True, slots=True)
-class Workspace:
-    """A fresh copy of the grading repo in the scratch area."""
-
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class StageItem:
-    """A task file to stage (absolute path); with `along`, the task folder holding it
-    (absolute) is staged whole, so that the file's siblings (a Go module's `go.mod`, a
-    harness crate) come with it."""
-
-    path: str
-    along: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Staged:
-    """Task files copied where the runner can read them, for one check only; `paths[i]` is
-    where the i-th staged item's file is."""
-
-    folder: str
-    paths: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Capture:
-    """The captured patch and what proves it: base and new tree ids of the private repo."""
-
-    patch: bytes
-    base_tree: str
-    new_tree: str
-    commits_log: bytes = b""
-    left_out: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """The patch is captured (or given), saved and known to apply (or empty); `patch` is what
-    every fresh copy gets applied."""
-
-    patch_bytes: int
-    empty: bool
-    patch: bytes = b""
-    left_out: tuple[str, ...] = ()
-    log_file: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyError:
-    """A patch or diff that git refused; `log` is git's message."""
-
-    log: str
-    log_file: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureError:
-    """The patch could not be captured or does not reproduce the source tree."""
-
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveError:
-    """`source.tar.gz` could not be written (never changes the grade)."""
-
-    message: str
-
-
-PrepareError = ApplyError | CaptureError
-
-
-@dataclass(frozen=True, slots=True)
-class CheckRecord:
-    """One line of `checks.jsonl`: a check that ran, or (`name == "prepare"`) how the patch
-    was prepared, with the paths the capture left out."""
-
-    name: str
-    poc: str | None
-    exit_code: int
-    seconds: float
-    killed: bool
-    log_file: str | None
-    passed: bool
-    left_out: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------- grading effects
@@ -262,6 +162,25 @@ class WriteResult(Effect[None]):
 GradingEffect = (
     PrepareGrading | Bench | Archive | CheckStarted | CheckFinished | Notify | WriteResult
 )
+
+
+# ---------------------------------------------------------------------------- preview effects
+
+
+@dataclass(frozen=True, slots=True)
+class SpillLog(Effect[Result[str, str]]):
+    """Write `text` whole to a new file in the log folder; answer its path, or why it failed.
+
+    `name` is a file-name-safe stem naming the check (`test_patch-build`,
+    `test_patch-run_poc`, …); the interpreter makes the file name new (it never overwrites).
+    """
+
+    name: str
+    text: str
+
+
+PreviewEffect = Bench | SpillLog
+"""Every effect the `test_patch` preview awaits: an interpreter for it must answer both."""
 
 
 # ---------------------------------------------------------------------------- system effects

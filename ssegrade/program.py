@@ -1,5 +1,5 @@
-"""The grading program (SPEC §3): prepare, build, PoCs, functional and intent tests, archive,
-write `result.json`.
+"""The grading program (SPEC §3): prepare, then the checks in grading order (build, PoCs,
+functional and intent tests, as `ssegrade.checks` orders them), archive, write `result.json`.
 
 Pure core: it speaks only in grading effects; `decide` turns what it observed into the grade.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from returns.pipeline import is_successful
 
 from ssegrade.bencher import task_path
+from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.effects import (
-    Action,
     ApplyError,
     Archive,
     Bench,
@@ -27,7 +27,7 @@ from ssegrade.effects import (
     WriteResult,
 )
 from ssegrade.result import EvaluationResult, RuntimeResult
-from ssegrade.task import Check, Task
+from ssegrade.task import Task
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -69,24 +69,14 @@ class _Log:
 
 
 async def _check(
-    log: _Log, check: Check, action: Action, poc: str | None = None, poc_path: str | None = None
+    log: _Log, check: CheckSpec, poc: str | None = None, poc_path: str | None = None
 ) -> bool:
-    await CheckStarted(check, poc_path)
-    result = await Bench(action, poc)
+    await CheckStarted(check.name, poc_path)
+    result = await Bench(check.action, poc)
     if result.not_started is not None:
         raise ScriptNotStarted(result.not_started, result.log)
-    log.runs.append(CheckOutcome(check, result.passed, result.log, poc_path))
-    await CheckFinished(
-        CheckRecord(
-            name=check,
-            poc=poc_path,
-            exit_code=result.code,
-            seconds=result.seconds,
-            killed=result.killed,
-            log_file=result.log_file,
-            passed=result.passed,
-        )
-    )
+    log.runs.append(CheckOutcome(check.name, result.passed, result.log, poc_path))
+    await CheckFinished(CheckRecord.of_run(check.name, poc_path, result))
     return result.passed
 
 
@@ -119,15 +109,14 @@ async def _checks(options: GradeOptions, log: _Log) -> Ending:
     await CheckFinished(_prepare_record(ready.log_file, passed=True, left_out=ready.left_out))
     if ready.empty:
         await Notify("the patch is empty: grading the unmodified project")
-    if "build" in has and not await _check(log, "build", "build"):
-        return Finished()
-    if "poc" in has:
-        for poc in options.task.files.poc:
-            await _check(log, "poc", "run_poc", poc, task_path(options.folder, poc))
-    if "function_test" in has:
-        await _check(log, "function_test", "function_test")
-    if "intent_test" in has:
-        await _check(log, "intent_test", "intent_test")
+    for check in grading_order():
+        if check.name not in has:
+            continue
+        if check.name == "poc":
+            for poc in options.task.files.poc:
+                await _check(log, check, poc, task_path(options.folder, poc))
+        elif not await _check(log, check) and check.name == "build":
+            return Finished()  # nothing runs after a failed build
     return Finished()
 
 
@@ -135,8 +124,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
     """Grade the captured patch and write `result.json`; always returns the document written.
 
     A time limit, an interrupt or an exception during the checks keeps the checks that
-    finished; the archive and the result are written in every case, and an interrupt during
-    them keeps the grade.
+    finished; the archive and the result are written in every case, and a time limit or an
+    interrupt during them keeps the grade.
     """
     log = _Log()
     ending: Ending
@@ -155,8 +144,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         archived = await Archive()
         if not is_successful(archived):
             await Notify(f"source.tar.gz not written: {archived.failure().message}")
-    except GradingInterrupted as interrupt:  # a grade that had finished is kept
-        await Notify(f"source.tar.gz not written: {interrupt}")
+    except (GradingInterrupted, TimeLimitReached) as stopped:  # a finished grade is kept
+        await Notify(f"source.tar.gz not written: {stopped}")
     outcomes = Outcomes(
         has=options.task.checks,
         pocs=tuple(task_path(options.folder, p) for p in options.task.files.poc),
@@ -168,6 +157,6 @@ async def grade(options: GradeOptions) -> EvaluationResult:
     result = EvaluationResult(patch_result=decide(outcomes), runtime_result=runtime)
     try:
         await WriteResult(result)
-    except GradingInterrupted:  # cut short before the file was in place: once more, whole
+    except (GradingInterrupted, TimeLimitReached):  # perhaps not in place: once more, whole
         await WriteResult(result)
     return result

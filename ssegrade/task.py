@@ -11,11 +11,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from returns.result import Failure, Result, Success
+
+from ssegrade.checks import Check
 
 __all__ = [
     "Check",
@@ -26,8 +28,6 @@ __all__ = [
     "poc_folder",
     "support_folders",
 ]
-
-Check = Literal["build", "poc", "function_test", "intent_test"]
 
 _ID = re.compile(r"^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$")
 

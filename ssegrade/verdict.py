@@ -6,9 +6,10 @@ Everything else in ssegrade only produces outcomes; the grading rules of SPEC §
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ssegrade.checks import Check, grading_order, spec
 from ssegrade.result import PatchResult, status_of
-from ssegrade.task import Check
 
 __all__ = [
     "ApplyFailed",
@@ -21,6 +22,7 @@ __all__ = [
     "TimedOut",
     "bound_log",
     "decide",
+    "escaped",
 ]
 
 LOG_LIMIT = 1 << 20
@@ -84,13 +86,6 @@ class Outcomes:
     ending: Ending = Finished()
 
 
-_MESSAGES: dict[Check, str] = {
-    "build": "Build failed",
-    "function_test": "Function test failed",
-    "intent_test": "Intent test failed",
-}
-
-
 def bound_log(text: str, limit: int = LOG_LIMIT) -> str:
     """Keep the last `limit` bytes of a log, prefixed by a line saying how much was cut.
 
@@ -112,9 +107,7 @@ def _first_failure(runs: tuple[CheckOutcome, ...]) -> CheckOutcome | None:
 
 
 def _message(run: CheckOutcome) -> str:
-    if run.check == "poc":
-        return f"PoC failed: {run.poc}"
-    return _MESSAGES[run.check]
+    return spec(run.check).failure_message(run.poc)
 
 
 def _single(runs: tuple[CheckOutcome, ...], check: Check) -> bool | None:
@@ -135,23 +128,30 @@ def decide(outcomes: Outcomes) -> PatchResult:
     'No check ran'
     """
     if outcomes.apply_failed is not None:
-        has = outcomes.has
+        # Every check the task has is failed, but for the PoCs, which never ran: their
+        # fields stay null.
+        failed = {
+            check.fields[0]: False
+            for check in grading_order()
+            if check.name in outcomes.has and check.name != "poc"
+        }
         return PatchResult(
             status="failed",
-            build_success=False if "build" in has else None,
-            func_test_success=False if "function_test" in has else None,
-            intent_test_success=False if "intent_test" in has else None,
+            **failed,
             error_msg="Patch apply failed",
             error_log=bound_log(outcomes.apply_failed.log),
         )
     runs = tuple(run for run in outcomes.runs if run.check in outcomes.has)
     poc_runs = [run for run in runs if run.check == "poc"]
     pocs_done = "poc" in outcomes.has and len(poc_runs) == len(outcomes.pocs)
-    build = _single(runs, "build")
-    pov_passed = sum(run.passed for run in poc_runs) if pocs_done else None
-    pov_total = len(outcomes.pocs) if pocs_done else None
-    func = _single(runs, "function_test")
-    intent = _single(runs, "intent_test")
+    fields: dict[str, Any] = {}
+    for check in grading_order():
+        if check.name == "poc":
+            passed = sum(run.passed for run in poc_runs) if pocs_done else None
+            total = len(outcomes.pocs) if pocs_done else None
+            fields.update(zip(check.fields, (passed, total), strict=True))
+        else:
+            fields[check.fields[0]] = _single(runs, check.name)
     first = _first_failure(tuple(run for run in runs if run.check != "poc" or pocs_done))
     error_msg = _message(first) if first else None
     error_log = bound_log(first.log) if first else None
@@ -163,23 +163,21 @@ def decide(outcomes: Outcomes) -> PatchResult:
         error_log = bound_log(ending.detail) if ending.detail is not None else None
     elif isinstance(ending, Interrupted):
         error_msg, error_log = f"Interrupted ({ending.signal})", None
-    status = status_of(
-        build_success=build,
-        pov_passed=pov_passed,
-        pov_total=pov_total,
-        func_test_success=func,
-        intent_test_success=intent,
-        unfinished=not isinstance(ending, Finished),
-    )
+    status = status_of(**fields, unfinished=not isinstance(ending, Finished))
     if status == "error" and error_msg is None:
         error_msg = "No check ran"
-    return PatchResult(
-        status=status,
-        build_success=build,
-        pov_passed=pov_passed,
-        pov_total=pov_total,
-        func_test_success=func,
-        intent_test_success=intent,
-        error_msg=error_msg,
-        error_log=error_log,
-    )
+    return PatchResult(status=status, **fields, error_msg=error_msg, error_log=error_log)
+
+
+def escaped(ending: Crashed | Interrupted) -> PatchResult:
+    """The grade when an exception escapes the grading program itself, so that it returned no
+    document: `decide` over no outcomes (none is known), ended by `ending`. The evaluator
+    writes it (with the traceback as `Crashed.detail`), and a replay of such a grading derives
+    it again (without one).
+
+    >>> escaped(Interrupted("SIGTERM")).error_msg
+    'Interrupted (SIGTERM)'
+    >>> escaped(Crashed("disk full", "Traceback …")).model_dump(exclude_none=True)
+    {'status': 'error', 'error_msg': 'Exception: disk full', 'error_log': 'Traceback …'}
+    """
+    return decide(Outcomes(has=frozenset(), ending=ending))

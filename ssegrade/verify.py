@@ -12,6 +12,9 @@ What each control must show, for the checks the task has:
 | `empty` | — | passes | fails (still triggers) | passes | fails | finishes |
 | `reference` | applies | passes | passes | passes | passes | finishes |
 
+(The checks that fail on the unfixed project are those that prove the fix, `proves_fix` in
+`ssegrade.checks`.)
+
 A check whose outcome is the same in every repeat of a control but not the expected one is a
 problem (the task is `broken`); a check whose outcome differs between repeats is `flaky`,
 named with its counts. Broken wins over flaky: a task with both is `broken`, and both lists
@@ -22,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from ssegrade.bencher import task_path
+from ssegrade.checks import Check, grading_order, spec
 from ssegrade.effects import CheckRecord
 from ssegrade.result import PatchResult
 from ssegrade.task import Task
@@ -91,15 +95,14 @@ def expected_outcomes(task: Task, control: Control) -> dict[str, bool]:
     want: dict[str, bool] = {_FINISHED: True}
     if fixed:
         want[_APPLY] = True
-    if "build" in has:
-        want["build"] = True
-    if "poc" in has:
-        for poc in task.files.poc:
-            want[_poc_key(poc)] = fixed
-    if "function_test" in has:
-        want["function_test"] = True
-    if "intent_test" in has:
-        want["intent_test"] = fixed
+    for check in grading_order():
+        if check.name not in has:
+            continue
+        outcome = fixed if check.proves_fix else True
+        if check.name == "poc":
+            want.update((_poc_key(poc), outcome) for poc in task.files.poc)
+        else:
+            want[check.name] = outcome
     return want
 
 
@@ -113,10 +116,10 @@ def observed_outcomes(task: Task, folder: str, run: ControlRun) -> dict[str, boo
     seen: dict[str, bool | None] = {
         _FINISHED: patch.status != "error",
         _APPLY: patch.error_msg != "Patch apply failed",
-        "build": patch.build_success,
-        "function_test": patch.func_test_success,
-        "intent_test": patch.intent_test_success,
     }
+    for check in grading_order():
+        if check.name != "poc":
+            seen[check.name] = getattr(patch, check.fields[0])
     ran = {r.poc: r.passed for r in run.checks if r.name == "poc" and r.poc is not None}
     for poc in task.files.poc:
         outcome = ran.get(task_path(folder, poc))
@@ -144,9 +147,7 @@ def _problem(key: str, control: Control, seen: bool | None, error: str | None) -
     if key.startswith("poc:"):
         verb = "does not trigger" if seen else "still triggers"
         return f"{_name(key)} {verb} {where}"
-    what = {"build": "the build", "function_test": "the functional tests"}.get(
-        key, "the intent tests"
-    )
+    what = f"the {spec(cast(Check, key)).text}"
     if control == "reference":
         return f"reference patch fails {what}"
     verb = ("passes" if seen else "fails") if key == "build" else ("pass" if seen else "fail")

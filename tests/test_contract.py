@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from ssegrade import (
     Bench,
     BenchSession,
     CaptureTree,
+    Deadline,
     Effect,
     EvaluationResult,
     FreshCopy,
@@ -144,14 +146,15 @@ def _grade_real(
         assert is_successful(realgit.checkout_baseline(base, repo))
         places = Places(made.task, made.source, base, repo, made.results, scratch / "work")
         runner = resolve_runner(None).unwrap()
-        local = LocalSystem(places, runner, timeout=120, say=lambda _: None, ahead=ahead)
+        deadline = Deadline.starting(120, time.monotonic)
+        local = LocalSystem(places, runner, deadline=deadline, say=lambda _: None, ahead=ahead)
         real = Checked(local)
         system = Recording(real)
         session = BenchSession(task=task, folder=str(made.task))
         options = GradeOptions(task=task, folder=str(made.task), timeout=120)
-        graded = Checked(bencher_interpreter(session, system))
+        graded = Checked(bencher_interpreter(session, system, deadline))
         try:
-            result = run(grade(options), graded)
+            result = run(grade(options), graded, deadline)
         finally:
             local.close()
         _all_fit(real, graded)

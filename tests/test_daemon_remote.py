@@ -8,6 +8,8 @@ embedded one; against a daemon that answers badly (`httpx.MockTransport`) gradin
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Coroutine
 from typing import Any
 
 import httpx
@@ -20,7 +22,8 @@ from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld, Script
 from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
-from ssegrade.run import run
+from ssegrade.result import EvaluationResult
+from ssegrade.run import Deadline, run
 from tests.test_daemon_api import FOLDER, TASK, FakeBackend
 
 
@@ -64,7 +67,9 @@ def test_remote_grade_equals_the_embedded_one(name: str) -> None:
     local = FakeWorld()
     client = DaemonClient("in-process", transport=SyncASGI(create_app(service, "admin")))
     with client:
-        remote = run(grade(GradeOptions(task=TASK, folder=FOLDER)), RemoteGrading(client, local))
+        remote = run(
+            grade(GradeOptions(task=TASK, folder=FOLDER)), RemoteGrading(client, local, _hour())
+        )
     assert remote == embedded
     assert local.result == remote  # written by the local side
     assert backend.graded.script_labels() == alone.script_labels()  # the same scripts ran
@@ -97,7 +102,9 @@ def _daemon(bencher: httpx.Response) -> httpx.MockTransport:
 def test_a_daemon_that_answers_badly_gives_an_error_grade(reply: httpx.Response, why: str) -> None:
     local = FakeWorld()
     with DaemonClient("mock", transport=_daemon(reply)) as client:
-        result = run(grade(GradeOptions(task=TASK, folder=FOLDER)), RemoteGrading(client, local))
+        result = run(
+            grade(GradeOptions(task=TASK, folder=FOLDER)), RemoteGrading(client, local, _hour())
+        )
     assert result.patch_result.status == "error"
     assert local.result == result
     assert why in (result.patch_result.error_log or "") + (result.patch_result.error_msg or "")
@@ -114,3 +121,11 @@ def test_the_mock_daemon_sees_the_original_field_names() -> None:
         reply = client.bencher("run_poc", poc="pocs/a.bin", grading=True)
     assert (reply.code, reply.stdout, reply.stderr) == (0, "ok", "")
     assert seen == [b'{"grading":true,"poc":"pocs/a.bin","limit":null}']
+
+
+def _graded() -> Coroutine[Any, Any, EvaluationResult]:
+    return grade(GradeOptions(task=TASK, folder=FOLDER))
+
+
+def _hour() -> Deadline:
+    return Deadline.starting(3600, time.monotonic)

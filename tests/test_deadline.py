@@ -14,7 +14,6 @@ import pytest
 from returns.pipeline import is_successful
 
 from interpreters.real import files, git
-from interpreters.real.local import Deadline
 from ssegrade import TimeLimitReached
 from tests.realtask import RealTask, make_task
 
@@ -85,28 +84,6 @@ def test_a_sleeping_build_is_cut_at_the_limit(task: RealTask) -> None:
 
 
 # ---------------------------------------------------------------------------- the parts
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_deadline_counts_down_on_its_clock() -> None:
-    clock = Clock()
-    deadline = Deadline(10, clock)
-    assert deadline.left() == 10
-    clock.now += 9.5
-    deadline.check()
-    assert 0 < deadline.until() - time.monotonic() <= 0.5
-    clock.now += 0.5
-    with pytest.raises(TimeLimitReached, match="10s"):
-        deadline.check()
 
 
 def test_git_commands_are_killed_at_the_deadline(task: RealTask) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.real.files import _copy_data, archive, atomic_write, fresh_copy, remove_tree
+from interpreters.real.files import archive, atomic_write, fresh_copy, remove_tree
+from interpreters.real.files.data import copy_data
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (chown to another owner)")
@@ -287,7 +288,7 @@ def test_every_way_of_copying_data(tmp_path: Path, ways: dict[str, bool]) -> Non
     src = os.open(tmp_path / "in", os.O_RDONLY)
     dst = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT, 0o644)
     try:
-        _copy_data(src, dst, len(data), dict(ways))
+        copy_data(src, dst, len(data), dict(ways))
     finally:
         os.close(src)
         os.close(dst)

@@ -17,12 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
+from ssegrade.checks import spec
 from ssegrade.difficulty import LEVELS, Level
 from ssegrade.effects import Action, Bench, Effect, ScriptResult, TimeLimitReached
 from ssegrade.preview import (
     INTERNAL_FAILURE,
-    REASONS,
     PreviewReport,
+    PreviewResult,
     SpillLog,
     preview,
     render,
@@ -162,7 +163,11 @@ class Play:
     has: frozenset[Check]
     pocs: tuple[str, ...]
     interpreter: Drawn
-    text: str
+    found: PreviewResult
+
+    @property
+    def text(self) -> str:
+        return self.found.text
 
     @property
     def raised(self) -> bool:
@@ -239,8 +244,8 @@ def plays(draw: st.DrawFn) -> Play:
     pocs = draw(task_pocs, label="pocs")
     crash_at = draw(st.one_of(st.none(), st.none(), st.none(), st.integers(0, 6)), label="crash")
     interpreter = Drawn(draw(st.data()), crash_at)
-    text = run(preview(level, has, pocs), interpreter)
-    return Play(level, has, pocs, interpreter, text)
+    found = run(preview(level, has, pocs), interpreter)
+    return Play(level, has, pocs, interpreter, found)
 
 
 def finished(play: Play) -> bool:
@@ -319,7 +324,7 @@ def test_headline_follows_the_precedence(play: Play) -> None:
     headline = play.sections()[0]
     failed = play.failed_checks()
     if failed:
-        assert headline == f"test_patch result: FAILED. {REASONS[failed[0]]}"
+        assert headline == f"test_patch result: FAILED. {spec(CHECK_OF[failed[0]]).reason}"
     elif not play.benches:
         assert headline == "test_patch result: no checks ran."
     elif play.withheld():
@@ -491,13 +496,44 @@ def test_an_interpreter_exception_gives_the_fixed_sentence(play: Play) -> None:
         assert "internal testing failure" not in play.text.lower()
 
 
+@given(plays())
+def test_the_result_is_what_the_text_says(play: Play) -> None:
+    """Property: the structured result says what its text says: `passed` (the exit status of
+    `test-patch`) is a headline without failure, `checks` are the `Checks:` lines, `withheld`
+    the checks of the withheld note, `failed` the check the headline speaks of."""
+    found = play.found
+    headline = play.text.split("\n", 1)[0]
+    assert found.passed == (
+        headline
+        in (
+            "test_patch result: every check passed.",
+            "test_patch result: every check that ran passed.",
+            "test_patch result: no checks ran.",
+        )
+    )
+    if play.raised:
+        assert (found.headline, found.checks, found.failed) == ("internal_error", (), None)
+        return
+    names = {CHECK_OF[action]: name for action, name in NAMES.items()}
+    lines = [
+        f"- {names[line.check]}: {line.status}" + (f" ({line.detail})" if line.detail else "")
+        for line in found.checks
+    ]
+    checks = [s for s in play.sections() if s.startswith("Checks:")]
+    assert lines == (checks[0].split("\n")[1:] if checks else [])
+    assert found.withheld == tuple(CHECK_OF[action] for action in play.withheld())
+    failed = play.failed_checks()
+    assert found.failed == (CHECK_OF[failed[0]] if failed else None)
+    assert (found.headline == "failed") == bool(failed)
+
+
 def test_the_internal_failure_sentence() -> None:
     """Worked example: the daemon is unreachable at the first check."""
 
     def unreachable(effect: Effect[Any]) -> object:
         raise ConnectionRefusedError(f"cannot reach the daemon for {effect!r}")
 
-    text = run(preview(LEVELS[0], ALL, ("pocs/a.bin",)), unreachable)
+    text = run(preview(LEVELS[0], ALL, ("pocs/a.bin",)), unreachable).text
     assert text == (
         "An internal testing failure occurred, so test_patch could not check your patch; "
         "your patch is not responsible for this failure."
@@ -687,7 +723,7 @@ def play_report(report: PreviewReport, pocs: tuple[str, ...]) -> tuple[str, list
     for poc, result in zip(pocs, report.pocs, strict=False):
         answers["run_poc", poc] = result
     interpreter = Scripted(answers)
-    return run(preview(report.level, report.has, pocs), interpreter), interpreter.trace
+    return run(preview(report.level, report.has, pocs), interpreter).text, interpreter.trace
 
 
 @pytest.mark.parametrize("case", sorted(WORKED))
@@ -711,7 +747,7 @@ def test_worked_trace_of_a_failed_poc() -> None:
             ("intent_test", None): r(0),
         }
     )
-    text = run(preview(LEVELS[0], ALL, ("pocs/a", "pocs/b", "pocs/c")), interpreter)
+    text = run(preview(LEVELS[0], ALL, ("pocs/a", "pocs/b", "pocs/c")), interpreter).text
     assert interpreter.trace == [
         Bench("build"),
         Bench("run_poc", "pocs/a"),
@@ -728,7 +764,7 @@ def test_worked_huge_log_is_spilled_and_truncated() -> None:
     lines shown; when it cannot be written, the text says so."""
     log = "\n".join(f"w{n}" for n in range(10_001))
     interpreter = Scripted({("build", None): r(1, log)})
-    text = run(preview(LEVELS[0], frozenset({"build"}), ()), interpreter)
+    text = run(preview(LEVELS[0], frozenset({"build"}), ()), interpreter).text
     assert interpreter.trace == [Bench("build"), SpillLog("test_patch-build", log)]
     expected = [
         "test_patch result: FAILED. The project does not build with your patch. Please reassess "
@@ -747,7 +783,7 @@ def test_worked_huge_log_is_spilled_and_truncated() -> None:
     ]
     assert text.split("\n") == expected
     unsaved = Scripted({("build", None): r(1, log)}, spill=Failure("disk full\n"))
-    text = run(preview(LEVELS[0], frozenset({"build"}), ()), unsaved)
+    text = run(preview(LEVELS[0], frozenset({"build"}), ()), unsaved).text
     assert text.split("\n")[-1] == "The full log could not be saved (disk full)."
     assert render(PreviewReport(LEVELS[0], frozenset({"build"}), build=r(1, log))).endswith(
         "\n\nThe full log could not be saved."
@@ -758,7 +794,7 @@ def test_a_log_of_exactly_10000_words_is_shown_whole() -> None:
     """Worked example: the limit is "over 10,000 words"; 10,000 words are shown whole."""
     log = " ".join(["word"] * 10_000)
     interpreter = Scripted({("build", None): r(1, "", log)})
-    text = run(preview(LEVELS[3], frozenset({"build"}), ()), interpreter)
+    text = run(preview(LEVELS[3], frozenset({"build"}), ()), interpreter).text
     assert interpreter.trace == [Bench("build")]
     assert text.endswith(f"\n\nFull log (build):\n{log}")
 
@@ -766,7 +802,7 @@ def test_a_log_of_exactly_10000_words_is_shown_whole() -> None:
 def test_the_functional_tests_run_when_the_task_has_no_intent_tests() -> None:
     """Worked example: at level 0, a task without hidden tests runs its functional tests."""
     interpreter = Scripted({("build", None): r(0), ("function_test", None): r(0)})
-    text = run(preview(LEVELS[0], frozenset({"build", "function_test"}), ()), interpreter)
+    text = run(preview(LEVELS[0], frozenset({"build", "function_test"}), ()), interpreter).text
     assert interpreter.trace == [Bench("build"), Bench("function_test")]
     assert text == render(DOC_EXAMPLES["level-0-no-pocs"])
 

@@ -14,7 +14,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.report import (
-    CHECKS,
     Report,
     RunFolder,
     RunRecord,
@@ -29,6 +28,7 @@ from ssegrade.report import (
 )
 from ssegrade.result import PatchResult, status_of
 from ssegrade.task import Check
+from tests.strategies import CHECKS
 
 # --------------------------------------------------------------------------- strategies
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from returns.result import Success
 
 from interpreters.fake import FakeWorld, Script
 from interpreters.replay import Diverged, Replay, escaped_result, replay
+from interpreters.setup import graded
 from interpreters.trace import TraceRecorder
 from ssegrade import (
     Bench,
@@ -274,6 +276,29 @@ def test_an_escaped_exception_becomes_the_evaluators_error_document() -> None:
     assert limit.patch_result.error_msg == "Exception: the time limit of 9s is spent"
 
 
+def test_the_evaluator_and_the_replay_write_the_same_escaped_document(tmp_path: Path) -> None:
+    """An exception escaping the grading program: the document the evaluator writes and the one
+    a replay of its trace derives are the same, but for the traceback the trace does not keep."""
+    runtime = RuntimeResult(agent_duration=3)
+    broken = OSError("disk full")
+
+    def crash() -> EvaluationResult:
+        raise broken
+
+    written = graded(tmp_path, runtime, crash)
+    assert written == EvaluationResult.model_validate_json((tmp_path / "result.json").read_text())
+    assert written.patch_result.error_msg == "Exception: disk full"
+    assert "OSError: disk full" in (written.patch_result.error_log or "")
+    derived = escaped_result(raised_of(broken), runtime)
+    assert derived.patch_result.error_log is None
+    assert (
+        written.model_copy(
+            update={"patch_result": written.patch_result.model_copy(update={"error_log": None})}
+        )
+        == derived
+    )
+
+
 @given(exceptions)
 def test_exceptions_are_recorded_and_raised_again(exc: Exception) -> None:
     """Property: the exception rebuilt from a record is recorded the same, with the message
@@ -366,9 +391,9 @@ def test_a_step_answer_is_checked_against_its_effect() -> None:
     bench = next(i for i, r in enumerate(records) if r["kind"] == "Bench")
     records[bench]["answer"]["code"] = "zero"
     data = "".join(json.dumps(r) + "\n" for r in records).encode()
-    assert _error(data) == (
-        f"trace line {bench + 1}: Bench.answer.code: Input should be a valid integer, "
-        "unable to parse string as an integer"
+    assert (
+        _error(data)
+        == f"trace line {bench + 1}: Bench.answer.code: Input should be a valid integer"
     )
 
 

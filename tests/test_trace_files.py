@@ -17,11 +17,15 @@ from ssegrade import (
     GradeOptions,
     Notify,
     PatchResult,
+    RunScript,
     Task,
+    TimeLimitReached,
     TraceStep,
+    Workspace,
     bencher_interpreter,
     parse_trace,
 )
+from ssegrade.trace import TimeLimitRaised
 
 
 def _grade(recorder: TraceRecorder | None) -> None:
@@ -103,14 +107,16 @@ def test_a_trace_that_cannot_be_written_is_said(
     assert "ssegrade: warning: trace not written:" in capsys.readouterr().err
 
 
-def test_effects_below_the_grading_layer_pass_unrecorded() -> None:
+def test_the_recorder_keeps_what_the_program_saw() -> None:
     recorder = TraceRecorder()
-    seen: list[object] = []
-    wrapped = recorder.wrap(seen.append)
-    assert wrapped(Notify("a")) is None
-    assert wrapped(object()) is None  # type: ignore[arg-type]
-    assert len(seen) == 2
-    assert [step.effect for step in recorder.steps] == [Notify("a")]
+    recorder.observe(Notify("a"), None, None)
+    recorder.observe(Bench("build"), None, TimeLimitReached(3))  # thrown by the run loop
+    recorder.observe(Notify("b"), None, KeyboardInterrupt())  # escapes the program whole
+    recorder.observe(RunScript("build.sh", (), Workspace("/w"), "build"), None, None)
+    assert [(step.effect, step.raised) for step in recorder.steps] == [
+        (Notify("a"), None),
+        (Bench("build"), TimeLimitRaised(seconds=3)),
+    ]
 
 
 def _wrong_answer(path: Path) -> None:

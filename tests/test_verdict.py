@@ -7,15 +7,17 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import decide
+from ssegrade import PatchResult, decide
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
     Crashed,
     Finished,
+    Interrupted,
     Outcomes,
     TimedOut,
     bound_log,
+    escaped,
 )
 from tests.strategies import outcomes
 
@@ -109,6 +111,27 @@ def test_exception_is_error_with_its_message(o: Outcomes, message: str) -> None:
     """Property: an exception is `error` with "Exception: <message>"."""
     result = decide(Outcomes(o.has, o.pocs, o.runs, None, Crashed(message)))
     assert (result.status, result.error_msg) == ("error", f"Exception: {message}")
+
+
+@given(st.text(max_size=30), st.none() | st.text(max_size=300))
+def test_an_escaped_exception_is_an_error_with_its_message_and_detail(
+    message: str, detail: str | None
+) -> None:
+    """Property: an exception that escapes the grading program gives the document the
+    evaluator has always written: `error`, "Exception: <message>" (even an empty one), the
+    traceback as error_log, no check field."""
+    assert escaped(Crashed(message, detail)) == PatchResult(
+        status="error", error_msg=f"Exception: {message}", error_log=detail
+    )
+
+
+@given(st.sampled_from(["SIGINT", "SIGTERM"]))
+def test_an_escaped_interrupt_is_an_error_without_log(signal: str) -> None:
+    """Property: a signal that escapes the grading program gives `error`, "Interrupted
+    (<signal>)", nothing else."""
+    assert escaped(Interrupted(signal)) == PatchResult(
+        status="error", error_msg=f"Interrupted ({signal})"
+    )
 
 
 @given(outcomes(), st.text(max_size=50))

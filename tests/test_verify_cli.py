@@ -16,7 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
+from interpreters.batch.verification import _check_records
+from interpreters.real.results import ResultsWriter
+from ssegrade.effects import CheckFinished, CheckRecord
 from tests.realtask import RealTask, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
@@ -240,3 +245,29 @@ def test_results_json_goes_to_a_file_with_o(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert json.loads(out.read_text())["tasks"][0]["verdict"] == "ok"
     assert os.path.isdir(done.stderr.split("results kept in ")[1].split()[0])
+
+
+records = st.builds(
+    CheckRecord,
+    name=st.sampled_from(["prepare", "build", "poc", "function_test", "intent_test"]),
+    poc=st.none() | st.text(max_size=20),
+    exit_code=st.integers(-1, 255),
+    seconds=st.floats(0, 1e6),
+    killed=st.booleans(),
+    log_file=st.none() | st.text(max_size=20),
+    passed=st.booleans(),
+    left_out=st.lists(st.text(max_size=10), max_size=3).map(tuple),
+)
+
+
+@given(st.lists(records, max_size=4))
+def test_check_records_read_back_as_the_evaluator_wrote_them(written: list[CheckRecord]) -> None:
+    """Property: verification reads `checks.jsonl` with the model the evaluator writes it
+    with, so every record comes back as it was."""
+    with tempfile.TemporaryDirectory() as folder:
+        writer = ResultsWriter(None, Path(folder), say=lambda _line: None)
+        for record in written:
+            writer(CheckFinished(record))
+        with (Path(folder) / "checks.jsonl").open("a") as out:
+            out.write("not json\n")
+        assert _check_records(Path(folder)) == tuple(written)

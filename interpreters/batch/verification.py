@@ -7,12 +7,12 @@ patch, `repeat` times each, on the same engines as `run_batch`; every run is kep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from returns.pipeline import is_successful
 
 from interpreters.batch.driving import drive
@@ -32,6 +32,9 @@ from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
+
+_RECORD = TypeAdapter(CheckRecord)
+"""A line of `checks.jsonl`, read with the model that writes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,18 +250,7 @@ def _check_records(folder: Path) -> tuple[CheckRecord, ...]:
     records: list[CheckRecord] = []
     for line in lines:
         try:
-            doc = json.loads(line)
-            records.append(
-                CheckRecord(
-                    name=str(doc["name"]),
-                    poc=doc.get("poc"),
-                    exit_code=int(doc.get("exit_code", -1)),
-                    seconds=float(doc.get("seconds", 0.0)),
-                    killed=bool(doc.get("killed", False)),
-                    log_file=doc.get("log_file"),
-                    passed=bool(doc["passed"]),
-                )
-            )
-        except (ValueError, KeyError, TypeError):
+            records.append(_RECORD.validate_json(line))
+        except ValidationError:
             continue
     return tuple(records)

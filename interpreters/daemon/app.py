@@ -32,11 +32,10 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from interpreters.daemon.service import Refused, Service
-from ssegrade.effects import Action
+from ssegrade.effects import Action, ScriptResult
 from ssegrade.protocol import (
     API_VERSION,
     AgentExitedReply,
-    BencherReply,
     BencherRequest,
     Capabilities,
     DiffText,
@@ -162,12 +161,12 @@ async def get_final_diff(asker: Asker) -> DiffText:
     return await asker.call(asker.service.final_diff)
 
 
-@router.post("/tool/bencher", response_model=BencherReply, responses=_errors(400, 403, 413, 503))
+@router.post("/tool/bencher", response_model=ScriptResult, responses=_errors(400, 403, 413, 503))
 async def post_bencher(
     asker: Asker,
     action: Annotated[Action, Query(description="The bencher action to run.")],
     request: Annotated[BencherRequest | None, Body()] = None,
-) -> BencherReply:
+) -> ScriptResult:
     """Run one bencher action (one at a time). On an agent-facing listener: only during the
     agent phase, only the actions the difficulty level allows, never `grading: true` (403).
     `run_poc` takes a PoC the task names (400 otherwise) and answers code -1 before any build.

@@ -26,9 +26,6 @@ __all__ = ["AGENT_PHASE_RESULTS", "LocalBackend"]
 AGENT_PHASE_RESULTS = "agent-phase"
 """Subfolder of the results folder holding the logs of the agent phase's actions."""
 
-_NO_TOTAL_LIMIT = 10 * 365 * 24 * 3600
-"""The daemon has no overall limit of its own: each request carries its script limit."""
-
 
 @dataclass
 class LocalBackend:
@@ -55,7 +52,8 @@ class LocalBackend:
             scratch=scratch,
             support=self.places.support,
         )
-        return LocalSystem(places, self.runner, timeout=_NO_TOTAL_LIMIT, say=self.say, env=self.env)
+        # No overall limit of its own: each request carries its script limit.
+        return LocalSystem(places, self.runner, say=self.say, env=self.env)
 
     def _live(self) -> tuple[Path, git.Baseline]:
         if self.places.source is None or self.places.baseline is None:

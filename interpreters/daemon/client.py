@@ -13,10 +13,9 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ssegrade.effects import Action
+from ssegrade.effects import Action, ScriptResult
 from ssegrade.protocol import (
     AgentExitedReply,
-    BencherReply,
     BencherRequest,
     Capabilities,
     DiffText,
@@ -32,6 +31,7 @@ __all__ = ["DaemonClient", "DaemonError"]
 M = TypeVar("M", bound=BaseModel)
 
 _PREPARE = TypeAdapter[Any](PrepareReply)
+_SCRIPT = TypeAdapter(ScriptResult)
 
 
 class DaemonError(Exception):
@@ -148,7 +148,7 @@ class DaemonClient:
         poc: str | None = None,
         limit: float | None = None,
         timeout: float | None = None,
-    ) -> BencherReply:
+    ) -> ScriptResult:
         """`POST /tool/bencher?action=…`; `timeout` bounds the wait for the reply (None: none)."""
         body = BencherRequest(grading=grading, poc=poc, limit=limit)
         reply = self.request(
@@ -158,7 +158,10 @@ class DaemonClient:
             json=body.model_dump(),
             timeout=httpx.Timeout(timeout),
         )
-        return _parse(reply, BencherReply)
+        try:
+            return _SCRIPT.validate_json(reply.content)
+        except ValidationError as exc:
+            raise _unreadable(reply, exc) from exc
 
     def prepare_grading(self, *, timeout: float | None = None) -> PrepareReply:
         """`POST /prepare_grading`."""
@@ -188,9 +191,13 @@ def _parse(reply: httpx.Response, model: type[M]) -> M:
     try:
         return model.model_validate_json(reply.content)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise DaemonError(
-            f"{reply.request.method} {reply.request.url.path}: unreadable reply"
-            f" ({where}: {first['msg']})"
-        ) from exc
+        raise _unreadable(reply, exc) from exc
+
+
+def _unreadable(reply: httpx.Response, exc: ValidationError) -> DaemonError:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return DaemonError(
+        f"{reply.request.method} {reply.request.url.path}: unreadable reply"
+        f" ({where}: {first['msg']})"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import click
 
 from interpreters.daemon.client import DaemonClient, DaemonError
 from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
-from interpreters.real.local import ResultsWriter
+from interpreters.real.results import ResultsWriter
 from interpreters.setup import (
     BadInput,
     Inputs,
@@ -31,7 +32,7 @@ from ssegrade.difficulty import LEVELS
 from ssegrade.preview import INTERNAL_FAILURE, preview
 from ssegrade.program import GradeOptions, grade
 from ssegrade.result import EvaluationResult, RuntimeResult
-from ssegrade.run import run
+from ssegrade.run import Deadline, run
 from ssegrade.task import Task
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "DEFAULT_AGENT_SOCKET",
     "daemon",
     "evaluate_through_daemon",
-    "passed",
     "test_patch",
 ]
 
@@ -188,31 +188,16 @@ def evaluate_through_daemon(
     """
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
-        writer = ResultsWriter(inputs.source, results, say)
-        interpreter = RemoteGrading(client, writer, timeout=timeout, script_timeout=script_timeout)
+        deadline = Deadline.starting(timeout, time.monotonic)
+        writer = ResultsWriter(inputs.source, results, say, check=deadline.check)
+        interpreter = RemoteGrading(client, writer, deadline, script_timeout=script_timeout)
         options = GradeOptions(
             task=inputs.task, folder=str(inputs.task_dir), timeout=timeout, runtime=runtime
         )
-        return graded(results, runtime, lambda: run(grade(options), interpreter))
+        return graded(results, runtime, lambda: run(grade(options), interpreter, deadline))
 
 
 # ---------------------------------------------------------------------------- test-patch
-
-
-def passed(text: str) -> bool:
-    """Whether a `test_patch` text says every check that ran passed (none ran counts too).
-
-    >>> passed("test_patch result: every check that ran passed.\\n\\nChecks:")
-    True
-    >>> passed("test_patch result: FAILED. The project does not build with your patch.")
-    False
-    """
-    headline = text.split("\n", 1)[0]
-    return headline in (
-        "test_patch result: every check passed.",
-        "test_patch result: every check that ran passed.",
-        "test_patch result: no checks ran.",
-    )
 
 
 @click.command("test-patch")
@@ -251,10 +236,10 @@ def test_patch(where: str, log_dir: Path | None) -> None:
             click.echo(f"test-patch: the daemon reports an unknown level {asked.level}", err=True)
             sys.exit(1)
         interpreter = PreviewInterpreter(client, log_dir)
-        text = run(
+        found = run(
             preview(LEVELS[asked.level], frozenset(asked.checks), tuple(asked.pocs)), interpreter
         )
-    click.echo(text)
+    click.echo(found.text)
     for error in interpreter.errors:
         click.echo(f"test-patch: {error}", err=True)
-    sys.exit(0 if passed(text) else 1)
+    sys.exit(0 if found.passed else 1)

@@ -4,9 +4,8 @@ Interpreter layer.
 
 - `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, `Bench`)
   over the admin socket and the others (`Archive`, `CheckFinished`, `Notify`, `WriteResult`)
-  locally with `ResultsWriter`. It keeps the evaluation's time limits as `LocalSystem` does:
-  each script may run for the script limit or the time left, whichever is smaller, and a script
-  killed at a limit set by the time left ends grading with `TimeLimitReached`.
+  locally with `ResultsWriter`. Each script may run for the script limit or the time left
+  before the grading's `Deadline`, whichever is smaller; the run loop ends grading there.
 - `PreviewInterpreter` answers the `test_patch` preview's effects: `Bench` over the
   agent-facing socket (never the grading session), `SpillLog` by writing a new file in the log
   folder.
@@ -15,11 +14,11 @@ Interpreter layer.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import secrets
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +27,10 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from ssegrade.effects import (
-    Bench,
-    Effect,
-    PrepareGrading,
-    TimeLimitReached,
-)
+from ssegrade.effects import Bench, Effect, PrepareGrading
 from ssegrade.preview import SpillLog
-from ssegrade.protocol import prepared_result, script_result
+from ssegrade.protocol import prepared_result
+from ssegrade.run import Deadline
 
 __all__ = ["PreviewInterpreter", "RemoteGrading"]
 
@@ -46,47 +41,25 @@ _REPLY_GRACE = 300.0
 @dataclass
 class RemoteGrading:
     """Grading through the daemon: the bencher effects over `client` (the admin socket), the
-    rest with `local`. The whole evaluation has `timeout` seconds, each script at most
-    `script_timeout`."""
+    rest with `local`. Scripts end by the grading's `deadline`, each at most `script_timeout`
+    seconds."""
 
     client: DaemonClient
     local: Callable[[Effect[Any]], object]
-    timeout: int = 3600
+    deadline: Deadline
     script_timeout: float | None = None
-    clock: Callable[[], float] = time.monotonic
-    deadline: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.deadline = self.clock() + self.timeout
-
-    def _left(self) -> float:
-        left = self.deadline - self.clock()
-        if left <= 0:
-            raise TimeLimitReached(self.timeout)
-        return left
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer one grading effect."""
         match effect:
             case PrepareGrading():
-                left = max(self.deadline - self.clock(), 0.0)
+                left = self.deadline.left()
                 return prepared_result(self.client.prepare_grading(timeout=left + _REPLY_GRACE))
             case Bench(action=action, poc=poc):
-                left = self._left()
-                bound_by_total = self.script_timeout is None or self.script_timeout >= left
-                limit = left if bound_by_total else float(self.script_timeout or left)
-                try:
-                    reply = self.client.bencher(
-                        action, grading=True, poc=poc, limit=limit, timeout=limit + _REPLY_GRACE
-                    )
-                except DaemonError:
-                    if self.clock() >= self.deadline:
-                        raise TimeLimitReached(self.timeout) from None
-                    raise
-                result = script_result(reply)
-                if result.killed and bound_by_total:
-                    raise TimeLimitReached(self.timeout)
-                return result
+                limit = min(self.deadline.left(), self.script_timeout or math.inf)
+                return self.client.bencher(
+                    action, grading=True, poc=poc, limit=limit, timeout=limit + _REPLY_GRACE
+                )
             case _:
                 return self.local(effect)
 
@@ -125,7 +98,7 @@ class PreviewInterpreter:
                 except DaemonError as exc:
                     self.errors.append(str(exc))
                     raise
-                return script_result(reply)
+                return reply
             case SpillLog(name=name, text=text):
                 return self._spill(name, text)
             case _:

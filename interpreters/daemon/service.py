@@ -25,11 +25,10 @@ from returns.result import Failure, Result, Success
 
 from ssegrade.bencher import BenchSession, bench, prepare
 from ssegrade.difficulty import Level
-from ssegrade.effects import Action, CaptureError
+from ssegrade.effects import Action, CaptureError, ScriptResult
 from ssegrade.protocol import (
     AGENT_PHASE_OVER,
     AgentExitedReply,
-    BencherReply,
     BencherRequest,
     Capabilities,
     DiffText,
@@ -245,7 +244,7 @@ class Service:
 
     # ------------------------------------------------------------------ actions
 
-    def bencher(self, listener: Listener, action: Action, request: BencherRequest) -> BencherReply:
+    def bencher(self, listener: Listener, action: Action, request: BencherRequest) -> ScriptResult:
         """`POST /tool/bencher`: one bencher action, gated for agent-facing listeners."""
         message = refusal(self.level, listener, self.agent_phase, action, request.grading)
         if message is not None:
@@ -261,7 +260,7 @@ class Service:
             if request.grading:
                 session = self._grading
                 if session is None or not isinstance(session.prepared, Success):
-                    return BencherReply(code=-1, stderr=NOT_PREPARED)
+                    return ScriptResult(code=-1, stderr=NOT_PREPARED)
                 system = self.backend.grading_system(limit)
             else:
                 session = self._agent
@@ -271,7 +270,7 @@ class Service:
         where = "grading session" if request.grading else "live tree"
         how = "killed" if result.killed else f"exit {result.code}"
         self.say(f"{listener}: {what} on the {where}: {how} ({result.seconds:.1f}s)")
-        return bencher_reply(result, show_log_file=listener == "admin")
+        return bencher_reply(result, listener)
 
     def prepare_grading(
         self, listener: Listener

@@ -1,29 +1,21 @@
 """The local real interpreter: answers system effects with git, copies, processes and files.
 
-Wrap it with `ssegrade.bencher_interpreter` to answer grading effects too; the evaluator and
-the daemon both do.
-
-The evaluation's one time limit lives here (`Deadline`): every git command is killed when it
-is reached, copies and the archive check it between batches, scripts get the time left, and
-`TimeLimitReached` is raised into the program. Working ahead (`LocalSystem.ahead`, for the
-evaluator, whose trees do not change while it grades), the archive of the source tree is
-written in the background from the end of the capture on, the next fresh copy is made while a
-script runs, and discarded copies are removed in the background.
+Interpreter layer. Wrap it with `ssegrade.bencher_interpreter` to answer grading effects too;
+the evaluator and the daemon both do. It bounds its blocking work by the run loop's
+`Deadline`: every git command is killed when it is reached, copies and the archive check it
+between batches, scripts get the time left. With `ahead` (the evaluator, whose trees do not
+change while it grades) it hands what no script decides to `WorkAhead`; what it writes into
+the results folder goes through `ResultsWriter`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
+import math
 import os
-import secrets
 import shutil
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -31,6 +23,8 @@ from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
+from interpreters.real.ahead import WorkAhead
+from interpreters.real.results import ARCHIVE_NAME, ResultsWriter, archive_whole
 from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
 from interpreters.real.support import SupportFolders
 from ssegrade import (
@@ -43,8 +37,8 @@ from ssegrade import (
     CaptureTree,
     CheckFinished,
     CheckPatch,
-    CheckRecord,
     CheckStarted,
+    Deadline,
     Discard,
     Effect,
     FreshCopy,
@@ -64,7 +58,7 @@ from ssegrade import (
     WriteResult,
 )
 
-__all__ = ["Deadline", "LocalSystem", "Places", "ResultsWriter", "check_label", "describe_check"]
+__all__ = ["LocalSystem", "Places"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,133 +76,10 @@ class Places:
     support: tuple[Path, ...] = ()
 
 
-def check_label(name: str, poc: str | None) -> str:
-    """How progress lines name a check: `build`, `poc /ssebench/pocs/poc.go`, …"""
-    return f"poc {poc}" if poc else name
-
-
-def describe_check(record: CheckRecord) -> str:
-    """One progress line for a finished check: status, seconds, exit code, log file."""
-    log = f"; log {record.log_file}" if record.log_file else ""
-    if record.name == "prepare":
-        applies = "ready" if record.passed else "does not apply to the grading repo"
-        left = f"; {len(record.left_out)} paths left out" if record.left_out else ""
-        return f"patch: {applies}{left}{log}"
-    verdict = "passed" if record.passed else "FAILED"
-    how = " (killed at its time limit)" if record.killed else ""
-    code = "" if record.passed else f", exit {record.exit_code}"
-    return (
-        f"{check_label(record.name, record.poc)}: {verdict}{how} ({record.seconds:.1f}s{code}{log})"
-    )
-
-
-Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult
-
-
-def _append(path: Path, text: str) -> None:
-    """Append `text` to `path`, never through a link planted in its place."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o644)
-    try:
-        data = text.encode(errors="replace")
-        while data:
-            data = data[os.write(fd, data) :]
-    finally:
-        os.close(fd)
-
-
-@dataclass(slots=True)
-class ResultsWriter:
-    """Answers the grading effects that stay with the evaluator: the archive of the source tree,
-    `checks.jsonl` and progress lines, notes, and `result.json`."""
-
-    source: Path | None
-    results: Path
-    say: Callable[[str], None] = print
-    started: Callable[[str], None] | None = None
-    """Shows that a check began (e.g. a live elapsed time); default: a line through `say`."""
-
-    def note(self, message: str) -> None:
-        """Append a line to `logs/notes.log`."""
-        _append(self.results / "logs" / "notes.log", f"{message}\n")
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
-        if not isinstance(effect, Reported):
-            raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
-        match effect:
-            case Archive():
-                if self.source is None:
-                    return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
-                archived = files.archive(self.source, self.results / "source.tar.gz")
-                if is_successful(archived):
-                    return Success(None)
-                return Failure(ArchiveError(archived.failure()))
-            case CheckStarted(name=name, poc=poc):
-                label = check_label(name, poc)
-                (self.started or self.say)(f"{label}: running…")
-                return None
-            case CheckFinished(record=record):
-                line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
-                _append(self.results / "checks.jsonl", line)
-                self.say(describe_check(record))
-                return None
-            case Notify(message=message):
-                self.say(message)
-                self.note(message)
-                return None
-            case WriteResult(result=result):
-                files.atomic_write(self.results / "result.json", result.to_json())
-                return None
-            case _:
-                assert_never(effect)
-
-
-@dataclass(slots=True)
-class Deadline:
-    """The evaluation's one time limit: `seconds` from its creation on `clock`."""
-
-    seconds: int
-    clock: Callable[[], float] = time.monotonic
-    at: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.at = self.clock() + self.seconds
-
-    def left(self) -> float:
-        """The seconds left; raises `TimeLimitReached` when none are."""
-        left = self.at - self.clock()
-        if left <= 0:
-            raise TimeLimitReached(self.seconds)
-        return left
-
-    def check(self) -> None:
-        """Raise `TimeLimitReached` when the limit is spent."""
-        self.left()
-
-    def until(self) -> float:
-        """The limit as a `time.monotonic()` instant: when git commands are killed."""
-        return time.monotonic() + (self.at - self.clock())
-
-
-class _Stopped(Exception):
-    """Background work that is no longer wanted."""
-
-
-@dataclass(slots=True)
-class _Job:
-    """Background work (a fresh copy made ahead, the archive) and how to stop it."""
-
-    future: Future[Any]
-    stop: threading.Event
-    path: Path | None = None
-    patch: bytes | None = None
-
-
 @dataclass(slots=True)
 class LocalSystem:
     """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
-    the whole evaluation has `timeout` seconds, each script at most `script_timeout`.
+    the whole evaluation's `deadline` (none: no limit), each script at most `script_timeout`.
 
     With `ahead`, work that does not depend on a script's outcome is done in the background
     (see the module's docstring); `close` must then be called at the end.
@@ -216,32 +87,23 @@ class LocalSystem:
 
     places: Places
     runner: Runner
-    timeout: int = 3600
+    deadline: Deadline | None = None
     script_timeout: float | None = None
     say: Callable[[str], None] = print
     started: Callable[[str], None] | None = None
     env: EnvPolicy | None = None
     memory: int | None = None
-    clock: Callable[[], float] = time.monotonic
     ahead: bool = False
-    deadline: Deadline = field(init=False)
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
     _writer: ResultsWriter = field(init=False)
     _support: SupportFolders = field(init=False)
-    _pool: ThreadPoolExecutor | None = field(init=False, default=None)
-    _prefetched: _Job | None = field(init=False, default=None)
-    _archive: files.ArchiveProcess | None = field(init=False, default=None)
-    _removals: list[Future[None]] = field(init=False, default_factory=list)
-    _checked: tuple[bytes, Future[Result[None, ApplyError]]] | None = field(
-        init=False, default=None
-    )
+    _ahead: WorkAhead | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.deadline = Deadline(self.timeout, self.clock)
         self._writer = ResultsWriter(
-            self.places.source, self.places.results, self.say, self.started
+            self.places.source, self.places.results, self.say, self.started, self._check
         )
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
@@ -253,12 +115,14 @@ class LocalSystem:
         )
         self._new_home()
         if self.ahead:
-            # Copies made ahead and trees on their way out wait where the runner cannot find
-            # them (a script could otherwise change the next check's copy in advance): a folder
-            # it cannot list, under names it cannot guess. It can pass through, so that git
-            # can apply the patch as the runner in a copy made ahead.
-            self._private().mkdir(mode=0o711)
-            self._pool = ThreadPoolExecutor(4, thread_name_prefix="ahead")
+            # Out of the runner's sight: a script could otherwise change the next check's copy.
+            self._ahead = WorkAhead(
+                self.places.scratch / "private",
+                self._make_copy,
+                self._check,
+                self._left,
+                self._writer.note,
+            )
 
     def log_notes(self, notes: list[str]) -> None:
         """Keep notes said before grading began (warnings about its inputs) in the log."""
@@ -271,19 +135,9 @@ class LocalSystem:
 
     def close(self) -> None:
         """Stop and wait for the background work; remove what it left in the scratch folder."""
-        if self._pool is None:
-            return
-        self._drop_prefetched()
-        if self._archive is not None:
-            self._archive.stop()
-            self._archive = None
-        self._pool.shutdown(wait=True)
-        self._pool = None
-        for removal in self._removals:
-            error = removal.exception()
-            if error is not None:
-                self._writer.note(f"could not remove a scratch tree: {error}")
-        self._removals.clear()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.close()
 
     # -------------------------------------------------------------- helpers
 
@@ -301,9 +155,6 @@ class LocalSystem:
     def _home(self) -> Path:
         return self.places.scratch / f"session-{self._session}" / "home"
 
-    def _private(self) -> Path:
-        return self.places.scratch / "private"
-
     def _new_home(self) -> None:
         self._session += 1
         self._token = new_session()
@@ -314,8 +165,23 @@ class LocalSystem:
             os.chown(home.parent, *owner)
             os.chown(home, *owner)
 
-    def _left(self) -> float:
+    def _left(self) -> float | None:
+        """The seconds left (None: no limit); raises `TimeLimitReached` when none are."""
+        if self.deadline is None:
+            return None
+        self.deadline.check()
         return self.deadline.left()
+
+    def _time_left(self) -> bool:
+        return self.deadline is None or not self.deadline.passed()
+
+    def _check(self) -> None:
+        if self.deadline is not None:
+            self.deadline.check()
+
+    def _until(self) -> float | None:
+        """The deadline as a `time.monotonic()` instant: when git commands are killed."""
+        return None if self.deadline is None else time.monotonic() + self.deadline.left()
 
     def _write_log(self, label: str, command: str, text: str) -> str:
         path = self._log_path(label)
@@ -323,17 +189,11 @@ class LocalSystem:
         return str(path)
 
     def _remove(self, path: Path) -> None:
-        """Remove a scratch tree: in the background when working ahead, out of the runner's
-        reach first."""
-        if self._pool is None:
+        """Remove a scratch tree: in the background when working ahead."""
+        if self._ahead is None:
             files.remove_tree(path)
-            return
-        away = self._private() / f"trash-{secrets.token_hex(16)}"
-        try:
-            os.rename(path, away)
-        except FileNotFoundError:
-            return
-        self._removals.append(self._pool.submit(files.remove_tree, away))
+        else:
+            self._ahead.remove(path)
 
     # -------------------------------------------------------------- effects
 
@@ -354,9 +214,7 @@ class LocalSystem:
             case ProvePatch(patch=patch, base_tree=base):
                 if self.places.baseline is None:
                     return Failure(CaptureError("no baseline to prove the patch against"))
-                proved = git.prove(self.places.baseline, patch, base, until=self.deadline.until())
-                self.deadline.check()
-                return proved
+                return git.prove(self.places.baseline, patch, base, until=self._until())
             case WriteArtifact(name=name, data=data):
                 files.atomic_write(self.places.results / name, data)
                 return str(self.places.results / name)
@@ -387,57 +245,39 @@ class LocalSystem:
     def _capture(self) -> Result[Capture, CaptureError]:
         if self.places.source is None or self.places.baseline is None:
             return Failure(CaptureError("no source tree and baseline to capture"))
-        if self._pool is not None and self._prefetched is None:
-            self._prefetch(None)  # the copy needs no patch yet: it overlaps the capture
-        captured = git.capture(
-            self.places.source, self.places.baseline, until=self.deadline.until()
-        )
-        self.deadline.check()
-        if self._pool is not None and is_successful(captured) and captured.unwrap().patch.strip():
-            # The check against the grading repo only reads it: it overlaps the proof.
+        if self._ahead is not None:
+            self._ahead.prefetch(None)  # the copy needs no patch yet: it overlaps the capture
+        captured = git.capture(self.places.source, self.places.baseline, until=self._until())
+        if self._ahead is not None and is_successful(captured) and self._time_left():
             patch = captured.unwrap().patch
-            until = self.deadline.until()
-            future = self._pool.submit(git.check_patch, self.places.repo, patch, until=until)
-            self._checked = (patch, future)
-        if self._pool is not None and self._archive is None:
+            if patch.strip():  # the check only reads the grading repo: it overlaps the proof
+                self._ahead.start_check(patch, self._git_check)
             # No check touches the source tree: it is already as it will be after grading.
-            # A child process writes it: it shares no lock with this one, and stops at a kill.
-            with contextlib.suppress(OSError):  # then written in the foreground at the end
-                dest = self.places.results / ARCHIVE_NAME
-                self._archive = files.start_archive(self.places.source, dest)
+            self._ahead.start_archive(self.places.source, self.places.results / ARCHIVE_NAME)
         return captured
 
     def _archived(self) -> Result[None, ArchiveError]:
-        self._drop_prefetched()  # the checks are over
-        started, self._archive = self._archive, None
+        started = None
+        if self._ahead is not None:
+            self._ahead.checks_over()
+            started = self._ahead.take_archive()
         if started is None:
             if self.places.source is None:
                 return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
             dest = self.places.results / ARCHIVE_NAME
-            return _archive(self.places.source, dest, self.deadline.check)
-        finished = started.finish(timeout=self.deadline.at - self.clock())
+            return archive_whole(self.places.source, dest, self._check)
+        finished = started.finish(None if self.deadline is None else self.deadline.left())
         if is_successful(finished):
             return Success(None)
         return Failure(ArchiveError(finished.failure()))
 
-    def _checker(self, stop: threading.Event) -> Callable[[], None]:
-        def check() -> None:
-            if stop.is_set():
-                raise _Stopped
-            self.deadline.check()
-
-        return check
+    def _git_check(self, patch: bytes) -> Result[None, ApplyError]:
+        return git.check_patch(self.places.repo, patch, until=self._until())
 
     def _check_patch(self, patch: bytes) -> Result[None, ApplyError]:
-        ahead, self._checked = self._checked, None
-        if ahead is not None and ahead[0] == patch:
-            try:
-                checked = ahead[1].result(timeout=self._left())
-            except FutureTimeout:
-                raise TimeLimitReached(self.timeout) from None
-        else:
-            checked = git.check_patch(self.places.repo, patch, until=self.deadline.until())
-        self.deadline.check()
+        checked = None if self._ahead is None else self._ahead.checked(patch)
+        if checked is None:
+            checked = self._git_check(patch)
         text = "applies\n" if is_successful(checked) else checked.failure().log
         log = self._write_log("apply", "git apply --check --binary final.patch", text)
         if is_successful(checked):
@@ -449,98 +289,37 @@ class LocalSystem:
         files.fresh_copy(self.places.repo, dest, self._owner(), check=check)
         check()
         if patch:
-            applied = git.apply_patch(
-                dest, patch, run_as=self._owner(), until=self.deadline.until()
-            )
+            self._apply_patch(dest, patch)
             check()
-            if not is_successful(applied):
-                raise RuntimeError(
-                    "the patch applies to the grading repo but not to a fresh copy of it: "
-                    + applied.failure().log.strip()
-                )
 
-    def _fresh_copy(self, patch: bytes) -> Workspace:
-        self._left()
-        dest = self._next("copy")
-        made = self._take_prefetched(patch)
-        if made is None:
-            try:
-                self._make_copy(dest, patch, self.deadline.check)
-            except TimeLimitReached:
-                self._remove(dest)
-                raise
-        else:
-            os.rename(made, dest)
-        if self._pool is not None:
-            self._prefetch(patch)
-        return Workspace(str(dest))
-
-    def _prefetch(self, patch: bytes | None) -> None:
-        """Start the next fresh copy in the background, out of the runner's reach."""
-        assert self._pool is not None
-        path = self._private() / f"copy-{secrets.token_hex(16)}"
-        stop = threading.Event()
-        future = self._pool.submit(self._make_copy, path, patch, self._checker(stop))
-        self._prefetched = _Job(future, stop, path, patch)
-
-    def _take_prefetched(self, patch: bytes) -> Path | None:
-        """The copy made ahead, with `patch` applied; None when there is none to use."""
-        job, self._prefetched = self._prefetched, None
-        if job is None or job.path is None:
-            return None
-        if job.patch is not None and job.patch != patch:
-            self._drop(job)
-            return None
-        try:
-            job.future.result(timeout=self._left())
-        except FutureTimeout:
-            self._drop(job)
-            raise TimeLimitReached(self.timeout) from None
-        except TimeLimitReached:
-            self._drop(job)
-            raise
-        except Exception:  # noqa: BLE001 - copied again in the foreground, which says why
-            self._drop(job)
-            return None
-        if job.patch is None and patch:
-            try:
-                self._make_patch_applied(job.path, patch)
-            except BaseException:
-                self._remove(job.path)
-                raise
-        return job.path
-
-    def _make_patch_applied(self, path: Path, patch: bytes) -> None:
-        applied = git.apply_patch(path, patch, run_as=self._owner(), until=self.deadline.until())
-        self.deadline.check()
+    def _apply_patch(self, dest: Path, patch: bytes) -> None:
+        applied = git.apply_patch(dest, patch, run_as=self._owner(), until=self._until())
         if not is_successful(applied):
             raise RuntimeError(
                 "the patch applies to the grading repo but not to a fresh copy of it: "
                 + applied.failure().log.strip()
             )
 
-    def _drop(self, job: _Job) -> None:
-        """Stop a copy made ahead that nobody will use and remove it in the background."""
-        assert self._pool is not None
-        assert job.path is not None
-        job.stop.set()
-        path = job.path
-
-        def remove() -> None:
-            with contextlib.suppress(Exception):
-                job.future.result()
-            files.remove_tree(path)
-
-        self._removals.append(self._pool.submit(remove))
-
-    def _drop_prefetched(self) -> None:
-        job, self._prefetched = self._prefetched, None
-        if job is not None:
-            self._drop(job)
+    def _fresh_copy(self, patch: bytes) -> Workspace:
+        self._left()
+        dest = self._next("copy")
+        made = None
+        if self._ahead is not None:
+            made = self._ahead.take(patch, lambda path: self._apply_patch(path, patch))
+        if made is None:
+            try:
+                self._make_copy(dest, patch, self._check)
+            except TimeLimitReached:
+                self._remove(dest)
+                raise
+        else:
+            os.rename(made, dest)
+        if self._ahead is not None:
+            self._ahead.prefetch(patch)
+        return Workspace(str(dest))
 
     def _apply_diff(self, workspace: Path, diff: Path, label: str) -> Result[None, ApplyError]:
-        applied = git.apply_diff(workspace, diff, run_as=self._owner(), until=self.deadline.until())
-        self.deadline.check()
+        applied = git.apply_diff(workspace, diff, run_as=self._owner(), until=self._until())
         text = "applied\n" if is_successful(applied) else applied.failure().log
         log = self._write_log(label, f"git apply -p1 {diff.name}", text)
         if is_successful(applied):
@@ -562,7 +341,7 @@ class LocalSystem:
                     os.chown(target, *owner, follow_symlinks=False)
             else:
                 along = Path(item.along)
-                files.fresh_copy(along, slot / along.name, owner, check=self.deadline.check)
+                files.fresh_copy(along, slot / along.name, owner, check=self._check)
                 target = slot / along.name / Path(item.path).relative_to(along)
             if owner is not None:
                 os.chown(slot, *owner)
@@ -585,16 +364,14 @@ class LocalSystem:
 
     def _run(self, effect: RunScript) -> ScriptResult:
         self._restore_support()
-        left = self._left()
-        bound_by_total = self.script_timeout is None or self.script_timeout >= left
-        limit = left if bound_by_total else float(self.script_timeout or left)
+        limits = [x for x in (self._left(), self.script_timeout) if x is not None]
         try:
             result = run_script(
                 self.runner,
                 [effect.script, *effect.args],
                 Path(effect.workspace.path),
                 home=self._home(),
-                limit=limit,
+                limit=min(limits, default=math.inf),
                 log_path=self._log_path(effect.label),
                 label=effect.label,
                 session=self._token,
@@ -605,20 +382,4 @@ class LocalSystem:
             )
         finally:
             self._restore_support()
-        if result.killed and bound_by_total:
-            raise TimeLimitReached(self.timeout)
         return result
-
-
-ARCHIVE_NAME = "source.tar.gz"
-
-
-def _archive(source: Path, dest: Path, check: Callable[[], None]) -> Result[None, ArchiveError]:
-    """`files.archive`, its stops made failures: the archive is whole or absent."""
-    try:
-        archived = files.archive(source, dest, check=check)
-    except TimeLimitReached:
-        return Failure(ArchiveError("not finished within the time limit"))
-    if is_successful(archived):
-        return Success(None)
-    return Failure(ArchiveError(archived.failure()))

@@ -16,7 +16,6 @@ Finding and reading files is `interpreters.report_io`'s job; printing is the ren
 from ssegrade.report.aggregate import aggregate, summarize
 from ssegrade.report.compare import compare, compare_all, find_row
 from ssegrade.report.model import (
-    CHECKS,
     Comparison,
     Excluded,
     Interval,
@@ -32,7 +31,6 @@ from ssegrade.report.select import Selection, Selector, natural_key, run_order
 from ssegrade.report.summary import ReadError, RunFolder, RunRecord, parse_run, poc_passed
 
 __all__ = [
-    "CHECKS",
     "Comparison",
     "Excluded",
     "Interval",

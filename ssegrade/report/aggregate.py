@@ -15,8 +15,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.report.model import (
-    CHECKS,
     Excluded,
     Interval,
     Report,
@@ -79,31 +79,28 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return math.fsum(known) / len(known) if known else None
 
 
-def _passes(rec: RunRecord, check: Check) -> bool:
-    patch = rec.patch
-    if check == "build":
-        return patch.build_success is True
-    if check == "poc":
-        return poc_passed(patch)
-    if check == "function_test":
-        return patch.func_test_success is True
-    return patch.intent_test_success is True
+def _passes(rec: RunRecord, check: CheckSpec) -> bool:
+    if check.name == "poc":
+        return poc_passed(rec.patch)
+    return getattr(rec.patch, check.fields[0]) is True
 
 
 def _shares(
     kept: Sequence[RunRecord], has: dict[str, frozenset[Check]]
 ) -> tuple[Share, Share, Share, Share, Share]:
     """(build, poc, func, intent, passed) over `kept`, each over the runs that have the check."""
-    counts = {check: [0, 0] for check in CHECKS}
+    order = grading_order()
+    counts = {check.name: [0, 0] for check in order}
     passed = 0
     for rec in kept:
         passed += rec.patch.status == "passed"
         task_has = has[rec.task]
-        for check in task_has:
-            tally = counts[check]
-            tally[1] += 1
-            tally[0] += _passes(rec, check)
-    b, p, f, i = (Share.of_counts(*counts[check]) for check in CHECKS)
+        for check in order:
+            if check.name in task_has:
+                tally = counts[check.name]
+                tally[1] += 1
+                tally[0] += _passes(rec, check)
+    b, p, f, i = (Share.of_counts(*counts[check.name]) for check in order)
     return b, p, f, i, Share.of_counts(passed, len(kept))
 
 
@@ -161,7 +158,7 @@ def _task_run(trial: int, rec: RunRecord, has: frozenset[Check]) -> TaskRun:
         func=patch.func_test_success,
         intent=patch.intent_test_success,
         run_id=rec.run_id,
-        checks=tuple(c for c in CHECKS if c in has),
+        checks=tuple(check.name for check in grading_order() if check.name in has),
         folder=rec.folder,
         spend=rec.spend,
         minutes=_minutes(rec),

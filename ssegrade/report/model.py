@@ -16,7 +16,6 @@ from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
 from ssegrade.task import Check
 
 __all__ = [
-    "CHECKS",
     "Comparison",
     "Excluded",
     "Interval",
@@ -32,9 +31,6 @@ __all__ = [
 RunsMode = Literal["latest", "all"]
 RowKey = tuple[str, str]
 """A report row's identity: (model, agent)."""
-
-CHECKS: tuple[Check, ...] = ("build", "poc", "function_test", "intent_test")
-"""The checks, in the order the report shows them."""
 
 
 class _Out(BaseModel):

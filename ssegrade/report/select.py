@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ssegrade.checks import grading_order
 from ssegrade.report.model import RunsMode
 from ssegrade.report.summary import RunRecord
 from ssegrade.task import Check
@@ -161,15 +162,9 @@ class Selector:
         seen = self._observed.get(task)
         if seen is None:
             seen = self._observed[task] = set()
-        patch = rec.patch
-        if patch.build_success is not None:
-            seen.add("build")
-        if patch.pov_total is not None:
-            seen.add("poc")
-        if patch.func_test_success is not None:
-            seen.add("function_test")
-        if patch.intent_test_success is not None:
-            seen.add("intent_test")
+        for check in grading_order():  # its last field is null when it did not run
+            if getattr(rec.patch, check.fields[-1]) is not None:
+                seen.add(check.name)
 
     def result(self) -> Selection:
         """The selection of every run added so far."""

@@ -1,6 +1,6 @@
 """Running untrusted task scripts for real (SPEC §5): the runner account (`account`), one
-script run and its log (`script`, `output`), its containment (`containment`), its environment
-(`environment`), and the processes it leaves (`processes`).
+script run, its process and its log (`script`, `launch`, `output`), its containment
+(`containment`), its environment (`environment`), and the processes it leaves (`processes`).
 
 Interpreter layer; Linux only.
 """

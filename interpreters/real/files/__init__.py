@@ -1,0 +1,31 @@
+"""Real file operations: fresh copies of a tree, the source archive, atomic writes, removal.
+
+Interpreter layer (performs I/O). The trees it reads are hostile and may change meanwhile: every
+walk works on directory file descriptors (`descriptors`), follows no symlink and looks no path
+up twice.
+
+| module | its one job |
+|---|---|
+| `descriptors` | what the walks share: open flags, the check between steps, sizes |
+| `data` | copying one file's data in the kernel |
+| `fresh` | `fresh_copy`: a copy of a tree, walked by descriptors on a few threads |
+| `compression` | gzip compressed on several threads |
+| `tarstream` | a tree as a tar stream |
+| `archiving` | `archive` and `start_archive`: the source archive, whole or absent |
+| `atomic` | `atomic_write` |
+| `removal` | `remove_tree` |
+"""
+
+from interpreters.real.files.archiving import ArchiveProcess, archive, start_archive
+from interpreters.real.files.atomic import atomic_write
+from interpreters.real.files.fresh import fresh_copy
+from interpreters.real.files.removal import remove_tree
+
+__all__ = [
+    "ArchiveProcess",
+    "archive",
+    "atomic_write",
+    "fresh_copy",
+    "remove_tree",
+    "start_archive",
+]

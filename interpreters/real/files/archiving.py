@@ -1,0 +1,159 @@
+"""The source archive: `source.tar.gz` written whole or not at all, here or in a child process.
+
+Interpreter side (files, processes); the archive of SPEC §6. The archive is written to a temp
+file beside its destination and renamed into place once whole; `start_archive` writes it in a
+child process, which shares no lock of ours and is stopped by a kill.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from returns.result import Failure, Result, Success
+
+from interpreters.real.files.compression import ParallelGzip
+from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
+from interpreters.real.files.tarstream import Archiver
+
+ARCHIVE_LEVEL = 1
+"""gzip level of `source.tar.gz`, where deflate pays (stored elsewhere): the fastest; the
+archive is a record, not a distribution."""
+
+
+def _never() -> None:
+    return None
+
+
+def _write_archive(source: Path, fd: int, check: Check, level: int) -> None:
+    """Write the tar.gz of `source` to `fd`; raises on failure."""
+    root = os.open(source, DIR_FLAGS)
+    try:
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="archive") as pool:
+            out = ParallelGzip(fd, level, pool, check)
+            Archiver(out, check, {}).tree(root, source.name)
+            out.finish()
+    finally:
+        os.close(root)
+    os.fsync(fd)
+
+
+def archive(
+    source: Path, dest: Path, *, check: Check | None = None, level: int = ARCHIVE_LEVEL
+) -> Result[None, str]:
+    """Write `source` as a gzip-compressed tar file at `dest` (members under `source.name/`).
+
+    The tree is walked with directory descriptors, so no symlink is ever followed and no path
+    is looked up twice (an entry swapped for a link meanwhile is stored as the link, or left
+    out). Symlinks are stored as links; sockets, FIFOs and devices are left out. Compression
+    (gzip `level`) runs on several threads. `check` is called between entries and reads: what
+    it raises stops the archive and is raised again, leaving no file. Best effort otherwise:
+    any failure gives `Failure(message)` and leaves no partial file at `dest`.
+    """
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+        try:
+            _write_archive(source, fd, check if check is not None else _never, level)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+        tmp = None
+    except (OSError, tarfile.TarError, ValueError) as exc:
+        return Failure(f"could not archive {source}: {exc}")
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return Success(None)
+
+
+@dataclass(slots=True)
+class ArchiveProcess:
+    """`archive` running in a child process (`start_archive`): no lock of ours is shared with
+    it, and stopping it is a kill."""
+
+    process: subprocess.Popen[bytes]
+    tmp: str
+    dest: Path
+
+    def finish(self, timeout: float | None) -> Result[None, str]:
+        """Wait at most `timeout` seconds (None: until it ends); the archive is then at
+        `dest`, or absent."""
+        try:
+            _out, err = self.process.communicate(
+                timeout=None if timeout is None else max(timeout, 0.0)
+            )
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return Failure("not finished within the time limit")
+        try:
+            if self.process.returncode != 0:
+                lines = err.decode(errors="replace").strip().splitlines() or ["no message"]
+                return Failure(f"could not archive: {lines[-1]}")
+            os.chmod(self.tmp, 0o644)
+            os.replace(self.tmp, self.dest)
+        except OSError as exc:
+            return Failure(f"could not archive: {exc}")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+        return Success(None)
+
+    def stop(self) -> None:
+        """Kill it and remove what it wrote."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.communicate()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+
+
+def start_archive(source: Path, dest: Path) -> ArchiveProcess:
+    """Start writing the archive of `source` to `dest` in a child process (see `archive`).
+
+    The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
+    once it is whole. The child stops by itself when its parent is gone. Raises `OSError` when
+    it cannot start.
+    """
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        top = Path(__file__).resolve().parents[3]
+        code = "from interpreters.real.files.archiving import _archive_child; _archive_child()"
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid())],
+            env={"PYTHONPATH": str(top), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(fd,),
+            cwd="/",
+        )
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        os.close(fd)
+    return ArchiveProcess(process, tmp, dest)
+
+
+def _archive_child() -> None:
+    """The child of `start_archive`: `source fd parent-pid` on its command line."""
+    source, fd, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+    def check() -> None:
+        if os.getppid() != parent:
+            raise SystemExit("the grading that started the archive is gone")
+
+    try:
+        _write_archive(Path(source), fd, check, ARCHIVE_LEVEL)
+    except OSError as exc:
+        raise SystemExit(f"{source}: {exc}") from None

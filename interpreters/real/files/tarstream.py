@@ -1,0 +1,201 @@
+"""A tree as a tar stream, walked with directory descriptors (SPEC §6).
+
+Interpreter side (files). The walk never follows a symlink nor looks a path up twice: an entry
+swapped for a link meanwhile is stored as the link, or left out; sockets, FIFOs and devices are
+left out. Headers are plain ustar when they can be, tarfile's pax headers otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import grp
+import os
+import pwd
+import stat
+import tarfile
+from dataclasses import dataclass
+
+from interpreters.real.files.compression import ParallelGzip
+from interpreters.real.files.descriptors import DIR_FLAGS, SRC_FLAGS, Check
+
+_READ_SIZE = 1 << 20
+_BLOCK = 512
+
+
+def _octal(value: int, width: int) -> bytes:
+    return b"%0*o\0" % (width - 1, value)
+
+
+def _ustar(
+    name: str, st: os.stat_result, kind: bytes, size: int, link: str, names: tuple[str, str]
+) -> bytes | None:
+    """A ustar header block, or None when the entry needs tarfile's pax headers."""
+    if not (name.isascii() and link.isascii() and names[0].isascii() and names[1].isascii()):
+        return None
+    raw, target = name.encode(), link.encode()
+    prefix = b""
+    if len(raw) > 100:
+        cut = raw.rfind(b"/", 0, 156)
+        if cut <= 0 or len(raw) - cut - 1 > 100:
+            return None
+        prefix, raw = raw[:cut], raw[cut + 1 :]
+    mtime = int(st.st_mtime)
+    limits = ((st.st_uid, 8**7), (st.st_gid, 8**7), (size, 8**11), (mtime, 8**11))
+    if len(target) > 100 or any(not 0 <= value < top for value, top in limits):
+        return None
+    header = b"".join(
+        (
+            raw.ljust(100, b"\0"),
+            _octal(stat.S_IMODE(st.st_mode), 8),
+            _octal(st.st_uid, 8),
+            _octal(st.st_gid, 8),
+            _octal(size, 12),
+            _octal(mtime, 12),
+            b" " * 8,
+            kind,
+            target.ljust(100, b"\0"),
+            b"ustar\x0000",
+            names[0].encode().ljust(32, b"\0"),
+            names[1].encode().ljust(32, b"\0"),
+            _octal(0, 8),
+            _octal(0, 8),
+            prefix.ljust(155, b"\0"),
+            bytes(12),
+        )
+    )
+    checksum = b"%06o\0 " % sum(header)
+    return header[:148] + checksum + header[156:]
+
+
+@dataclass(slots=True)
+class Archiver:
+    """Writes a tree as a tar stream, walking it with directory descriptors (SPEC §6)."""
+
+    out: ParallelGzip
+    check: Check
+    names: dict[tuple[int, int], tuple[str, str]]
+
+    def header(
+        self, name: str, st: os.stat_result, kind: bytes, size: int = 0, link: str = ""
+    ) -> None:
+        """The header of one member (`kind` a tarfile type), named after `st`'s owner."""
+        key = (st.st_uid, st.st_gid)
+        if key not in self.names:
+            self.names[key] = (_user_name(st.st_uid), _group_name(st.st_gid))
+        if kind == tarfile.DIRTYPE:
+            name += "/"
+        block = _ustar(name, st, kind, size, link, self.names[key])
+        if block is None:  # long or non-ASCII names, big numbers: tarfile's pax headers
+            member = tarfile.TarInfo(name)
+            member.type, member.size, member.linkname = kind, size, link
+            member.mode = stat.S_IMODE(st.st_mode)
+            member.mtime = int(st.st_mtime)
+            member.uid, member.gid = st.st_uid, st.st_gid
+            member.uname, member.gname = self.names[key]
+            block = member.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+        self.out.write(block)
+
+    def tree(self, root: int, name: str) -> None:
+        """The whole tree of the folder `root` under `name/`, then the end-of-archive blocks."""
+        self.header(name, os.fstat(root), tarfile.DIRTYPE)
+        # Each level keeps its descriptor until its subfolders are done: every lookup is one
+        # name relative to a folder already open, never a path looked up again.
+        stack: list[tuple[int, str, list[str]]] = [(root, name, self.entries(root, name))]
+        try:
+            while stack:
+                fd, where, folders = stack[-1]
+                if not folders:
+                    stack.pop()
+                    if fd != root:
+                        os.close(fd)
+                    continue
+                child = folders.pop()
+                self.check()
+                try:
+                    sub = os.open(child, DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.EACCES):
+                        continue  # swapped for a link or a file, gone, or unreadable
+                    raise
+                try:
+                    path = f"{where}/{child}"
+                    self.header(path, os.fstat(sub), tarfile.DIRTYPE)
+                    stack.append((sub, path, self.entries(sub, path)))
+                except BaseException:
+                    os.close(sub)
+                    raise
+        finally:
+            for fd, _where, _folders in stack:
+                if fd != root:
+                    os.close(fd)
+        self.out.write(bytes(2 * _BLOCK))
+
+    def entries(self, fd: int, where: str) -> list[str]:
+        """Add the files and links of the folder `fd`; answer its subfolders, last first."""
+        with os.scandir(fd) as listing:
+            found = sorted((entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing)
+        folders: list[str] = []
+        for name, is_dir in found:
+            self.check()
+            if is_dir:
+                folders.append(name)
+            else:
+                self.entry(fd, name, f"{where}/{name}")
+        folders.reverse()
+        return folders
+
+    def entry(self, dfd: int, name: str, path: str) -> None:
+        """The file or link `name` of the folder `dfd`, as `path`; anything else left out."""
+        try:
+            src = os.open(name, SRC_FLAGS, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                self.link(dfd, name, path)
+            elif exc.errno not in (errno.ENXIO, errno.ENOENT, errno.EACCES):
+                raise  # ENXIO: a socket; the others: gone or unreadable, left out
+            return
+        try:
+            st = os.fstat(src)
+            if stat.S_ISREG(st.st_mode):  # FIFOs, devices and folders swapped in: left out
+                self.header(path, st, tarfile.REGTYPE, st.st_size)
+                self.data(src, st.st_size)
+        finally:
+            os.close(src)
+
+    def data(self, fd: int, size: int) -> None:
+        """Exactly `size` bytes of `fd`: a file that shrank meanwhile is padded with zeros,
+        one that grew is cut."""
+        left = size
+        while left:
+            self.check()
+            chunk = os.read(fd, min(left, _READ_SIZE))
+            if not chunk:
+                chunk = bytes(min(left, _READ_SIZE))
+            self.out.write(chunk)
+            left -= len(chunk)
+        if size % _BLOCK:
+            self.out.write(bytes(_BLOCK - size % _BLOCK))
+
+    def link(self, dfd: int, name: str, path: str) -> None:
+        """The symlink `name` of the folder `dfd`, as `path` (left out if no longer a link)."""
+        try:
+            target = os.readlink(name, dir_fd=dfd)
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            self.header(path, st, tarfile.SYMTYPE, link=target)
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return ""
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return ""

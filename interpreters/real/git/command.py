@@ -1,0 +1,330 @@
+"""Running one hermetic git command, in a fresh scratch folder, killed at its deadline.
+
+Interpreter side (processes, files). Every git command starts from an empty environment
+(`Scratch.environment`, SPEC §4): a fixed `PATH`, `HOME` and `XDG_CONFIG_HOME` in an empty
+read-only folder, no system or global configuration or attributes, and an explicit `GIT_DIR`,
+`GIT_INDEX_FILE` and (when a tree is read) `GIT_WORK_TREE`. Each operation works in a `scratch`
+folder the agent cannot have prepared; as root, the commands that read a tree owned by another
+user run as that user (`reader_of`), writing only in the part of the folder given to them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import pwd
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sh
+
+ATTRIBUTES = b"* -text -eol -crlf -ident -filter -working-tree-encoding !diff -merge -whitespace\n"
+"""`info/attributes` of every private repository: no `.gitattributes` can change recorded bytes."""
+
+CONFIG = b"""\
+[core]
+\trepositoryformatversion = 0
+\tbare = true
+\tfilemode = true
+\tsymlinks = true
+\tautocrlf = false
+\tfsmonitor = false
+\tuntrackedCache = false
+[gc]
+\tauto = 0
+[advice]
+\taddEmbeddedRepo = false
+"""
+"""`config` of every private repository."""
+
+TIMEOUT_SECONDS = 3600.0
+"""Limit of one git command when no deadline is given."""
+
+_STANDARD_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+
+Ids = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class GitFailure:
+    """A git step that failed; `message` is one line, suitable for stderr."""
+
+    message: str
+
+
+class GitError(Exception):
+    """A git command that failed, with the line worth showing."""
+
+    def __init__(self, args: Sequence[str], code: int | None, stderr: bytes) -> None:
+        self.stderr = stderr.decode("utf-8", "replace")
+        verb = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
+        how = f"exit {code}" if code is not None else "no exit status"
+        super().__init__(f"git {verb}: {_one_line(self.stderr) or how}")
+
+    @property
+    def message(self) -> str:
+        """One line for a log or stderr."""
+        return str(self)
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for prefix in ("fatal:", "error:"):
+        for line in lines:
+            if line.startswith(prefix):
+                return line
+    return lines[-1] if lines else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Out:
+    """What a finished git command gave: its exit code and both streams."""
+
+    code: int
+    stdout: bytes
+    stderr: bytes
+
+    def text(self) -> str:
+        """Standard output as text, stripped (an id, a list of ids)."""
+        return self.stdout.decode().strip()
+
+
+@functools.cache
+def _git_path() -> str:
+    found = shutil.which("git")
+    if found is None:
+        raise GitError(("git",), None, b"git is not installed (not found on PATH)")
+    return os.path.realpath(found)
+
+
+@functools.cache
+def _git_command() -> Any:
+    # sh returns untyped objects: this is the one place they come from.
+    return sh.Command(_git_path()).bake(_tty_out=False, _truncate_exc=False)
+
+
+def _timed_out(limit: float) -> bytes:
+    return f"fatal: killed after {limit:.0f}s (time limit)".encode()
+
+
+def _limit(until: float | None) -> float:
+    """Seconds a git command may take: until `until` (a `time.monotonic()` instant)."""
+    if until is None:
+        return TIMEOUT_SECONDS
+    return min(TIMEOUT_SECONDS, until - time.monotonic())
+
+
+def _hermetic_path() -> str:
+    folders = [str(Path(_git_path()).parent)]
+    folders += [folder for folder in _STANDARD_PATH if folder not in folders]
+    return ":".join(folders)
+
+
+def _become(ids: Ids) -> Callable[[], None]:
+    uid, gid = ids
+
+    def switch() -> None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return switch
+
+
+@dataclass(frozen=True, slots=True)
+class Scratch:
+    """A fresh folder for one operation.
+
+    `top` is ours (mode 0711); `home` is the empty read-only HOME; `work` is writable by
+    `reader`, the user the tree-reading commands run as (`None`: ourselves). Every command
+    is killed at `until` (a `time.monotonic()` instant; `None`: after `TIMEOUT_SECONDS`).
+    """
+
+    top: Path
+    home: Path
+    work: Path
+    reader: Ids | None
+    counter: Iterator[int]
+    until: float | None = None
+
+    def environment(
+        self,
+        git_dir: Path,
+        *,
+        index: Path | None = None,
+        work_tree: Path | None = None,
+        objects: Path | None = None,
+        alternates: Path | None = None,
+    ) -> dict[str, str]:
+        """The hermetic environment of SPEC §4 for one command."""
+        env = {
+            "PATH": _hermetic_path(),
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "LC_ALL": "C",
+            "GIT_DIR": str(git_dir),
+            "GIT_INDEX_FILE": str(index if index is not None else self.work / "no-index"),
+        }
+        if work_tree is not None:
+            env["GIT_WORK_TREE"] = str(work_tree)
+        if objects is not None:
+            env["GIT_OBJECT_DIRECTORY"] = str(objects)
+        if alternates is not None:
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(alternates)
+        return env
+
+    def git(
+        self,
+        args: Sequence[str],
+        *,
+        env: dict[str, str],
+        cwd: Path | None = None,
+        stdin: bytes | None = None,
+        ok: Sequence[int] = (0,),
+        as_reader: bool = False,
+    ) -> Out:
+        """Run git; stdin and stdout go through files (sh's pipes are slow for big data)."""
+        # sh's own `_timeout` polls every 0.1 s, which costs that much on every command: a
+        # timer kills the command's process group instead.
+        options: dict[str, Any] = {
+            "_env": env,
+            "_cwd": str(cwd if cwd is not None else self.top),
+            "_ok_code": list(ok),
+            "_return_cmd": True,
+            "_bg": True,
+            "_bg_exc": False,
+            "_new_group": True,
+        }
+        if as_reader and self.reader is not None:
+            options["_preexec_fn"] = _become(self.reader)
+        number = next(self.counter)
+        limit = _limit(self.until)
+        if limit <= 0:
+            raise GitError(args, None, _timed_out(0))
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(tempfile.TemporaryFile(dir=self.top, prefix=f"out{number}-"))
+            options["_out"] = out
+            if stdin is not None:
+                feed = stack.enter_context(tempfile.TemporaryFile(dir=self.top, prefix="in-"))
+                feed.write(stdin)
+                feed.seek(0)
+                options["_in"] = feed
+            expired = threading.Event()
+            try:
+                done = _git_command()(*args, **options)
+            except (sh.ForkException, OSError) as exc:
+                raise GitError(args, None, str(exc).encode()) from None
+
+            def expire() -> None:
+                expired.set()
+                done.kill_group()
+
+            timer = threading.Timer(limit, expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                done.wait()
+            except sh.ErrorReturnCode as exc:
+                if expired.is_set():
+                    raise GitError(args, None, _timed_out(limit)) from None
+                raise GitError(args, int(exc.exit_code), bytes(exc.stderr)) from None
+            finally:
+                timer.cancel()
+            out.seek(0)
+            return Out(int(done.exit_code), out.read(), bytes(done.stderr))
+
+    def init(self, path: Path) -> None:
+        """The private repository: `git init --bare --template=`, our config and attributes."""
+        self.git(["init", "--quiet", "--bare", "--template="], env=self.environment(path))
+        (path / "config").unlink()
+        (path / "config").write_bytes(CONFIG)
+        (path / "info").mkdir(exist_ok=True)
+        (path / "info" / "attributes").write_bytes(ATTRIBUTES)
+
+    def hand_over(self, path: Path) -> None:
+        """Give a file root just wrote to the reader, who rewrites it next."""
+        if self.reader is not None:
+            os.chown(path, *self.reader)
+
+
+@contextlib.contextmanager
+def scratch(reader: Ids | None = None, until: float | None = None) -> Iterator[Scratch]:
+    """A fresh `Scratch` folder, removed on exit; `reader` gets its `work` part."""
+    top = Path(tempfile.mkdtemp(prefix="ssegrade-git-"))
+    try:
+        top.chmod(0o711)
+        home = top / "home"
+        home.mkdir()
+        home.chmod(0o555)
+        work = top / "work"
+        work.mkdir(mode=0o700)
+        (work / "objects").mkdir(mode=0o700)
+        if reader is not None:
+            os.chown(work, *reader)
+            os.chown(work / "objects", *reader)
+        yield Scratch(top, home, work, reader, itertools.count(), until)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def lay_out(path: Path, owner: Ids | None = None) -> None:
+    """A scratch bare repository with our config and attributes: the layout `git init --bare
+    --template=` makes, written directly (a git process per scratch repository is costly).
+
+    Readable by everyone; writable by `owner` only when given, else by us only.
+    """
+    path.mkdir()
+    for folder in ("objects", "refs", "info"):
+        (path / folder).mkdir()
+    (path / "HEAD").write_bytes(b"ref: refs/heads/main\n")
+    (path / "config").write_bytes(CONFIG)
+    (path / "info" / "attributes").write_bytes(ATTRIBUTES)
+    for parent, dirs, files in os.walk(path):
+        for name in (".", *dirs, *files):
+            entry = os.path.join(parent, name)
+            os.chmod(entry, 0o755 if name in (".", *dirs) else 0o644)
+            if owner is not None:
+                os.chown(entry, *owner)
+
+
+def check_apart(source: Path, *others: Path) -> None:
+    """Refuse a scratch or baseline folder inside the tree: staging would pick it up."""
+    top = Path(os.path.realpath(source))
+    for other in (Path(tempfile.gettempdir()), *others):
+        where = Path(os.path.realpath(other))
+        if where == top or top in where.parents:
+            raise ValueError(f"{where} is inside the source tree {top}")
+
+
+def reader_of(source: Path) -> Ids | None:
+    """The user the tree-reading commands run as: the tree's owner, when we are root."""
+    if os.geteuid() != 0:
+        return None
+    owner = source.stat()
+    if owner.st_uid == 0:
+        return None
+    try:
+        gid = pwd.getpwuid(owner.st_uid).pw_gid
+    except KeyError:
+        gid = owner.st_gid
+    return owner.st_uid, gid
+
+
+def why(exc: Exception) -> str:
+    """The reason of an error, in one line (an `OSError` with the file it concerns)."""
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
+    return str(exc)

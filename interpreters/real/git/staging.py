@@ -1,0 +1,115 @@
+"""Staging a tree over a base tree in a private index: the tree id of the tree as it is.
+
+Interpreter side (processes, files); the staging rules of SPEC §4, shared by the baseline, the
+capture and the changed-files listing. Root (or we) runs the steps that need the base's objects;
+the tree's owner runs those that read the tree, with a `GIT_DIR` of ours, never the agent's
+`.git`, so nothing of the agent's configuration (fsmonitor, filters, hooks) can run. Nested
+repositories stay out; fifos, sockets and devices leave the index.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from interpreters.real.git.command import Scratch
+
+_GITLINK = b"160000"
+_NO_MODE = b"000000"
+
+
+def split_z(data: bytes) -> list[bytes]:
+    """The fields of git's `-z` output (NUL-separated, NUL-terminated)."""
+    parts = data.split(b"\0")
+    if parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def _index_line(mode: bytes, oid: bytes, path: bytes) -> bytes:
+    return mode + b" " + oid + b"\t" + path + b"\0"
+
+
+def _removal(path: bytes, oid_length: int) -> bytes:
+    return _index_line(b"0", b"0" * oid_length, path)
+
+
+def _special(top: Path, path: bytes) -> bool:
+    """Whether `path` (relative to `top`) is a fifo, socket or device, following no symlink."""
+    current = os.fsencode(top)
+    parts = path.split(b"/")
+    for depth, part in enumerate(parts):
+        current = current + b"/" + part
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return False
+        if depth < len(parts) - 1 and not stat.S_ISDIR(mode):
+            return False
+    return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))
+
+
+def stage(
+    s: Scratch, source: Path, base: str, *, repo: Path, alternates: Path
+) -> tuple[str, tuple[str, ...]]:
+    """Stage `source` over `base` in a fresh private index (SPEC §4); answer the tree id written
+    and the paths left out.
+
+    Root (or we) runs the steps that need the base's objects; the reader runs those that read
+    the tree. New objects go to `s.work/objects`; `alternates` holds the base's.
+    """
+    index = s.work / "index"
+    objects = s.work / "objects"
+    admin = s.environment(repo, index=index, objects=objects, alternates=alternates)
+    reader = s.environment(repo, index=index, work_tree=source, objects=objects)
+    oid_length = len(base)
+
+    s.git(["read-tree", base], env=admin)
+    # Gitlinks of the base leave the index while the tree is read: `add` would otherwise run
+    # `git status` inside each checked-out nested repository, with that repository's config.
+    listing = split_z(s.git(["ls-files", "--stage", "-z"], env=admin).stdout)
+    base_links = [entry.split(b"\t", 1)[1] for entry in listing if entry.startswith(_GITLINK)]
+    if base_links:
+        removals = b"".join(_removal(path, oid_length) for path in base_links)
+        s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
+    s.hand_over(index)
+
+    # The index has no stat data: refresh hashes every file without writing objects, so `add`
+    # then writes only the blobs that changed.
+    tree_args: dict[str, Any] = {"env": reader, "cwd": source, "as_reader": True}
+    s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
+    s.git(["add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
+
+    # Nested repositories stay out of the patch: every gitlink the index gained, changed or
+    # lost goes back to the base's entry (or away when the base had none).
+    raw = s.git(
+        ["diff-index", "--cached", "-z", "--raw", "--no-renames", "--ignore-submodules=none", base],
+        env=admin,
+    ).stdout
+    fixes: list[bytes] = []
+    fields = split_z(raw)
+    for header, path in zip(fields[::2], fields[1::2], strict=True):
+        src_mode, dst_mode, src_oid, _dst_oid, _status = header.lstrip(b":").split(b" ")
+        if dst_mode == _GITLINK or (src_mode == _GITLINK and dst_mode == _NO_MODE):
+            if src_mode == _NO_MODE:
+                fixes.append(_removal(path, oid_length))
+            else:
+                fixes.append(_index_line(src_mode, src_oid, path))
+    if fixes:
+        s.git(["update-index", "-z", "--index-info"], env=admin, stdin=b"".join(fixes))
+        s.hand_over(index)
+
+    # What git left out: tracked paths still unlike the tree ("C": unreadable, or now a fifo,
+    # socket or device, which leaves the index) and untracked paths it did not add ("?").
+    listing = split_z(
+        s.git(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], **tree_args).stdout
+    )
+    left = {entry[2:] for entry in listing}
+    special = [entry[2:] for entry in listing if entry[:2] == b"C " and _special(source, entry[2:])]
+    if special:
+        removals = b"".join(_removal(path, oid_length) for path in special)
+        s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
+    tree = s.git(["write-tree"], env=admin).text()
+    return tree, tuple(sorted(os.fsdecode(path) for path in left))
