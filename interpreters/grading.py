@@ -42,6 +42,7 @@ from ssegrade import (
     grade,
     run,
 )
+from ssegrade.bencher import fresh_copies
 
 __all__ = ["GradingInputError", "Sources", "grade_here", "grade_patch", "keep_repo_copy"]
 
@@ -126,6 +127,7 @@ def grade_here(
                 script_timeout=script_timeout,
                 say=say,
                 ahead=True,
+                copies=fresh_copies(task),
                 started=started,
                 env=env,
                 memory=memory,

@@ -59,7 +59,10 @@ class WorkAhead:
     check: Callable[[], None]
     left: Callable[[], float | None]
     note: Callable[[str], None]
+    planned: int | None = None
+    """The fresh copies grading will ask for (None: unknown): none is made ahead beyond."""
     _pool: ThreadPoolExecutor = field(init=False)
+    _taken: int = field(init=False, default=0)
     _prefetched: _Job | None = field(init=False, default=None)
     _removals: list[Future[None]] = field(init=False, default_factory=list)
     _trash: list[Path] = field(init=False, default_factory=list)
@@ -92,8 +95,9 @@ class WorkAhead:
     # ------------------------------------------------------------ fresh copies
 
     def prefetch(self, patch: bytes | None) -> None:
-        """Start the next fresh copy (with `patch`, if known yet) unless one is on its way."""
-        if self._prefetched is not None:
+        """Start the next fresh copy (with `patch`, if known yet) unless one is on its way or
+        grading will ask for no more."""
+        if self._prefetched is not None or self._taken >= (self.planned or 1 << 30):
             return
         path = self.private / f"copy-{secrets.token_hex(16)}"
         stop = threading.Event()
@@ -109,6 +113,7 @@ class WorkAhead:
     def take(self, patch: bytes, apply: Callable[[Path], None]) -> Path | None:
         """The copy made ahead, with `patch` applied (by `apply` when it was made before the
         patch was known); None when there is none to use. Raises `TimeLimitReached`."""
+        self._taken += 1
         job, self._prefetched = self._prefetched, None
         if job is None:
             return None

@@ -94,6 +94,9 @@ class LocalSystem:
     env: EnvPolicy | None = None
     memory: int | None = None
     ahead: bool = False
+    copies: int | None = None
+    """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
+    so that none is made ahead in vain."""
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
@@ -122,6 +125,7 @@ class LocalSystem:
                 self._check,
                 self._left,
                 self._writer.note,
+                self.copies,
             )
 
     def log_notes(self, notes: list[str]) -> None:
