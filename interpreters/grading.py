@@ -141,11 +141,11 @@ def grade_here(
                     return record.grade(options, interpret, deadline)
                 return run(grade(options), interpret, deadline)
             finally:
-                system.close()
+                system.close(remove=False)
 
         return graded(results, runtime, local)
     finally:
-        files.remove_tree(scratch)
+        files.remove_later(scratch)  # the grade is written: its scratch goes in the background
 
 
 def _baseline(

@@ -3,10 +3,9 @@
 The evaluator's trees do not change while it grades, so work that no script's outcome decides
 is done in the background: the next check's fresh copy (patch applied) while a script runs,
 the patch check against the grading repo while the proof runs, the archive of the source tree
-from the end of the capture on (a child process), and, once the checks are over, the removal
-of discarded trees. Copies made ahead and trees on their way out wait in a private folder
-under names no one can guess.
-The order of checks, their results and logs are the same as without working ahead.
+from the end of the capture on (a child process). Discarded trees are removed at the end.
+Copies made ahead and trees on their way out wait in a private folder under names no one can
+guess. The order of checks, their results and logs are the same as without working ahead.
 """
 
 from __future__ import annotations
@@ -76,9 +75,9 @@ class WorkAhead:
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="ahead")
 
     def remove(self, path: Path) -> None:
-        """Move `path` out of the runner's reach at once; it is removed once the checks are
-        over. Removing while copies are made would slow both: they compete for the CPU, and
-        on ext4 a file created just after many were deleted waits for its inode."""
+        """Move `path` out of the runner's reach at once; it is removed at the end. Removing
+        while copies are made would slow both: they compete for the CPU, and on ext4 a file
+        created just after many were deleted waits for its inode."""
         away = self.private / f"trash-{secrets.token_hex(16)}"
         try:
             os.rename(path, away)
@@ -87,10 +86,8 @@ class WorkAhead:
         self._trash.append(away)
 
     def checks_over(self) -> None:
-        """Stop the copy made ahead, if any, and start removing what was discarded."""
+        """Stop the copy made ahead, if any: no check will ask for it."""
         self._drop_prefetched()
-        trash, self._trash = self._trash, []
-        self._removals += [self._pool.submit(files.remove_tree, path) for path in trash]
 
     # ------------------------------------------------------------ fresh copies
 
@@ -187,9 +184,14 @@ class WorkAhead:
 
     # ------------------------------------------------------------ the end
 
-    def close(self) -> None:
-        """Stop and wait for the background work; note removals that failed."""
+    def close(self, remove: bool = True) -> None:
+        """Stop and wait for the background work; remove what was discarded (or, without
+        `remove`, leave it in the private folder for the caller, who removes the scratch
+        folder whole); note removals that failed."""
         self.checks_over()
+        trash, self._trash = self._trash, []
+        if remove:
+            self._removals += [self._pool.submit(files.remove_tree, path) for path in trash]
         if self._archive is not None:
             self._archive.stop()
             self._archive = None

@@ -137,11 +137,12 @@ class LocalSystem:
         """Kill every process of this system's runner session (as root: of the runner)."""
         kill_session(self.runner, self._token)
 
-    def close(self) -> None:
-        """Stop and wait for the background work; remove what it left in the scratch folder."""
+    def close(self, remove: bool = True) -> None:
+        """Stop and wait for the background work; remove what it left in the scratch folder,
+        unless the caller will (`remove=False`: it removes the scratch folder whole)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
-            ahead.close()
+            ahead.close(remove)
 
     # -------------------------------------------------------------- helpers
 
