@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -119,6 +120,10 @@ def evaluate(top: Path, task: Path, source: Path, baseline: Path, repo: Path, n:
             )
         )
     )
+    # Its scratch folder is removed by a process of its own after it ends: let that finish
+    # before anything else is timed.
+    while any(top.glob("ssegrade-*")):
+        time.sleep(0.05)
     if done[0].stdout.strip() != "passed":
         raise SystemExit(f"evaluate did not pass: {done[0].stdout}{done[0].stderr}")
     if not (results / "source.tar.gz").is_file():

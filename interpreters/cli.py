@@ -311,8 +311,6 @@ def evaluate(
     click.echo(verdict_line(result))
 
 
-
-
 def main(argv: list[str] | None = None) -> NoReturn:
     """Console entry point: run `cli`; every usage or input error is one line on stderr,
     `ssegrade: error: <message>`, with the exit status docs/cli.md gives."""

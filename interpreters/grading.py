@@ -42,6 +42,7 @@ from ssegrade import (
     grade,
     run,
 )
+from ssegrade.bencher import fresh_copies
 
 __all__ = ["GradingInputError", "Sources", "grade_here", "grade_patch", "keep_repo_copy"]
 
@@ -126,6 +127,7 @@ def grade_here(
                 script_timeout=script_timeout,
                 say=say,
                 ahead=True,
+                copies=fresh_copies(task),
                 started=started,
                 env=env,
                 memory=memory,
@@ -139,11 +141,11 @@ def grade_here(
                     return record.grade(options, interpret, deadline)
                 return run(grade(options), interpret, deadline)
             finally:
-                system.close()
+                system.close(remove=False)
 
         return graded(results, runtime, local)
     finally:
-        files.remove_tree(scratch)
+        files.remove_later(scratch)  # the grade is written: its scratch goes in the background
 
 
 def _baseline(

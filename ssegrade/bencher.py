@@ -45,6 +45,7 @@ __all__ = [
     "BenchSession",
     "bench",
     "bencher_interpreter",
+    "fresh_copies",
     "gitignore_changes",
     "is_blank",
     "prepare",
@@ -198,6 +199,21 @@ async def _run_staged(
         reason = result.not_started.replace(staged.paths[0], script)
         return replace(result, not_started=reason)
     return result
+
+
+def fresh_copies(task: Task) -> int:
+    """How many fresh copies a whole grading of `task` asks for: one for the build and the
+    PoCs, one for the functional tests, one for the intent tests (fewer when it stops early).
+
+    >>> from ssegrade.task import Files, Scripts
+    >>> fresh_copies(Task(id="t", scripts=Scripts(build="b", run="r", test="t"),
+    ...                   files=Files(poc=("p",), future_test="f.diff")))
+    3
+    >>> fresh_copies(Task(id="t", scripts=Scripts(run="r"), files=Files(poc=("p",))))
+    1
+    """
+    has = task.checks
+    return sum((bool(has & {"build", "poc"}), "function_test" in has, "intent_test" in has))
 
 
 async def _build(session: BenchSession, script: str) -> ScriptResult:

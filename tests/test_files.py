@@ -8,11 +8,12 @@ import socket
 import stat
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
-from interpreters.real.files import archive, atomic_write, fresh_copy, remove_tree
+from interpreters.real.files import archive, atomic_write, fresh_copy, remove_later, remove_tree
 from interpreters.real.files.data import copy_data
 
 ROOT = os.geteuid() == 0
@@ -293,3 +294,19 @@ def test_every_way_of_copying_data(tmp_path: Path, ways: dict[str, bool]) -> Non
         os.close(src)
         os.close(dst)
     assert (tmp_path / "out").read_bytes() == data
+
+
+def test_a_tree_removed_later_goes_by_itself(tmp_path: Path) -> None:
+    tree = tmp_path / "scratch"
+    (tree / "a" / "b").mkdir(parents=True)
+    (tree / "a" / "b" / "f").write_text("x")
+    (tree / "a" / "b").chmod(0o500)  # left read-only by a script
+    (tree / "link").symlink_to(tmp_path)  # removed, not followed
+    keep = tmp_path / "keep"
+    keep.write_text("kept")
+    remove_later(tree)
+    deadline = time.monotonic() + 60
+    while tree.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the remover's own process, seen through the tree it removes
+    assert not tree.exists()
+    assert keep.read_text() == "kept"

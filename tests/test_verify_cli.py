@@ -52,7 +52,9 @@ def shell_task(root: Path, *, patch: str | None = FIX) -> RealTask:
 
 
 def verify(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
-    done = ssegrade("verify", "--format", "json", *args, env=env, timeout=600)
+    with tempfile.TemporaryDirectory(prefix="verify-results-") as kept:
+        extra = () if "--results" in args else ("--results", os.path.join(kept, "r"))
+        done = ssegrade("verify", "--format", "json", *args, *extra, env=env, timeout=600)
     doc = json.loads(done.stdout) if done.stdout.strip() else {}
     return done.returncode, doc, done.stderr
 
@@ -244,7 +246,9 @@ def test_results_json_goes_to_a_file_with_o(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert json.loads(out.read_text())["tasks"][0]["verdict"] == "ok"
-    assert os.path.isdir(done.stderr.split("results kept in ")[1].split()[0])
+    kept = done.stderr.split("results kept in ")[1].split()[0]
+    assert os.path.isdir(kept)
+    shutil.rmtree(kept)
 
 
 records = st.builds(

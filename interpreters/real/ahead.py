@@ -3,10 +3,9 @@
 The evaluator's trees do not change while it grades, so work that no script's outcome decides
 is done in the background: the next check's fresh copy (patch applied) while a script runs,
 the patch check against the grading repo while the proof runs, the archive of the source tree
-from the end of the capture on (a child process), and, once the checks are over, the removal
-of discarded trees. Copies made ahead and trees on their way out wait in a private folder
-under names no one can guess.
-The order of checks, their results and logs are the same as without working ahead.
+from the end of the capture on (a child process). Discarded trees are removed at the end.
+Copies made ahead and trees on their way out wait in a private folder under names no one can
+guess. The order of checks, their results and logs are the same as without working ahead.
 """
 
 from __future__ import annotations
@@ -59,7 +58,10 @@ class WorkAhead:
     check: Callable[[], None]
     left: Callable[[], float | None]
     note: Callable[[str], None]
+    planned: int | None = None
+    """The fresh copies grading will ask for (None: unknown): none is made ahead beyond."""
     _pool: ThreadPoolExecutor = field(init=False)
+    _taken: int = field(init=False, default=0)
     _prefetched: _Job | None = field(init=False, default=None)
     _removals: list[Future[None]] = field(init=False, default_factory=list)
     _trash: list[Path] = field(init=False, default_factory=list)
@@ -73,9 +75,9 @@ class WorkAhead:
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="ahead")
 
     def remove(self, path: Path) -> None:
-        """Move `path` out of the runner's reach at once; it is removed once the checks are
-        over. Removing while copies are made would slow both: they compete for the CPU, and
-        on ext4 a file created just after many were deleted waits for its inode."""
+        """Move `path` out of the runner's reach at once; it is removed at the end. Removing
+        while copies are made would slow both: they compete for the CPU, and on ext4 a file
+        created just after many were deleted waits for its inode."""
         away = self.private / f"trash-{secrets.token_hex(16)}"
         try:
             os.rename(path, away)
@@ -84,16 +86,15 @@ class WorkAhead:
         self._trash.append(away)
 
     def checks_over(self) -> None:
-        """Stop the copy made ahead, if any, and start removing what was discarded."""
+        """Stop the copy made ahead, if any: no check will ask for it."""
         self._drop_prefetched()
-        trash, self._trash = self._trash, []
-        self._removals += [self._pool.submit(files.remove_tree, path) for path in trash]
 
     # ------------------------------------------------------------ fresh copies
 
     def prefetch(self, patch: bytes | None) -> None:
-        """Start the next fresh copy (with `patch`, if known yet) unless one is on its way."""
-        if self._prefetched is not None:
+        """Start the next fresh copy (with `patch`, if known yet) unless one is on its way or
+        grading will ask for no more."""
+        if self._prefetched is not None or self._taken >= (self.planned or 1 << 30):
             return
         path = self.private / f"copy-{secrets.token_hex(16)}"
         stop = threading.Event()
@@ -109,6 +110,7 @@ class WorkAhead:
     def take(self, patch: bytes, apply: Callable[[Path], None]) -> Path | None:
         """The copy made ahead, with `patch` applied (by `apply` when it was made before the
         patch was known); None when there is none to use. Raises `TimeLimitReached`."""
+        self._taken += 1
         job, self._prefetched = self._prefetched, None
         if job is None:
             return None
@@ -182,9 +184,14 @@ class WorkAhead:
 
     # ------------------------------------------------------------ the end
 
-    def close(self) -> None:
-        """Stop and wait for the background work; note removals that failed."""
+    def close(self, remove: bool = True) -> None:
+        """Stop and wait for the background work; remove what was discarded (or, without
+        `remove`, leave it in the private folder for the caller, who removes the scratch
+        folder whole); note removals that failed."""
         self.checks_over()
+        trash, self._trash = self._trash, []
+        if remove:
+            self._removals += [self._pool.submit(files.remove_tree, path) for path in trash]
         if self._archive is not None:
             self._archive.stop()
             self._archive = None

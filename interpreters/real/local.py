@@ -94,6 +94,9 @@ class LocalSystem:
     env: EnvPolicy | None = None
     memory: int | None = None
     ahead: bool = False
+    copies: int | None = None
+    """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
+    so that none is made ahead in vain."""
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
@@ -122,6 +125,7 @@ class LocalSystem:
                 self._check,
                 self._left,
                 self._writer.note,
+                self.copies,
             )
 
     def log_notes(self, notes: list[str]) -> None:
@@ -133,11 +137,12 @@ class LocalSystem:
         """Kill every process of this system's runner session (as root: of the runner)."""
         kill_session(self.runner, self._token)
 
-    def close(self) -> None:
-        """Stop and wait for the background work; remove what it left in the scratch folder."""
+    def close(self, remove: bool = True) -> None:
+        """Stop and wait for the background work; remove what it left in the scratch folder,
+        unless the caller will (`remove=False`: it removes the scratch folder whole)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
-            ahead.close()
+            ahead.close(remove)
 
     # -------------------------------------------------------------- helpers
 

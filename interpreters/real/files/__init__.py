@@ -13,19 +13,20 @@ up twice.
 | `tarstream` | a tree as a tar stream |
 | `archiving` | `archive` and `start_archive`: the source archive, whole or absent |
 | `atomic` | `atomic_write` |
-| `removal` | `remove_tree` |
+| `removal` | `remove_tree`, and `remove_later` in a process of its own |
 """
 
 from interpreters.real.files.archiving import ArchiveProcess, archive, start_archive
 from interpreters.real.files.atomic import atomic_write
 from interpreters.real.files.fresh import fresh_copy
-from interpreters.real.files.removal import remove_tree
+from interpreters.real.files.removal import remove_later, remove_tree
 
 __all__ = [
     "ArchiveProcess",
     "archive",
     "atomic_write",
     "fresh_copy",
+    "remove_later",
     "remove_tree",
     "start_archive",
 ]

@@ -1,4 +1,5 @@
-"""Removing a tree the runner wrote, whatever its modes and depth, following no symlink.
+"""Removing a tree the runner wrote, whatever its modes and depth, following no symlink:
+now (`remove_tree`), or by a process of its own that outlives the caller (`remove_later`).
 
 Interpreter side (files, processes).
 """
@@ -9,6 +10,7 @@ import errno
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 from interpreters.real.files.descriptors import DIR_FLAGS
@@ -40,6 +42,35 @@ def remove_tree(path: Path) -> None:
         if isinstance(exc, OSError) and exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
         _remove_with_tools(path)
+
+
+def remove_later(path: Path) -> None:
+    """Have `path` removed by a process of its own, in its own session, which goes on after
+    this one ends (a grade is not kept waiting for its scratch trees to go); removed here and
+    now when that process cannot start."""
+    code = (
+        "import sys; from pathlib import Path; "
+        "from interpreters.real.files.removal import remove_tree; remove_tree(Path(sys.argv[1]))"
+    )
+    top = Path(__file__).resolve().parents[3]
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PYTHONPATH": os.fspath(top)}
+    # The shell starts the remover in the background and exits at once: the remover is
+    # nobody's child to wait for, and leaves no zombie behind.
+    command = ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-c", code, os.fspath(path)]
+    try:
+        subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+            cwd="/",
+            check=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        remove_tree(path)
 
 
 _ROOT = os.geteuid() == 0
