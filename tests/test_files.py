@@ -8,6 +8,7 @@ import socket
 import stat
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -310,3 +311,29 @@ def test_a_tree_removed_later_goes_by_itself(tmp_path: Path) -> None:
         time.sleep(0.02)  # the remover's own process, seen through the tree it removes
     assert not tree.exists()
     assert keep.read_text() == "kept"
+
+
+def test_two_removals_of_one_tree_at_once_both_succeed(tmp_path: Path) -> None:
+    # The evaluator's detached remover and its caller may remove the same scratch folder.
+    tree = tmp_path / "scratch"
+    for a in range(20):
+        for b in range(20):
+            folder = tree / f"a{a}" / f"b{b}"
+            folder.mkdir(parents=True)
+            for c in range(5):
+                (folder / f"f{c}").write_text("x")
+    errors: list[BaseException] = []
+
+    def remove() -> None:
+        try:
+            remove_tree(tree)
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=remove) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert not tree.exists()

@@ -6,6 +6,7 @@ Interpreter side (files, processes).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -17,7 +18,8 @@ from interpreters.real.files.descriptors import DIR_FLAGS
 
 
 def remove_tree(path: Path) -> None:
-    """Remove `path` and everything under it; a missing path is fine.
+    """Remove `path` and everything under it; a missing path is fine, and so is another
+    removal of the same tree at the same time.
 
     Works on directory descriptors (a symlink in the tree is removed, never followed) and makes
     directories writable when the runner left them read-only or unreadable. Trees too deep for
@@ -29,7 +31,8 @@ def remove_tree(path: Path) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISDIR(st.st_mode):
-        os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
         return
     try:
         fd = _open_dir(None, os.fspath(path))
@@ -38,6 +41,8 @@ def remove_tree(path: Path) -> None:
         finally:
             os.close(fd)
         os.rmdir(path)
+    except FileNotFoundError:  # removed meanwhile by another
+        return
     except (RecursionError, OSError) as exc:
         if isinstance(exc, OSError) and exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
@@ -91,25 +96,20 @@ def _clear_dir(fd: int) -> None:
     with os.scandir(fd) as listing:
         entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
     for name, is_dir in entries:
-        if is_dir:
+        # An entry gone meanwhile is fine: another remover may be at work on the same tree.
+        with contextlib.suppress(FileNotFoundError):
+            if not is_dir:
+                try:
+                    os.unlink(name, dir_fd=fd)
+                    continue
+                except IsADirectoryError:  # replaced by a directory meanwhile
+                    pass
             child = _open_dir(fd, name)
             try:
                 _clear_dir(child)
             finally:
                 os.close(child)
             os.rmdir(name, dir_fd=fd)
-        else:
-            try:
-                os.unlink(name, dir_fd=fd)
-            except FileNotFoundError:
-                pass
-            except IsADirectoryError:  # replaced by a directory meanwhile
-                child = _open_dir(fd, name)
-                try:
-                    _clear_dir(child)
-                finally:
-                    os.close(child)
-                os.rmdir(name, dir_fd=fd)
 
 
 def _remove_with_tools(path: Path) -> None:
