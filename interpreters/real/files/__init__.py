@@ -8,8 +8,8 @@ up twice.
 |---|---|
 | `descriptors` | what the walks share: open flags, the check between steps, sizes |
 | `data` | copying one file's data in the kernel |
-| `fresh` | `fresh_copy`: a copy of a tree, walked by descriptors on a few threads |
-| `compression` | gzip compressed on several threads |
+| `fresh` | `fresh_copy`: a copy of a tree, walked by descriptors on `WORKERS` threads |
+| `compression` | gzip compressed on `WORKERS` threads, stored where deflate does not pay |
 | `tarstream` | a tree as a tar stream |
 | `archiving` | `archive` and `start_archive`: the source archive, whole or absent |
 | `atomic` | `atomic_write` |

@@ -53,9 +53,10 @@ def archive(
     The tree is walked with directory descriptors, so no symlink is ever followed and no path
     is looked up twice (an entry swapped for a link meanwhile is stored as the link, or left
     out). Symlinks are stored as links; sockets, FIFOs and devices are left out. Compression
-    (gzip `level`) runs on several threads. `check` is called between entries and reads: what
-    it raises stops the archive and is raised again, leaving no file. Best effort otherwise:
-    any failure gives `Failure(message)` and leaves no partial file at `dest`.
+    (gzip `level` where it pays, stored elsewhere) runs on `WORKERS` threads. `check` is
+    called between entries and reads: what it raises stops the archive and is raised again,
+    leaving no file. Best effort otherwise: any failure gives `Failure(message)` and leaves no
+    partial file at `dest`.
     """
     tmp: str | None = None
     try:

@@ -1,4 +1,4 @@
-"""gzip compression on several threads: a stream written as gzip members compressed at once.
+"""gzip compression on `WORKERS` threads: a stream written as gzip members compressed at once.
 
 Interpreter side (files); the compression of the source archive (SPEC §6).
 """
@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from interpreters.real.files.descriptors import CHUNK, WORKERS, Check
 
 _MEMBER_SIZE = 4 << 20
-"""Bytes of tar data per gzip member: members are compressed by several threads at once."""
+"""Bytes of tar data per gzip member: members are compressed by `WORKERS` threads at once."""
 _PIECE = 512 << 10
 """Bytes of one gzip member inside a block: each chooses its own way of compressing."""
 _PROBE = 16 << 10
@@ -41,7 +41,7 @@ def _gzip_member(data: bytes, level: int) -> bytes:
 
 
 class ParallelGzip:
-    """Writes what it is given to `fd` as gzip, compressed by a few threads at once (zlib
+    """Writes what it is given to `fd` as gzip, compressed by `WORKERS` threads at once (zlib
     releases the GIL). The output is a series of gzip members, which every gzip reader takes
     as one stream (RFC 1952, section 2.2)."""
 
