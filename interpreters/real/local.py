@@ -24,6 +24,7 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
 from interpreters.real.ahead import WorkAhead
+from interpreters.real.objects import answer_observation
 from interpreters.real.results import ARCHIVE_NAME, ResultsWriter, archive_whole
 from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
 from interpreters.real.support import SupportFolders
@@ -45,7 +46,9 @@ from ssegrade import (
     NewSession,
     Notify,
     ProvePatch,
+    ReadTaskFile,
     RunScript,
+    ScanObjects,
     ScriptResult,
     Staged,
     StageFiles,
@@ -55,6 +58,7 @@ from ssegrade import (
     Unstage,
     Workspace,
     WriteArtifact,
+    WriteGuard,
     WriteResult,
 )
 
@@ -242,7 +246,9 @@ class LocalSystem:
                 return None
             case Archive():
                 return self._archived()
-            case CheckStarted() | CheckFinished() | Notify() | WriteResult():
+            case ReadTaskFile() | ScanObjects():
+                return answer_observation(effect, self.places.repo, self.deadline)
+            case CheckStarted() | CheckFinished() | Notify() | WriteResult() | WriteGuard():
                 return self._writer(effect)
             case _:
                 assert_never(effect)

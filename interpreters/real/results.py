@@ -1,5 +1,6 @@
 """What the evaluator writes into the results folder (interpreter layer): progress lines,
-`checks.jsonl`, `logs/notes.log`, the archive of the source tree and `result.json`.
+`checks.jsonl`, `logs/notes.log`, the archive of the source tree, `result.json` and the patch
+guard's `guard.json` (with its `guard` record in `checks.jsonl`).
 
 Every write is safe against links planted in the results folder: appends never follow one,
 whole files are written atomically.
@@ -27,12 +28,24 @@ from ssegrade import (
     Effect,
     Notify,
     TimeLimitReached,
+    WriteGuard,
     WriteResult,
 )
+from ssegrade.guard import GuardReport
 
-__all__ = ["ARCHIVE_NAME", "ResultsWriter", "archive_whole", "check_label", "describe_check"]
+__all__ = [
+    "ARCHIVE_NAME",
+    "GUARD_NAME",
+    "ResultsWriter",
+    "archive_whole",
+    "check_label",
+    "describe_check",
+    "describe_guard",
+    "guard_record",
+]
 
 ARCHIVE_NAME = "source.tar.gz"
+GUARD_NAME = "guard.json"
 
 
 def check_label(name: str, poc: str | None) -> str:
@@ -55,7 +68,24 @@ def describe_check(record: CheckRecord) -> str:
     )
 
 
-Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult
+def describe_guard(report: GuardReport, where: str) -> str:
+    """One progress line for the patch guard: the kinds of flag it raised, and its file."""
+    if not report.checked:
+        return f"guard: no patch to examine; {where}"
+    if not report.flags:
+        return f"guard: no flag; {where}"
+    return f"guard: flagged {', '.join(report.kinds)} (advisory, not part of the grade); {where}"
+
+
+def guard_record(report: GuardReport, where: str) -> dict[str, Any]:
+    """The `guard` line of `checks.jsonl`: a check record's keys (`exit_code` is the number
+    of flags, `passed` that there is none) and `flags`, the kinds raised."""
+    flags = len(report.flags)
+    record = CheckRecord("guard", None, flags, 0.0, False, where, passed=not flags)
+    return {**asdict(record), "flags": list(report.kinds)}
+
+
+Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult | WriteGuard
 
 
 def _append(path: Path, text: str) -> None:
@@ -88,7 +118,8 @@ class ResultsWriter:
         _append(self.results / "logs" / "notes.log", f"{message}\n")
 
     def __call__(self, effect: Effect[Any]) -> object:
-        """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
+        """Answer `Archive`, `CheckStarted`, `CheckFinished`, `Notify`, `WriteResult` or
+        `WriteGuard`."""
         if not isinstance(effect, Reported):
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
@@ -111,6 +142,13 @@ class ResultsWriter:
                 return None
             case WriteResult(result=result):
                 files.atomic_write(self.results / "result.json", result.to_json())
+                return None
+            case WriteGuard(report=report):
+                path = self.results / GUARD_NAME
+                files.atomic_write(path, report.to_json())
+                line = json.dumps(guard_record(report, str(path)), separators=(",", ":"))
+                _append(self.results / "checks.jsonl", line + "\n")
+                self.say(describe_guard(report, str(path)))
                 return None
             case _:
                 assert_never(effect)
