@@ -34,7 +34,7 @@ from interpreters.setup import (
     verdict_line,
 )
 from interpreters.trace import recording
-from ssegrade import RuntimeResult, result_schema
+from ssegrade import RuntimeResult, guard_schema, result_schema
 
 __all__ = ["cli", "main"]
 
@@ -118,14 +118,16 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
 
 
 @cli.command()
-def schema() -> None:
-    """Print the JSON Schema of result.json.
+@click.argument("document", type=click.Choice(["result", "guard"]), default="result")
+def schema(document: str) -> None:
+    """Print the JSON Schema of result.json (or of the patch guard's guard.json).
 
     \b
-    Example:
+    Examples:
       ssegrade schema > result.schema.json
+      ssegrade schema guard > guard.schema.json
     """
-    click.echo(json.dumps(result_schema(), indent=2))
+    click.echo(json.dumps(result_schema() if document == "result" else guard_schema(), indent=2))
 
 
 def _agent_int(

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
 from ssegrade.task import Task
 
@@ -219,11 +220,13 @@ def summary_document(
     result: EvaluationResult,
     digest: str,
     cached_from: str | None = None,
+    guard: GuardReport | None = None,
 ) -> dict[str, Any]:
     """The `summary.json` of a batch run (SPEC §11, §14): the task config, the run config, the
-    grade, the agent's facts from the job line, the digest and, for a cached run, where the
-    grade comes from. The run config's three keys are also written at the top level, where
-    readers that take `config` for the task config (as in `result.json`) find them."""
+    grade, the agent's facts from the job line, the digest, the patch guard's report (`guard`,
+    SPEC §15; absent when none was written) and, for a cached run, where the grade comes from.
+    The run config's three keys are also written at the top level, where readers that take
+    `config` for the task config (as in `result.json`) find them."""
     run_config = {"agent": job.agent, "model": job.model, "reference_run": job.reference_run}
     doc: dict[str, Any] = {
         "task": task.model_dump(mode="json", exclude_none=True),
@@ -236,6 +239,8 @@ def summary_document(
         "started_at": job.started_at,
         "digest": digest,
     }
+    if guard is not None:
+        doc["guard"] = guard.model_dump(mode="json")
     if cached_from is not None:
         doc["cached_from"] = cached_from
     return doc

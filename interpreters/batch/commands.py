@@ -22,6 +22,7 @@ from interpreters.batch.jobs import BadJobs
 from interpreters.batch.run import run_batch
 from interpreters.batch.verification import TaskVerification, verify_tasks
 from interpreters.setup import BadInput, runner_option
+from ssegrade import Flag
 
 __all__ = ["batch", "verify"]
 
@@ -206,7 +207,15 @@ def _table(tasks: tuple[TaskVerification, ...]) -> str:
         lines.append(f"{t.task:<{width}}  {t.verification.verdict}")
         lines += [f"{'':<{width}}  - {problem}" for problem in t.verification.problems]
         lines += [f"{'':<{width}}  - flaky: {line}" for line in t.verification.flaky]
+        lines += [f"{'':<{width}}  - {_flag_line(flag)}" for flag in t.reference_flags]
     return "\n".join(lines) + "\n"
+
+
+def _flag_line(flag: Flag) -> str:
+    """How `verify` names a flag the reference patch raises (advisory, never a problem)."""
+    shown = ", ".join(flag.paths[:3]) + (", …" if len(flag.paths) > 3 else "")
+    where = f" [{shown}]" if shown else ""
+    return f"the reference patch raises the guard's {flag.kind} flag: {flag.why}{where}"
 
 
 @click.command()

@@ -43,6 +43,7 @@ from interpreters.batch.jobs import (
 from interpreters.batch.progress import Reporter, make_reporter
 from interpreters.grading import grade_patch
 from interpreters.real import files
+from interpreters.real.results import read_guard
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Job, Tally, cached_result, summary_document
 
@@ -240,9 +241,10 @@ class _Batch:
         if done.result is None:
             self.killed(done.key)
             return []
+        guard = read_guard(job.folder)
         _write(
             job.folder / SUMMARY,
-            summary_document(job.task, job.job, job.run_id, done.result, job.digest),
+            summary_document(job.task, job.job, job.run_id, done.result, job.digest, guard=guard),
         )
         _unmark(job.folder)
         status = done.result.patch_result.status
@@ -270,7 +272,10 @@ class _Batch:
         except OSError:
             patch_bytes = job.patch
         _write_bytes(job.folder / "final.patch", patch_bytes)
-        summary = summary_document(job.task, job.job, job.run_id, result, job.digest, source)
+        guard = read_guard(graded)  # the same patch and task: the same flags
+        summary = summary_document(
+            job.task, job.job, job.run_id, result, job.digest, source, guard=guard
+        )
         _write(job.folder / SUMMARY, summary)
         _unmark(job.folder)
         self.finish(job, "cached", patch.status, cached_from=source)

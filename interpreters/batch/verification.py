@@ -27,8 +27,9 @@ from interpreters.batch.engines import (
 from interpreters.batch.jobs import BadJobs, check_runner
 from interpreters.grading import grade_patch
 from interpreters.real import files
+from interpreters.real.results import read_guard
 from interpreters.taskfolder import load_task
-from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
+from ssegrade import CheckRecord, EvaluationResult, Flag, GuardReport, RuntimeResult, Task
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
@@ -47,6 +48,7 @@ class ControlResult:
     result: EvaluationResult
     seconds: float
     checks: tuple[CheckRecord, ...] = ()
+    guard: GuardReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,16 @@ class TaskVerification:
     verification: Verification
     runs: tuple[ControlResult, ...]
 
+    @property
+    def reference_flags(self) -> tuple[Flag, ...]:
+        """The patch guard's flags the reference patch raises (in any of its runs), once each:
+        what is normal for this task (a real fix may touch its tests or build files)."""
+        found: dict[Flag, None] = {}
+        for run in self.runs:
+            if run.control == "reference" and run.guard is not None:
+                found.update(dict.fromkeys(run.guard.flags))
+        return tuple(found)
+
     def to_json(self) -> dict[str, Any]:
         """The task's entry in `verify --format json`."""
         v = self.verification
@@ -67,6 +79,7 @@ class TaskVerification:
             "verdict": v.verdict,
             "problems": list(v.problems),
             "flaky": list(v.flaky),
+            "reference_flags": [f.model_dump(mode="json") for f in self.reference_flags],
             "runs": [
                 {
                     "control": r.control,
@@ -75,6 +88,7 @@ class TaskVerification:
                     "result": r.result.patch_result.model_dump(mode="json"),
                     "seconds": round(r.seconds, 3),
                     "results": str(r.folder),
+                    "guard": None if r.guard is None else r.guard.model_dump(mode="json"),
                 }
                 for r in self.runs
             ],
@@ -200,7 +214,10 @@ def verify_tasks(
         if done.result is None:
             files.remove_tree(folder)
             return []
-        run = ControlResult(control, n, folder, done.result, done.seconds, _check_records(folder))
+        checks = _check_records(folder)
+        run = ControlResult(
+            control, n, folder, done.result, done.seconds, checks, read_guard(folder)
+        )
         subject.runs.append(run)
         finished = sum(len(s.runs) for s in subjects)
         say(

@@ -29,10 +29,12 @@ from anyio import CapacityLimiter
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException
 
 from interpreters.daemon.service import Refused, Service
 from ssegrade.effects import Action, ScriptResult
+from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     API_VERSION,
     AgentExitedReply,
@@ -195,6 +197,19 @@ async def post_agent_exited(asker: Asker) -> AgentExitedReply:
 async def get_reference_patch(asker: Asker) -> DiffText:
     """Admin only (403 elsewhere): the task's reference fix; 404 when the task has none."""
     return await asker.call(asker.service.reference_patch, asker.listener)
+
+
+_FACTS = TypeAdapter(GuardFacts)
+
+
+@router.post("/ssegrade/guard/observe", response_model=GuardFacts, responses=_errors(403, 404, 503))
+async def post_guard_observe(asker: Asker) -> Response:
+    """ssegrade's own, admin only (403 elsewhere): what the patch guard reads besides the
+    patch, observed in the grading session after its checks: the PoC files (bytes in base64),
+    the paths of the hidden test diff, and a scan of the build's objects for the task's
+    sanitizer runtime. 404 before `POST /prepare_grading`."""
+    facts = await asker.call(asker.service.observe_guard, asker.listener)
+    return Response(_FACTS.dump_json(facts), media_type="application/json")
 
 
 def _error(status: int, message: str) -> JSONResponse:

@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ssegrade.effects import Action, ScriptResult
+from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     AgentExitedReply,
     BencherRequest,
@@ -32,6 +33,7 @@ M = TypeVar("M", bound=BaseModel)
 
 _PREPARE = TypeAdapter[Any](PrepareReply)
 _SCRIPT = TypeAdapter(ScriptResult)
+_FACTS = TypeAdapter(GuardFacts)
 
 
 class DaemonError(Exception):
@@ -171,6 +173,14 @@ class DaemonClient:
         except ValidationError as exc:
             raise DaemonError(f"POST /prepare_grading: unreadable reply: {exc}") from exc
         return parsed
+
+    def observe_guard(self, *, timeout: float | None = None) -> GuardFacts:
+        """`POST /ssegrade/guard/observe` (ssegrade's own, admin socket)."""
+        reply = self.request("POST", "/ssegrade/guard/observe", timeout=httpx.Timeout(timeout))
+        try:
+            return _FACTS.validate_json(reply.content)
+        except ValidationError as exc:
+            raise _unreadable(reply, exc) from exc
 
     def agent_exited(self) -> AgentExitedReply:
         """`POST /admin/agent_exited`."""

@@ -2,10 +2,11 @@
 
 Interpreter layer.
 
-- `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, `Bench`)
-  over the admin socket and the others (`Archive`, `CheckFinished`, `Notify`, `WriteResult`)
-  locally with `ResultsWriter`. Each script may run for the script limit or the time left
-  before the grading's `Deadline`, whichever is smaller; the run loop ends grading there.
+- `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, `Bench`,
+  the guard's `ObserveGuard`) over the admin socket and the others (`Archive`,
+  `CheckFinished`, `Notify`, `WriteResult`, `WriteGuard`) locally with `ResultsWriter`. Each
+  script may run for the script limit or the time left before the grading's `Deadline`,
+  whichever is smaller; the run loop ends grading there.
 - `PreviewInterpreter` answers the `test_patch` preview's effects: `Bench` over the
   agent-facing socket (never the grading session), `SpillLog` by writing a new file in the log
   folder.
@@ -27,7 +28,7 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from ssegrade.effects import Bench, Effect, PrepareGrading
+from ssegrade.effects import Bench, Effect, ObserveGuard, PrepareGrading
 from ssegrade.preview import SpillLog
 from ssegrade.protocol import prepared_result
 from ssegrade.run import Deadline
@@ -60,6 +61,8 @@ class RemoteGrading:
                 return self.client.bencher(
                     action, grading=True, poc=poc, limit=limit, timeout=limit + _REPLY_GRACE
                 )
+            case ObserveGuard():
+                return self.client.observe_guard(timeout=_REPLY_GRACE)
             case _:
                 return self.local(effect)
 

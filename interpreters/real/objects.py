@@ -40,7 +40,7 @@ __all__ = [
     "SCAN_SECONDS",
     "answer_observation",
     "elf_strings",
-    "read_task_file",
+    "read_start",
     "scan_objects",
 ]
 
@@ -231,9 +231,10 @@ def scan_objects(
     return ObjectScan(examined=scan.examined, carrying=carrying, stopped=stopped)
 
 
-def read_task_file(path: str, limit: int) -> Result[bytes, str]:
-    """The first `limit` bytes of a task file, never through a link nor from anything but a
-    regular file (a FIFO is refused, never waited on); or why it cannot be read."""
+def read_start(path: str, limit: int) -> Result[bytes, str]:
+    """The first `limit` bytes of a file (a task file, a results file), never through a link
+    nor from anything but a regular file (a FIFO is refused, never waited on); or why it
+    cannot be read."""
     try:
         fd = os.open(path, _FILE_FLAGS)
     except OSError as exc:
@@ -256,7 +257,7 @@ def answer_observation(
     leaves)."""
     match effect:
         case ReadTaskFile(path=path, limit=limit):
-            return read_task_file(path, limit)
+            return read_start(path, limit)
         case ScanObjects(workspace=workspace, runtimes=runtimes, skip=skip):
             seconds = SCAN_SECONDS if deadline is None else min(SCAN_SECONDS, deadline.left())
             # The grade is written by now: a scan begun at the limit still gets a moment.

@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, assert_never
 
+from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from interpreters.real import files
+from interpreters.real.objects import read_start
 from ssegrade import (
     Archive,
     ArchiveError,
@@ -42,10 +44,13 @@ __all__ = [
     "describe_check",
     "describe_guard",
     "guard_record",
+    "read_guard",
 ]
 
 ARCHIVE_NAME = "source.tar.gz"
 GUARD_NAME = "guard.json"
+MAX_GUARD = 16 << 20
+"""A larger `guard.json` is not read back (its flags list at most 50 paths each)."""
 
 
 def check_label(name: str, poc: str | None) -> str:
@@ -75,6 +80,18 @@ def describe_guard(report: GuardReport, where: str) -> str:
     if not report.flags:
         return f"guard: no flag; {where}"
     return f"guard: flagged {', '.join(report.kinds)} (advisory, not part of the grade); {where}"
+
+
+def read_guard(folder: Path) -> GuardReport | None:
+    """The `guard.json` of a results folder, or None when it is missing or unreadable (it is
+    read without following a link, as every file of a results folder)."""
+    read = read_start(str(folder / GUARD_NAME), MAX_GUARD)
+    if not is_successful(read):
+        return None
+    try:
+        return GuardReport.model_validate_json(read.unwrap())
+    except ValidationError:
+        return None
 
 
 def guard_record(report: GuardReport, where: str) -> dict[str, Any]:

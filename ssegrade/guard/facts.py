@@ -10,16 +10,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import ConfigDict
+
 __all__ = ["POC_BYTES", "GuardFacts", "ObjectScan", "PocFile", "SanitizerRuntime"]
 
 POC_BYTES = 1 << 20
 """The most bytes of one PoC file the guard reads (its start)."""
+
+_WIRE = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+"""How the facts travel (a trace, the daemon's reply): closed, bytes in base64."""
 
 
 @dataclass(frozen=True, slots=True)
 class SanitizerRuntime:
     """A sanitizer (`address`, …) and the prefixes of the string-table entries (symbols,
     linked libraries) by which an object built with it is known."""
+
+    __pydantic_config__ = _WIRE
 
     name: str
     markers: tuple[str, ...]
@@ -31,6 +38,8 @@ class ObjectScan:
     build produced, the first object carrying each sanitizer's runtime (sanitizer name, path
     in the copy), and why it stopped before the end (None: it saw everything or found every
     runtime)."""
+
+    __pydantic_config__ = _WIRE
 
     examined: int = 0
     carrying: tuple[tuple[str, str], ...] = ()
@@ -45,6 +54,8 @@ class ObjectScan:
 class PocFile:
     """A PoC's config path and its bytes (the first `POC_BYTES` of them)."""
 
+    __pydantic_config__ = _WIRE
+
     path: str
     data: bytes
 
@@ -54,6 +65,8 @@ class GuardFacts:
     """Everything the guard's rules read besides the patch and the task: the PoC files, the
     paths the hidden test diff touches, and the scan of the build's objects (None when it did
     not run: no sanitizer named, no build, or no build copy)."""
+
+    __pydantic_config__ = _WIRE
 
     pocs: tuple[PocFile, ...] = ()
     hidden_tests: tuple[str, ...] = ()
