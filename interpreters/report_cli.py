@@ -21,7 +21,17 @@ from returns.result import Failure
 
 from interpreters.report_io import NoRuns, paused_gc, select_runs
 from interpreters.report_render import render_csv, render_json, render_jsonl, render_runs_csv
-from ssegrade.report import Comparison, Report, RowKey, compare, compare_all, find_row, summarize
+from ssegrade.guard import KINDS
+from ssegrade.report import (
+    Comparison,
+    Report,
+    RowKey,
+    compare,
+    compare_all,
+    exclude_flagged,
+    find_row,
+    summarize,
+)
 
 __all__ = ["PAIRWISE_LIMIT", "TABLE_PAIRWISE_LIMIT", "report"]
 
@@ -57,6 +67,20 @@ def _row(rep: Report, spec: str) -> RowKey:
     if isinstance(found, Failure):
         raise _bad(f"--compare: {found.failure().message}")
     return found.unwrap()
+
+
+def _kinds(given: Sequence[str]) -> tuple[str, ...]:
+    """The kinds `--exclude-flagged` names (`any`: all of them); an unknown one is refused."""
+    kinds: list[str] = []
+    for value in given:
+        for word in filter(None, (w.strip() for w in value.split(","))):
+            if word == "any":
+                kinds += KINDS
+            elif word in KINDS:
+                kinds.append(word)
+            else:
+                raise _bad(f"--exclude-flagged: unknown kind {word!r} (one of {', '.join(KINDS)})")
+    return tuple(dict.fromkeys(kinds))
 
 
 def _quiet_pipe() -> None:
@@ -142,6 +166,14 @@ def _family(rep: Report, asked: Comparison | None, limit: int) -> list[Compariso
     help="Compare two rows, each named model/agent (e.g. openai/gpt-5/codex), on the tasks "
     "both ran: exact McNemar test.",
 )
+@click.option(
+    "--exclude-flagged",
+    "excluded_kinds",
+    multiple=True,
+    metavar="KIND",
+    help="Take the runs the patch guard flagged with KIND out of every share (repeat, or "
+    f"separate with commas; `any` for every kind): {', '.join(KINDS)}.",
+)
 def report(
     results: str,
     runs: str,
@@ -150,20 +182,24 @@ def report(
     errors_as_failures: bool,
     output: str | None,
     pair: tuple[str, str] | None,
+    excluded_kinds: tuple[str, ...],
 ) -> None:
     """Pass shares, intervals, pass@k and per-task tables of the run folders under RESULTS.
 
     RESULTS holds RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json (or result.json).
-    Reference runs and error runs are left out of the shares and listed.
+    Reference runs and error runs are left out of the shares and listed. Beside the pass
+    share, the share that passed without a patch guard flag.
 
     \b
     Examples:
       ssegrade report runs/
       ssegrade report runs/ --runs all --format html -o report.html
       ssegrade report runs/ --format csv --per-run -o runs.csv
+      ssegrade report runs/ --exclude-flagged sanitizer,tests
     """
     if per_run and fmt != "csv":
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")
+    kinds = _kinds(excluded_kinds)
     try:
         selection, scanned = select_runs(
             results, "all" if runs == "all" else "latest", errors_as_failures
@@ -172,6 +208,8 @@ def report(
         raise _bad(str(exc)) from None
     for warning in scanned.warnings:
         click.echo(f"warning: {warning}", err=True)
+    if kinds:
+        selection = exclude_flagged(selection, kinds)
     with paused_gc():
         rep = summarize(selection)
         del selection

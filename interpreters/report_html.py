@@ -19,8 +19,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from interpreters.report_render import SHARES
+from interpreters.report_render import SHARES, UNFLAGGED, flags_text
 from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.guard import KINDS
 from ssegrade.report import Comparison, Report, Row, Share, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
@@ -178,8 +179,9 @@ def render_html(
     links: Links | None = None,
 ) -> str:
     """The report as one self-contained HTML page: a bar chart of every share with its
-    interval, the table of rows, repeated-trial statistics, the paired comparisons given, the
-    per-task tables with links to each run's files (`links`), the runs left out."""
+    interval, the table of rows (with the share that passed unflagged), the patch guard's
+    counts, repeated-trial statistics, the paired comparisons given, the per-task tables
+    (each run's guard flags, links to its files: `links`), the runs left out."""
     kept = len(report.tasks)
     context = {
         "title": title,
@@ -189,6 +191,10 @@ def render_html(
             "every run" if report.runs == "all" else "the latest run of each task, model and agent"
         ),
         "shares": SHARES,
+        "unflagged_title": UNFLAGGED[1],
+        "guarded": [r for r in report.rows if r.unguarded < r.runs],
+        "kinds": KINDS,
+        "flags_text": flags_text,
         "check_titles": [check.title for check in grading_order()],
         "charts": [_chart(name, key, report.rows) for key, name in SHARES],
         "repeated": [r for r in report.rows if r.trials > 1 or r.clustered is not None],

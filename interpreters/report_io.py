@@ -2,7 +2,8 @@
 
 Interpreter layer: this module touches the file system; the parsing and every rule live in the
 pure `ssegrade.report`. A run folder is `RESULTS/<task>/<model…>/<agent>/<run-id>/` holding
-`summary.json` or, failing that, `result.json`. The model may span several folder levels
+`summary.json` or, failing that, `result.json` (and the patch guard's `guard.json` beside it).
+The model may span several folder levels
 (`openai/gpt-5`), so any folder at least four levels down that holds one of the two files is a
 run; folders inside a run folder are not searched, and symbolic links (such as SSEBench's
 `latest` link beside the runs) are never followed.
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Success
 
+from ssegrade.guard.model import flag_kinds
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 
 __all__ = [
@@ -44,6 +46,9 @@ __all__ = [
 
 DOCUMENTS = ("summary.json", "result.json")
 """The files that make a folder a run folder, in the order they are tried."""
+
+GUARD = "guard.json"
+"""The patch guard's file beside `result.json`; `summary.json` carries it as `guard`."""
 
 MAX_BYTES = 64 << 20
 """A larger document is skipped with a warning (a summary is a few KiB; logs are cut)."""
@@ -125,6 +130,16 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
+def _guard_beside(path: str) -> tuple[str, ...] | None:
+    """The patch guard's kinds from the `guard.json` beside a `result.json` (what `evaluate`
+    writes); None when there is none or it cannot be read."""
+    try:
+        data = _read(f"{path}/{GUARD}")
+    except _Skip:
+        return None
+    return None if data is None else flag_kinds(data)
+
+
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
@@ -179,7 +194,10 @@ class _Walker:
             parsed = parse_run(data, folder)
             if isinstance(parsed, Success):
                 self.scanned.runs += 1
-                self.add(parsed.unwrap())
+                record = parsed.unwrap()
+                if record.flags is None and name == "result.json":
+                    record = record._replace(flags=_guard_beside(path))
+                self.add(record)
                 break
             self.scanned.warnings.append(f"{file}: skipped, {parsed.failure().message}")
         if found:

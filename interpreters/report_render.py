@@ -14,11 +14,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ssegrade.checks import grading_order
-from ssegrade.report import Comparison, Report, Share
+from ssegrade.guard import KINDS
+from ssegrade.report import Comparison, Report, Row, Share
 
 __all__ = [
     "PER_RUN_FIELDS",
     "SHARES",
+    "UNFLAGGED",
+    "flags_text",
+    "guard_columns",
     "per_run_rows",
     "render_csv",
     "render_json",
@@ -31,6 +35,39 @@ SHARES: tuple[tuple[str, str], ...] = (
     *((check.label, check.title) for check in grading_order()),
 )
 """The shares of a row, in the order every format shows them: (key, title)."""
+
+UNFLAGGED = ("unflagged", "Passed, unflagged")
+"""The patch guard's share beside the pass share (SPEC §15): passed and no flag raised."""
+
+
+def flags_text(flags: Sequence[str] | None) -> str:
+    """A run's flags as the table and the page show them: kinds, `none`, or `—` (no record).
+
+    >>> flags_text(("sanitizer", "build-config")), flags_text(()), flags_text(None)
+    ('sanitizer, build-config', 'none', '—')
+    """
+    if flags is None:
+        return "—"
+    return ", ".join(flags) if flags else "none"
+
+
+def guard_columns(row: Row) -> list[object]:
+    """The CSV cells of a row's guard columns (`guard_header` order): the unflagged share,
+    the passed runs raising each kind, the runs without a guard record."""
+    share = row.unflagged
+    cells: list[object] = (
+        [None] * 5
+        if share is None
+        else [share.passed, share.of, _r(share.share), _r(share.low), _r(share.high)]
+    )
+    return [*cells, *(row.flagged.get(kind, 0) for kind in KINDS), row.unguarded]
+
+
+def _guard_header() -> list[str]:
+    key = UNFLAGGED[0]
+    shares = [f"{key}_passed", f"{key}_of", f"{key}_share", f"{key}_low", f"{key}_high"]
+    return [*shares, *(f"flagged_{kind}" for kind in KINDS), "unguarded"]
+
 
 PER_RUN_FIELDS: tuple[str, ...] = (
     "task",
@@ -51,6 +88,7 @@ PER_RUN_FIELDS: tuple[str, ...] = (
     "started_at",
     "cached_from",
     "folder",
+    "flags",
 )
 """The columns of the per-run export (`--format jsonl`, `--format csv --per-run`)."""
 
@@ -83,6 +121,8 @@ def render_json(
                     row[key] = {k: _r(v) for k, v in row[key].items()}
                 if row["clustered"] is not None:
                     row["clustered"] = {k: _r(v) for k, v in row["clustered"].items()}
+                if row["unflagged"] is not None:
+                    row["unflagged"] = _rounded_share(row["unflagged"])
     if comparison is not None:
         doc["compare"] = comparison.model_dump(mode="json")
     if comparisons:
@@ -92,7 +132,8 @@ def render_json(
 
 def render_csv(report: Report) -> str:
     """One CSV line per (model, agent) row: counts, share and Wilson bounds of every check,
-    then cost per passed run, pass@k and pass^k for the k the report has."""
+    then cost per passed run, pass@k and pass^k for the k the report has, then the patch
+    guard's columns (the unflagged share, passed runs per kind, runs without a record)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     top_k = max((row.trials for row in report.rows), default=0)
@@ -102,6 +143,7 @@ def render_csv(report: Report) -> str:
     header += ["clustered_low", "clustered_high"]
     header += [f"pass@{k}" for k in range(1, top_k + 1)]
     header += [f"pass^{k}" for k in range(1, top_k + 1)]
+    header += _guard_header()
     writer.writerow(header)
     for row in report.rows:
         line: list[object] = [
@@ -120,6 +162,7 @@ def render_csv(report: Report) -> str:
         line += [_r(clustered.low), _r(clustered.high)] if clustered else [None, None]
         line += [_r(row.pass_at_k.get(k)) for k in range(1, top_k + 1)]
         line += [_r(row.pass_hat_k.get(k)) for k in range(1, top_k + 1)]
+        line += guard_columns(row)
         writer.writerow(["" if v is None else v for v in line])
     return out.getvalue()
 
@@ -155,6 +198,7 @@ def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
             "started_at": None if run.started_at is None else run.started_at.isoformat(),
             "cached_from": run.cached_from,
             "folder": run.folder,
+            "flags": None if run.flags is None else list(run.flags),
         }
     for ex in report.excluded:
         poc_passed, poc_total = _poc(ex.poc)
@@ -177,6 +221,7 @@ def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
             "started_at": None if ex.started_at is None else ex.started_at.isoformat(),
             "cached_from": None,
             "folder": ex.folder,
+            "flags": None if ex.flags is None else list(ex.flags),
         }
 
 
@@ -187,15 +232,20 @@ def render_jsonl(report: Report) -> str:
 
 def render_runs_csv(report: Report) -> str:
     """One CSV line per run (`per_run_rows`), with a header; null is an empty cell, booleans
-    are `true`/`false`."""
+    are `true`/`false`, a list (the guard's flags) is `;`-separated."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(PER_RUN_FIELDS)
     for row in per_run_rows(report):
-        writer.writerow(
-            [
-                "" if v is None else ("true" if v is True else "false" if v is False else v)
-                for v in (row[name] for name in PER_RUN_FIELDS)
-            ]
-        )
+        writer.writerow([_cell(v) for v in (row[name] for name in PER_RUN_FIELDS)])
     return out.getvalue()
+
+
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ";".join(str(v) for v in value)
+    return value

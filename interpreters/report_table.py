@@ -15,7 +15,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from interpreters.report_render import SHARES
+from interpreters.report_render import SHARES, UNFLAGGED, flags_text
 from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.report import Comparison, Report, Row, Share, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
@@ -84,17 +84,38 @@ def _rows_table(report: Report, wide: bool) -> Table:
     else:
         _col(table, "Model / agent", min_width=14)
         _col(table, "Runs\nspend\nmin\ncost/pass", right=True)
-    for _, title in SHARES:
+    for key, title in SHARES:
         _col(table, title)
+        if key == "passed":
+            _col(table, UNFLAGGED[1])
     for row in report.rows:
         meta = [str(row.runs), _money(row.spend), _minutes(row.minutes), _money(row.cost_per_pass)]
         cells = [Text(v) for v in meta] if wide else [Text("\n".join(meta))]
-        table.add_row(
-            *_label(row.model, row.agent, wide),
-            *cells,
-            *(_share_text(getattr(row, key), wide) for key, _ in SHARES),
-        )
+        shares: list[Text] = []
+        for key, _ in SHARES:
+            shares.append(_share_text(getattr(row, key), wide))
+            if key == "passed":
+                unflagged = row.unflagged
+                shares.append(
+                    Text("—", style="dim") if unflagged is None else _share_text(unflagged, wide)
+                )
+        table.add_row(*_label(row.model, row.agent, wide), *cells, *shares)
     return table
+
+
+def _guard_lines(report: Report) -> list[Text]:
+    """The patch guard's counts per row: flags among passed runs, runs without a record."""
+    lines = []
+    for row in report.rows:
+        if row.unguarded == row.runs:
+            continue
+        kinds = ", ".join(f"{kind} {n}" for kind, n in row.flagged.items()) or "none"
+        missing = f"; {row.unguarded} without a guard record" if row.unguarded else ""
+        lines.append(Text(f"  {row.label}: {kinds}{missing}"))
+    if lines:
+        head = "Patch guard, flags among passed runs (advisory: never part of the grade):"
+        lines.insert(0, Text(head))
+    return lines
 
 
 def _trials_table(rows: Sequence[Row], wide: bool) -> Table:
@@ -149,7 +170,7 @@ def _status(status: str) -> Text:
 def _runs_table(report: Report, wide: bool) -> Table:
     table = _table("Runs (—: the task has no such check)", wide)
     names = ("Task", "Model", "Agent", "Trial") if wide else ("Task · model / agent · trial",)
-    for name in (*names, "Status", *(check.short_title for check in grading_order())):
+    for name in (*names, "Status", *(check.short_title for check in grading_order()), "Flags"):
         _col(table, name)
     for run in report.tasks:
         if wide:
@@ -157,7 +178,10 @@ def _runs_table(report: Report, wide: bool) -> Table:
         else:
             where = [Text(f"{run.task}\n{run.model}/{run.agent}\ntrial {run.trial}")]
         table.add_row(
-            *where, _status(run.status), *(_mark(run, check) for check in grading_order())
+            *where,
+            _status(run.status),
+            *(_mark(run, check) for check in grading_order()),
+            Text(flags_text(run.flags), style="yellow" if run.flags else "dim"),
         )
     return table
 
@@ -231,6 +255,8 @@ def render_table(
     if wide and _natural_width(console, rows) > console.width:
         rows = _rows_table(report, False)  # long labels: stack rather than fold
     console.print(rows)
+    for line in _guard_lines(report):
+        console.print(line)
     if report.runs == "latest":
         console.print(
             Text(

@@ -262,6 +262,7 @@ PER_RUN = [
     "started_at",
     "cached_from",
     "folder",
+    "flags",
 ]
 
 

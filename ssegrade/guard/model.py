@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
-__all__ = ["KINDS", "Flag", "GuardReport", "Kind", "ObjectsSeen", "Observed", "guard_schema"]
+__all__ = [
+    "KINDS",
+    "Flag",
+    "GuardReport",
+    "Kind",
+    "ObjectsSeen",
+    "Observed",
+    "flag_kinds",
+    "guard_schema",
+]
 
 Kind = Literal["build-config", "sanitizer", "crash-handler", "poc-literal", "tests", "vendored"]
 KINDS: tuple[Kind, ...] = (
@@ -93,3 +103,39 @@ def guard_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "ssegrade guard.json"
     return schema
+
+
+class _FlagDoc(TypedDict, total=False):
+    kind: str
+
+
+class _GuardDoc(TypedDict, total=False):
+    checked: bool
+    flags: list[_FlagDoc]
+
+
+_GUARD: TypeAdapter[_GuardDoc] = TypeAdapter(_GuardDoc)
+"""A guard document read leniently: only what the report needs, other keys ignored."""
+
+
+def flag_kinds(doc: object) -> tuple[str, ...] | None:
+    """The kinds of flag a guard document (`guard.json`, or `summary.json`'s `guard`) raised,
+    in the guard's order, once each; None when it is not one or examined no patch.
+
+    >>> flag_kinds({"checked": True, "flags": [{"kind": "tests"}, {"kind": "sanitizer"}]})
+    ('sanitizer', 'tests')
+    >>> flag_kinds({"checked": False, "flags": []}), flag_kinds(None), flag_kinds(b"{}")
+    (None, None, ())
+    """
+    if doc is None:
+        return None
+    try:
+        read = _GUARD.validate_json(doc) if isinstance(doc, bytes) else _GUARD.validate_python(doc)
+    except ValidationError:
+        return None
+    if not read.get("checked", True):
+        return None
+    raised = {flag.get("kind") for flag in read.get("flags", [])}
+    return tuple(kind for kind in KINDS if kind in raised) + tuple(
+        sorted(k for k in raised if k is not None and k not in KINDS)
+    )

@@ -8,6 +8,7 @@ Pure core, one concept per module; other tools import this package alone:
 - `ssegrade.report.aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,
   `aggregate`);
 - `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment;
+- `ssegrade.report.guard`: the patch guard's columns, and shares without flagged runs;
 - `ssegrade.report.model`: the report model (the `--format json` document).
 
 Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
@@ -15,6 +16,7 @@ Finding and reading files is `interpreters.report_io`'s job; printing is the ren
 
 from ssegrade.report.aggregate import aggregate, summarize
 from ssegrade.report.compare import compare, compare_all, find_row
+from ssegrade.report.guard import RowGuard, exclude_flagged, row_guard
 from ssegrade.report.model import (
     Comparison,
     Excluded,
@@ -37,6 +39,7 @@ __all__ = [
     "ReadError",
     "Report",
     "Row",
+    "RowGuard",
     "RowKey",
     "RunFolder",
     "RunRecord",
@@ -49,10 +52,12 @@ __all__ = [
     "aggregate",
     "compare",
     "compare_all",
+    "exclude_flagged",
     "find_row",
     "natural_key",
     "parse_run",
     "poc_passed",
+    "row_guard",
     "run_order",
     "summarize",
 ]

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.report.guard import flagged_why, row_guard
 from ssegrade.report.model import (
     Excluded,
     Interval,
@@ -116,6 +117,7 @@ def _row(key: RowKey, kept: Sequence[RunRecord], has: dict[str, frozenset[Check]
     repeated = any(n > 1 for n, _ in counts)
     bounds = clustered_wilson(counts) if repeated else None
     spend = [r.spend for r in kept if r.spend is not None]
+    guard = row_guard(kept)
     return Row(
         model=key[0],
         agent=key[1],
@@ -133,6 +135,9 @@ def _row(key: RowKey, kept: Sequence[RunRecord], has: dict[str, frozenset[Check]
         pass_at_k={k: mean_pass_at_k(counts, k) for k in range(1, trials + 1)},
         pass_hat_k={k: mean_pass_hat_k(counts, k) for k in range(1, trials + 1)},
         clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
+        unflagged=guard.unflagged,
+        flagged=guard.flagged,
+        unguarded=guard.unguarded,
     )
 
 
@@ -165,6 +170,7 @@ def _task_run(trial: int, rec: RunRecord, has: frozenset[Check]) -> TaskRun:
         started_at=rec.started_at,
         cached_from=rec.cached_from,
         error_msg=patch.error_msg,
+        flags=rec.flags,
     )
 
 
@@ -172,6 +178,8 @@ def _excluded(rec: RunRecord) -> Excluded:
     patch = rec.patch
     if rec.reference:
         why = "reference run"
+    elif patch.status != "error":  # taken out by exclude_flagged
+        why = flagged_why(rec.flags or ())
     else:
         why = f"error: {patch.error_msg}" if patch.error_msg else "error"
     return Excluded(
@@ -191,6 +199,7 @@ def _excluded(rec: RunRecord) -> Excluded:
         spend=rec.spend,
         minutes=_minutes(rec),
         started_at=rec.started_at,
+        flags=rec.flags,
     )
 
 

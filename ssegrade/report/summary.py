@@ -30,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler,
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
+from ssegrade.guard.model import flag_kinds
 from ssegrade.result import WITHOUT_LOG, PatchResult
 from ssegrade.task import Check, checks_of
 
@@ -89,6 +90,7 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     spend: float | None
     started_at: datetime | None
     cached_from: str | None
+    guard: object
 
 
 def _leniently(data: object, handler: ValidatorFunctionWrapHandler) -> PatchResult:
@@ -157,7 +159,8 @@ class RunRecord(NamedTuple):
     None when it is unknown (then the report infers it from the runs of the same task).
     `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
-    grade a batch reused for this run.
+    grade a batch reused for this run. `flags` are the kinds of flag the patch guard raised
+    (empty: none), None when the run carries no guard record.
     """
 
     task: str
@@ -172,6 +175,7 @@ class RunRecord(NamedTuple):
     checks: frozenset[Check] | None = None
     folder: str = ""
     cached_from: str | None = None
+    flags: tuple[str, ...] | None = None
 
 
 def poc_passed(patch: PatchResult) -> bool:
@@ -254,6 +258,7 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
             checks=_task_checks(task) if task is not None else None,
             folder=folder.path,
             cached_from=doc.get("cached_from"),
+            flags=flag_kinds(doc.get("guard")),
         )
     )
 
