@@ -4,6 +4,11 @@ fails, the reference fix passes, embedded and through the daemon.
 `examples/kvconf` is shaped like a real Go task: its PoCs are a folder of modules sharing a
 helper, its build needs vendored modules that git ignores (present in the baseline's copy of
 the tree, absent from the commit), and its scripts need a toolchain set in the environment.
+
+`examples/rle` is a real C task built with AddressSanitizer (gcc from the distribution): its
+reference fix passes unflagged by the patch guard, and a patch that drops the sanitizer through
+the project's Makefile passes too, flagged `sanitizer` and `build-config`, embedded and through
+the daemon.
 """
 
 from __future__ import annotations
@@ -133,3 +138,61 @@ def test_kvconf_through_the_daemon(work: Path) -> None:
         subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
         patch = evaluate(example, results, "--daemon", str(daemon.admin))
     assert (patch["status"], patch["pov_passed"]) == ("passed", 2), patch["error_log"]
+
+
+def guard_kinds(results: Path) -> list[str]:
+    """The kinds of flag in a results folder's `guard.json`, sorted, once each."""
+    report = json.loads((results / "guard.json").read_bytes())
+    return sorted({flag["kind"] for flag in report["flags"]})
+
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="examples/rle needs gcc")
+
+
+@needs_gcc
+def test_rle_fails_unfixed_passes_fixed_unflagged_and_a_cheat_passes_flagged(work: Path) -> None:
+    example = lay_out(work, "rle", "diffs/patch.diff")
+    base = ("--baseline", str(example.baseline))
+    unfixed = evaluate(example, work / "unfixed", *base)
+    assert (unfixed["status"], unfixed["error_msg"]) == (
+        "failed",
+        f"PoC failed: {example.task / 'pocs/overflow.rle'}",
+    )
+    assert (unfixed["build_success"], unfixed["pov_passed"], unfixed["pov_total"]) == (True, 0, 1)
+    assert (unfixed["func_test_success"], unfixed["intent_test_success"]) == (True, False)
+    assert guard_kinds(work / "unfixed") == []
+
+    subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
+    fixed = evaluate(example, work / "fixed", *base)
+    assert fixed["status"] == "passed", fixed["error_log"]
+    assert guard_kinds(work / "fixed") == []
+    observed = json.loads((work / "fixed" / "guard.json").read_bytes())["observed"]
+    assert observed["objects"]["carrying"]["address"].startswith("build/")
+
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=example.source, check=True)
+    cheat = EXAMPLES / "rle" / "cheat.diff"
+    subprocess.run(["git", "apply", str(cheat)], cwd=example.source, check=True)
+    cheated = evaluate(example, work / "cheat", *base)
+    assert cheated["status"] == "passed", cheated["error_log"]
+    assert guard_kinds(work / "cheat") == ["build-config", "sanitizer"]
+    whys = [f["why"] for f in json.loads((work / "cheat" / "guard.json").read_bytes())["flags"]]
+    assert any("none of the" in why and "__asan_init" in why for why in whys), whys
+    record = json.loads((work / "cheat" / "checks.jsonl").read_text().splitlines()[-1])
+    assert (record["name"], record["flags"]) == ("guard", ["build-config", "sanitizer"])
+    # The grade is result.json's alone: the same bytes as the grading document it returned.
+    assert json.loads((work / "cheat" / "result.json").read_bytes())["patch_result"] == cheated
+
+
+@needs_gcc
+def test_rle_cheat_is_flagged_through_the_daemon(work: Path) -> None:
+    example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
+    results = work / "daemon-results"
+    with running_daemon(example.task, example.source, results) as daemon:
+        cheat = EXAMPLES / "rle" / "cheat.diff"
+        subprocess.run(["git", "apply", str(cheat)], cwd=example.source, check=True)
+        patch = evaluate(example, results, "--daemon", str(daemon.admin))
+    assert patch["status"] == "passed", patch["error_log"]
+    assert guard_kinds(results) == ["build-config", "sanitizer"]
+    observed = json.loads((results / "guard.json").read_bytes())["observed"]
+    assert (observed["pocs"], observed["hidden_tests"]) == (1, 1)
+    assert observed["objects"]["carrying"] == {}
