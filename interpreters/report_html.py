@@ -39,6 +39,7 @@ _COLOURS = {
     "poc": "#d1495b",
     "func": "#2a9d8f",
     "intent": "#e9a23b",
+    "unflagged": "#6a4c93",
 }
 _BAR_H = 16
 _GAP = 10
@@ -79,7 +80,7 @@ def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
     height = 30 + len(rows) * (_BAR_H + _GAP) + 18
     bars = []
     for i, row in enumerate(rows):
-        share: Share = getattr(row, key)
+        share: Share = getattr(row, key) or Share.of_counts(0, 0)
         y = 30 + i * (_BAR_H + _GAP)
         mid = y + _BAR_H / 2
         bar: dict[str, Any] = {
@@ -115,6 +116,15 @@ def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
         ],
         "bars": bars,
     }
+
+
+def _charts(report: Report) -> list[dict[str, Any]]:
+    """A panel per share, the patch guard's unflagged share beside the pass share when a run
+    carries a guard record."""
+    shown = list(SHARES)
+    if any(row.unflagged is not None for row in report.rows):
+        shown.insert(1, UNFLAGGED)
+    return [_chart(name, key, report.rows) for key, name in shown]
 
 
 def _matrix(report: Report) -> list[dict[str, Any]]:
@@ -196,7 +206,7 @@ def render_html(
         "kinds": KINDS,
         "flags_text": flags_text,
         "check_titles": [check.title for check in grading_order()],
-        "charts": [_chart(name, key, report.rows) for key, name in SHARES],
+        "charts": _charts(report),
         "repeated": [r for r in report.rows if r.trials > 1 or r.clustered is not None],
         "comparisons": list(comparisons),
         "matrix": _matrix(report),
