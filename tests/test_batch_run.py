@@ -218,6 +218,30 @@ def test_same_digest_is_graded_once_and_cached_with_its_own_run_facts(world: Pat
     assert batch(more, world / "results", cache=False).tally.graded == 1
 
 
+def guarded_grade(task: Path, patch: Path | bytes, repo: Path, results: Path, **kw: Any) -> Any:
+    """`verdict_grade`, with the guard.json a grading writes beside result.json."""
+    result = verdict_grade(task, patch, repo, results, **kw)
+    flags = [{"kind": "tests", "paths": ["tests/x.sh"], "why": "the patch touches tests"}]
+    report = {"version": 1, "checked": True, "flags": flags, "observed": None}
+    (results / "guard.json").write_text(json.dumps(report))
+    return result
+
+
+def test_summaries_carry_the_guard_cached_ones_too(world: Path) -> None:
+    jobs = write_jobs(world, job("fixed.patch", run_id="r1"), job("fixed-too.patch", run_id="r2"))
+    report = run_batch(jobs, world / "results", workers=1, grade=guarded_grade, reporter=Quiet())
+    assert (report.tally.graded, report.tally.cached) == (1, 1)
+    for run in ("r1", "r2"):
+        summary = json.loads(
+            (world / f"results/shell-001/unknown/unknown/{run}/summary.json").read_bytes()
+        )
+        assert [f["kind"] for f in summary["guard"]["flags"]] == ["tests"], run
+    without = write_jobs(world, job("broken.patch", run_id="r3"))
+    batch(without, world / "results")  # a grading that wrote no guard.json
+    summary = json.loads((world / "results/shell-001/unknown/unknown/r3/summary.json").read_bytes())
+    assert "guard" not in summary
+
+
 def test_a_job_that_cannot_be_graded_is_an_error_and_exit_1(world: Path) -> None:
     (world / "patches" / "crash.patch").write_bytes(b"crash\n")
     jobs = write_jobs(world, job("crash.patch", run_id="c"), job("fixed.patch", run_id="f"))

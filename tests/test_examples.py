@@ -196,3 +196,44 @@ def test_rle_cheat_is_flagged_through_the_daemon(work: Path) -> None:
     observed = json.loads((results / "guard.json").read_bytes())["observed"]
     assert (observed["pocs"], observed["hidden_tests"]) == (1, 1)
     assert observed["objects"]["carrying"] == {}
+
+
+@needs_gcc
+def test_rle_batch_summaries_carry_the_guard_and_the_report_counts_it(work: Path) -> None:
+    """A batch of the reference fix and the cheat: both pass; the report's unflagged share
+    counts the fix alone, and `--exclude-flagged sanitizer` leaves the cheat out."""
+    example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
+    jobs = work / "jobs.jsonl"
+    lines = [
+        {"task": str(example.task), "patch": str(example.fix), "model": "m", "agent": "fix"},
+        {"task": str(example.task), "patch": str(EXAMPLES / "rle" / "cheat.diff"), "model": "m",
+         "agent": "cheat"},
+    ]  # fmt: skip
+    jobs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    runs = work / "runs"
+    done = ssegrade("batch", str(jobs), "--results", str(runs), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    summaries = {
+        p.parent.parent.name: json.loads(p.read_bytes()) for p in runs.rglob("summary.json")
+    }
+    assert summaries["fix"]["guard"]["flags"] == []
+    kinds = sorted({f["kind"] for f in summaries["cheat"]["guard"]["flags"]})
+    assert kinds == ["build-config", "sanitizer"]
+    shown = json.loads(ssegrade("report", str(runs), "--format", "json").stdout)
+    rows = {row["agent"]: row for row in shown["rows"]}
+    assert (rows["fix"]["unflagged"]["passed"], rows["cheat"]["unflagged"]["passed"]) == (1, 0)
+    assert rows["cheat"]["passed"]["passed"] == 1
+    assert rows["cheat"]["flagged"] == {"build-config": 1, "sanitizer": 1}
+    out = ssegrade("report", str(runs), "--format", "json", "--exclude-flagged", "sanitizer")
+    assert [row["agent"] for row in json.loads(out.stdout)["rows"]] == ["fix"]
+
+
+@needs_gcc
+def test_verify_prints_no_flag_for_the_rle_reference_fix(work: Path) -> None:
+    example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
+    done = ssegrade("verify", str(example.task), "--results", str(work / "v"), "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (task,) = json.loads(done.stdout)["tasks"]
+    assert (task["verdict"], task["reference_flags"]) == ("ok", [])
+    runs = {run["control"]: run for run in task["runs"]}
+    assert runs["reference"]["guard"]["flags"] == []

@@ -135,6 +135,32 @@ def test_the_table_names_each_task_and_its_problems(tmp_path: Path) -> None:
     assert f"results kept in {tmp_path / 'r'}" in done.stderr
 
 
+def test_the_flags_the_reference_patch_raises_are_printed_not_held_against_it(
+    tmp_path: Path,
+) -> None:
+    """A real fix may touch the project's tests: `verify` says so, and the task is still ok."""
+    touching = FIX + (
+        "diff --git a/tests/exists.sh b/tests/exists.sh\n--- a/tests/exists.sh\n"
+        "+++ b/tests/exists.sh\n@@ -1 +1,2 @@\n test -f lib.sh\n+test -f lib.sh\n"
+    )
+    made = shell_task(tmp_path / "t", patch=touching)
+    repo = ("--repo", str(made.source))
+    done = ssegrade("verify", str(made.task), *repo, "--results", str(tmp_path / "r"), timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "task       verdict",
+        "shell-001  ok",
+        "           - the reference patch raises the guard's tests flag: the patch touches the "
+        "project's tests [tests/exists.sh]",
+    ]
+    code, doc, _ = verify(str(made.task), *repo)
+    assert code == 0
+    (task,) = doc["tasks"]
+    assert [(f["kind"], f["paths"]) for f in task["reference_flags"]] == [
+        ("tests", ["tests/exists.sh"])
+    ]
+
+
 @pytest.mark.parametrize(
     ("change", "sentence"),
     [
