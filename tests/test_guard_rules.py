@@ -149,6 +149,7 @@ SANITIZER_WORDS = st.sampled_from(
         "__lsan_disable();",
         'RUSTFLAGS="-Zsanitizer=address"',
         '#[cfg(not(sanitize = "address"))]',
+        '#[sanitize(address = "off")]',
         "go build -asan ./...",
         "//go:build !asan",
         "__sanitizer_set_death_callback(done);",
@@ -187,6 +188,13 @@ def test_a_build_carrying_the_runtime_or_no_sanitizer_named_raises_nothing(
     for nothing in (None, "", "none", "fuzzer"):
         assert guard(patch, Task(id="t", sanitizer=nothing), GuardFacts(objects=ObjectScan())) == ()
     assert guard(patch, Task(id="t", sanitizer=named), GuardFacts()) == ()  # not scanned
+
+
+@given(c_paths(), identifiers)
+def test_a_sanitizer_library_s_own_code_is_not_a_sanitizer_option(path: str, name: str) -> None:
+    """An HTML sanitizer calls its functions `sanitize`: that is not a build option."""
+    lines = (f"    out := p.sanitize({name})".encode(), b"func (p *Policy) sanitize(r io.Reader) {")
+    assert "sanitizer" not in kinds(make_patch([Edit(path, lines, lines[::-1])]))
 
 
 def test_a_scan_that_stopped_early_says_so() -> None:

@@ -87,7 +87,8 @@ class Rule:
 
 
 _SANITIZER_WORDS = re.compile(
-    rb"-f(?:no-)?sanitize|no_sanitize|-Zsanitizer|\bsanitize\s*[=(]"
+    rb"-f(?:no-)?sanitize|no_sanitize|-Zsanitizer|#!?\[sanitize\s*\("
+    rb"|\bsanitize\s*=\s*\"(?:address|memory|thread|leak|hwaddress|cfi|kcfi|memtag|safestack)"
     rb"|\b(?:A|M|T|L|UB|HWA)SAN_OPTIONS\b|__(?:asan|msan|tsan|lsan|ubsan|hwasan)_default_options"
     rb"|__sanitizer_set_death_callback|__SANITIZE_(?:ADDRESS|THREAD|HWADDRESS)__"
     rb"|\b(?:address|memory|thread|undefined_behavior|leak|hwaddress)_sanitizer\b"
