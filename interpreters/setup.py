@@ -210,6 +210,7 @@ RESULTS_ENTRIES = frozenset(
         "commits.log",
         "source.tar.gz",
         "checks.jsonl",
+        "guard.json",
         "logs",
         "agent-phase",
         "summary.json",

@@ -78,6 +78,13 @@ def is_test_path(path: str, facts: GuardFacts | None = None) -> bool:
     )
 
 
+def _vendored(path: str) -> bool:
+    return any(
+        rule.kind == "vendored" and isinstance(rule.match, Paths) and path_matches(rule.match, path)
+        for rule in RULES
+    )
+
+
 def _listed(paths: Sequence[str]) -> tuple[tuple[str, ...], str]:
     unique = tuple(dict.fromkeys(paths))
     more = len(unique) - MAX_PATHS
@@ -105,7 +112,7 @@ def _lines(rule: Rule, match: Lines, changes: Sequence[FileChange]) -> Flag | No
         for sign, line in lines:
             if match.code_only and _COMMENT.match(line):
                 continue
-            if match.pattern.search(line):
+            if match.matches(line):
                 paths.append(change.path)
                 if not first:
                     first = f": {change.path}: {sign.decode()}{_snippet(line)}"
@@ -150,6 +157,7 @@ def _apply(
             if facts is None or not facts.pocs:
                 return []
             code = [c for c in changes if not any(is_test_path(p, facts) for p in c.paths)]
+            code.sort(key=lambda c: _vendored(c.path))  # the patch's own code first
             pairs = poc_literals(code, facts.pocs, least)
             if not pairs:
                 return []

@@ -14,7 +14,7 @@ from pydantic import ConfigDict
 
 __all__ = ["POC_BYTES", "GuardFacts", "ObjectScan", "PocFile", "SanitizerRuntime"]
 
-POC_BYTES = 1 << 20
+POC_BYTES = 256 << 10
 """The most bytes of one PoC file the guard reads (its start)."""
 
 _WIRE = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")

@@ -9,7 +9,9 @@ of at least `least` consecutive bytes of a PoC.
 What counts of a PoC: a data file (`pocs/crash.bin`, `poc.json`, `poc.jq`) whole; a PoC that is
 source code (`poc.go`, `main.rs`, `poc.c`, …) only by its string literals and number arrays,
 since its code lines (`if err != nil {`) are not the input it feeds the project. A run of bytes
-must hold at least four different byte values (indentation and padding are not evidence).
+must hold at least four different byte values (indentation and padding are not evidence). At
+most `HAY_LIMIT` bytes of added material are searched, and PoCs are read up to
+`ssegrade.guard.facts.POC_BYTES`: the guard stays cheap on a huge patch.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import PurePosixPath
 from ssegrade.guard.diff import FileChange
 from ssegrade.guard.facts import PocFile
 
-__all__ = ["SOURCE_SUFFIXES", "decode_escapes", "haystacks", "needles", "poc_literals"]
+__all__ = ["HAY_LIMIT", "SOURCE_SUFFIXES", "decode_escapes", "haystacks", "needles", "poc_literals"]
 
 SOURCE_SUFFIXES = frozenset(
     (".go", ".rs", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".py", ".js", ".mjs", ".ts",
@@ -31,6 +33,10 @@ SOURCE_SUFFIXES = frozenset(
 
 _INDEX_LIMIT = 4 << 20
 """The most windows indexed for one search (the rest of the smaller side is not searched)."""
+
+HAY_LIMIT = 8 << 20
+"""The most bytes of added material searched, in the order the files are given (a patch's own
+code first: the guard gives vendored files last)."""
 
 _LITERAL = re.compile(rb'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`([^`\n]*)`')
 _ESCAPE = re.compile(
@@ -167,7 +173,13 @@ def poc_literals(
     >>> poc_literals(parse_diff(patch), [poc])
     [('x.c', 'pocs/crash.gif')]
     """
-    hay = [(c.path, h) for c in changes for h in haystacks(c) if len(h) >= least]
+    hay: list[tuple[str, bytes]] = []
+    room = HAY_LIMIT
+    for change in changes:
+        for piece in haystacks(change):
+            if len(piece) >= least and room > 0:
+                hay.append((change.path, piece[:room]))
+                room -= len(piece)
     wanted = [(p.path, n) for p in pocs for n in needles(p) if len(n) >= least]
     if not hay or not wanted:
         return []

@@ -48,11 +48,18 @@ class Paths:
 
 @dataclass(frozen=True, slots=True)
 class Lines:
-    """A line of the patch that matches `pattern` (bytes): added ones, or added and removed."""
+    """A line of the patch that matches `pattern` (bytes): added ones, or added and removed.
+    `hints`: a line can match only if it holds one of them (a quick test before the pattern:
+    a patch can have millions of lines)."""
 
     pattern: re.Pattern[bytes]
+    hints: tuple[bytes, ...]
     side: Literal["added", "changed"] = "added"
     code_only: bool = False
+
+    def matches(self, line: bytes) -> bool:
+        """Whether `line` matches (comments left to the caller)."""
+        return any(hint in line for hint in self.hints) and self.pattern.search(line) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +113,40 @@ _CRASH_CATCHERS = re.compile(
     rb"|\bsignal\.signal\s*\(\s*signal\.SIG(?:SEGV|BUS|ABRT|FPE|ILL)\b"
     rb"|\bsignal\.(?:Notify|Ignore)\s*\([^)]*\bSIG(?:SEGV|BUS|ABRT|FPE|ILL)\b"
     rb"|\bdebug\.SetPanicOnFault\b|\bcatch\s*\(\s*\.\.\.\s*\)|\bexcept\s*(?:BaseException\b|:)"
+)
+
+_SANITIZER_HINTS = (
+    b"sanitiz",
+    b"SANITIZ",
+    b"SAN_OPTIONS",
+    b"_default_options",
+    b"asan",
+    b"msan",
+    b"lsan",
+    b"ASAN",
+    b"race",
+    b"halt_on_error",
+    b"detect_leaks",
+    b"abort_on_error",
+    b"allocator_may_return_null",
+)
+
+_CRASH_HINTS = (
+    b"recover",
+    b"catch",
+    b"hook",
+    b"signal",
+    b"sigaction",
+    b"sigaltstack",
+    b"jmp",
+    b"sanitizer_set_death_callback",
+    b"terminate",
+    b"UnhandledExceptionFilter",
+    b"__try",
+    b"UncaughtExceptionHandler",
+    b"excepthook",
+    b"SetPanicOnFault",
+    b"except",
 )
 
 _BUILD_FILES = (
@@ -240,7 +281,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "sanitizer",
-        Lines(_SANITIZER_WORDS, side="changed"),
+        Lines(_SANITIZER_WORDS, _SANITIZER_HINTS, side="changed"),
         "added or removed lines mention sanitizer options",
         "CFLAGS := $(filter-out -fsanitize=address,$(CFLAGS))",
     ),
@@ -252,7 +293,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "crash-handler",
-        Lines(_CRASH_CATCHERS, side="added", code_only=True),
+        Lines(_CRASH_CATCHERS, _CRASH_HINTS, side="added", code_only=True),
         "added lines install a crash or panic catcher",
         "\tdefer func() { recover() }()",
     ),
