@@ -87,6 +87,7 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     patch_result: _Grade
     runtime_result: _Runtime | None
     spend: float | None
+    spend_recorded: bool | None
     started_at: datetime | None
     cached_from: str | None
 
@@ -249,7 +250,7 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
             patch=patch,
             started_at=started,
             reference=bool(reference),
-            spend=doc.get("spend"),
+            spend=None if doc.get("spend_recorded") is False else doc.get("spend"),
             agent_seconds=runtime.get("agent_duration"),
             checks=_task_checks(task) if task is not None else None,
             folder=folder.path,
