@@ -6,19 +6,21 @@ wants `project`, `repository` (an https URL), `language` (`c`, `go` or `rust`), 
 `source` and a task description; `config` is its run config, whose `mode`, `timeout` and
 `difficulty` have no default. This module says what the run config holds (`RunConfig`, with
 the defaults of `ssebench run`), gives the task config in the task model's keys only
-(`task_document`), and says why the task model would refuse a task (`task_problems`).
+(`task_document`), says why the task model would refuse a task (`task_problems`), and why the
+run summary model would refuse a `summary.json` (`summary_problem`).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ssegrade.task import Task
 
-__all__ = ["LANGUAGES", "RunConfig", "task_document", "task_problems"]
+__all__ = ["LANGUAGES", "RunConfig", "summary_problem", "task_document", "task_problems"]
 
 LANGUAGES = ("c", "go", "rust")
 """The languages SSEBench's task model accepts (one base image each)."""
@@ -135,7 +137,81 @@ def task_problems(task: Task) -> tuple[str, ...]:
         found.append("no task description")
     elif any(path.startswith("/") for path in described.crash_report):
         found.append("a crash report path is absolute")
+    for key in ("sanitizer", "type", "binary", "trigger_commit", "patch_commit"):
+        if extra.get(key) is not None and not isinstance(extra[key], str):
+            found.append(f"{key} is not a string")
+    reference = extra.get("reference")
+    if reference is not None and not (
+        isinstance(reference, list) and all(isinstance(r, str) for r in reference)
+    ):
+        found.append("reference is not a list of strings")
+    if extra.get("originality") not in (None, "public", "crafted"):
+        found.append("originality is not public or crafted")
     unknown = sorted(set(extra) - {"repository", *_INFORMATIVE})
     if unknown:
         found.append(f"unknown keys: {', '.join(unknown)}")
     return tuple(found)
+
+
+class _Grade(BaseModel):
+    status: Literal["passed", "failed", "error"] | None = None
+    build_success: bool | None = None
+    pov_passed: int | None = None
+    pov_total: int | None = None
+    func_test_success: bool | None = None
+    intent_test_success: bool | None = None
+    error_msg: str | None = None
+    error_log: str | None = None
+
+
+class _Runtime(BaseModel):
+    agent_duration: int
+    agent_timeout: bool
+    evaluator_timeout: bool
+
+
+class _Settings(BaseModel):
+    agent: str
+    model: str
+    mode: Literal["sidecar", "sandbox"]
+    timeout: int
+    difficulty: Annotated[int, Field(ge=0, le=4)]
+    tool_layer: str | None = None
+    egress: Literal["restricted", "open"] = "restricted"
+    reference_run: bool = False
+    plugins: list[str] = Field(default_factory=list)
+
+
+class _Summary(BaseModel):
+    task: dict[str, Any]
+    config: _Settings
+    patch_result: _Grade
+    runtime_result: _Runtime
+    spend: float
+    run_id: str | None = None
+    started_at: datetime | None = None
+    plugin_results: list[Any] = Field(default_factory=list)
+
+
+def summary_problem(data: bytes) -> str | None:
+    """Why SSEBench's run summary model would refuse these `summary.json` bytes (None: it
+    reads them): its run config, grade, runtime facts and spend, and its task config as
+    `task_problems` says.
+
+    >>> summary_problem(b'{"task": {}, "config": {"agent": "a", "model": "m"}}')
+    'config.mode: Field required'
+    """
+    try:
+        summary = _Summary.model_validate_json(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in err["loc"])
+        return f"{where}: {err['msg']}" if where else str(err["msg"])
+    try:
+        task = Task.model_validate(summary.task)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in err["loc"])
+        return f"task.{where}: {err['msg']}"
+    problems = task_problems(task)
+    return f"task: {problems[0]}" if problems else None
