@@ -9,10 +9,13 @@ The shapes read (SPEC §11, facts of the SSEBench runner):
 - `summary.json`: `task` is the task config (`id`, `scripts`, `files` tell which checks the task
   has); `config` is the **run config** (`agent`, `model`, `reference_run`, and others such as
   `mode`, `timeout`, `difficulty`, which are ignored); `patch_result`, `runtime_result`, `spend`,
-  `run_id`, `started_at`; `ssegrade batch` adds `digest` and, for a reused result,
-  `cached_from`.
+  `run_id`, `started_at`; `ssegrade batch` adds `digest`, `spend_recorded` (false: the
+  job gave no spend, the 0.0 written is unknown) and, for a reused result, `cached_from`.
 - `result.json`: `patch_result`, `runtime_result` and, once the SSEBench runner has rewritten it,
   `config`, the same run config.
+
+The task, model and agent a document names must be its folder's; a bare grade in
+`<task>/<empty|reference>/<n>/` is a run of `ssegrade verify`: both are left out (SPEC §16).
 
 `patch_result` is read as `ssegrade.result.PatchResult`, without its `error_log`
 (`WITHOUT_LOG`); a document that does not read so, such as one without a `status`, is read
