@@ -26,6 +26,7 @@ from ssegrade.protocol import (
     resolve_poc,
     ssebench_refusal,
 )
+from ssegrade.protocol.calls import parse_tool_call, unconfigured
 from ssegrade.protocol.wire import (
     WireDialog,
     WireDiff,
@@ -34,8 +35,6 @@ from ssegrade.protocol.wire import (
     WireScriptResult,
     WireSuccess,
     dialog_entries,
-    parse_tool_call,
-    unconfigured,
     wire_files,
     wire_metadata,
     wire_result,

@@ -11,6 +11,7 @@ Pure core, one concept per module:
   `ssegrade.effects.ScriptResult` itself;
 - `ssegrade.protocol.wire`: SSEBench's own daemon wire, key for key (what its SDK, MCP server,
   evaluator and entrypoint read), and the replies built for it;
+- `ssegrade.protocol.calls`: SSEBench's tool calls read, with its 500 texts;
 - `ssegrade.protocol.rules`: who may call which action (`gate`, with each API's words:
   `refusal`, `ssebench_refusal`), which PoC a request names (`resolve_poc`), the public view of
   a task (`public_project`, `capabilities`);
