@@ -138,7 +138,7 @@ def task_repo(task: Task, task_dir: Path, runner: Runner) -> Path | str:
     if reader is not None:
         why = unreadable_by(repo, reader)
         if why is not None:
-            return f"the task's source {repo} is not read as root: {why}"
+            return f"the task's source is not read as root: {why}"
     return repo
 
 
