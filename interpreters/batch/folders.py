@@ -205,8 +205,8 @@ class RunFolders:
 
     def graded(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """(run folder relative to the root, summary) of every finished run below the root
-        that this user wrote: not marked incomplete, not held, with a result; folders that
-        are links or not private are left out."""
+        that this user wrote: not marked incomplete (a run being written is), with a result;
+        folders that are links or not private are left out."""
         yield from _runs(self._top, (), 0)
 
     # ------------------------------------------------------------------ writing
@@ -265,7 +265,7 @@ def _runs(fd: int, parts: tuple[str, ...], depth: int) -> Iterator[tuple[str, di
     except OSError:
         return
     if SUMMARY in names:
-        if INCOMPLETE in names or holding.is_held(fd):
+        if INCOMPLETE in names:  # being written, or cut short
             return
         doc = _document(read_trusted(fd, SUMMARY, _MAX_DOCUMENT))
         if doc is not None and _ours(fd, "result.json"):

@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,10 @@ FIRST_CLEARED = ("result.json", "summary.json")
 """What says a folder holds a valid grade: removed first when the folder is cleared."""
 
 _LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_ATTEMPTS = 5
+_PAUSE = 0.02
+"""A lock found taken is tried again this many times, this many seconds apart: a grading holds
+it for its whole run, `is_held` for an instant."""
 _MARKED: dict[Path, Hold] = {}
 
 
@@ -146,11 +151,15 @@ def _same(fd: int, folder: int, path: Path) -> bool:
 
 def _lock(folder: int, path: Path, how: int, *, create: bool) -> int:
     fd = _open_lock(folder, path, create=create)
-    try:
-        fcntl.flock(fd, how | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise FolderHeld(f"{path}: being written by another grading") from None
+    for attempt in range(_ATTEMPTS):
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if attempt == _ATTEMPTS - 1:
+                os.close(fd)
+                raise FolderHeld(f"{path}: being written by another grading") from None
+            time.sleep(_PAUSE)  # `is_held` elsewhere holds it for an instant: look again
     if not _same(fd, folder, path):
         os.close(fd)
         raise FolderHeld(f"{path}: replaced while it was being locked")
