@@ -139,8 +139,7 @@ def run_batch(
         batch.tally.total = len(planned)
         todo = batch.sort(planned, force=force, where=where, cache=cache)
         batch.reporter.begin(batch.tally)
-        for job, source in batch.cache_hits:
-            batch.write_cached(job, source)
+        todo += [job for job, source in batch.cache_hits if not batch.write_cached(job, source)]
         interrupted = batch.grade(
             todo, engine, grade or HeldGrade(folders.token), workers, ray_address
         )
@@ -300,22 +299,23 @@ class _Batch:
             return [self.work(waiting.popleft())]
         source = job.folder.relative_to(self.folders.root).as_posix()
         while waiting:
-            self.write_cached(waiting.popleft(), source)
+            follower = waiting.popleft()
+            if not self.write_cached(follower, source):
+                return [self.work(follower)]
         return []
 
-    def write_cached(self, job: Planned, source: str) -> None:
-        """Fill a cached job's folder from the graded run `source` (relative to results)."""
+    def write_cached(self, job: Planned, source: str) -> bool:
+        """Fill a cached job's folder from the graded run `source` (relative to results);
+        False when `source` holds no summary of ours any more: the job is to be graded."""
         doc = self.folders.summary(source)
-        if doc is None:  # gone or changed since the index was made: grade it instead
-            self.reporter.note(f"{source}: no summary of ours; {job.label} is not cached")
-            self.held(job)
-            return
+        if doc is None:
+            return False
         try:
             held = self.folders.prepare(job.parts)
         except (FolderHeld, FolderRefused, OSError) as exc:
             self.reporter.note(f"not graded {job.label}: {exc}")
             self.held(job)
-            return
+            return True
         try:
             patch = PatchResult.model_validate(doc["patch_result"])
             runtime = doc.get("runtime_result") or {}
@@ -331,6 +331,7 @@ class _Batch:
         finally:
             held.release()
         self.finish(job, "cached", patch.status, cached_from=source)
+        return True
 
     def killed(self, key: int) -> None:
         """A grading killed by the second interrupt: its folder is removed."""
