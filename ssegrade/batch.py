@@ -30,6 +30,7 @@ __all__ = [
     "cached_result",
     "duplicate_problems",
     "job_digest",
+    "nested_problems",
     "parse_jobs",
     "run_parts",
     "summary_document",
@@ -212,6 +213,33 @@ def duplicate_problems(keys: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobP
             )
         else:
             first[key] = line
+    return problems
+
+
+def nested_problems(folders: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobProblem]:
+    """One problem per line whose run folder (its parts below the results folder) lies inside
+    another line's run folder: the grading of one would be cleared or mixed by the other's.
+
+    >>> found = nested_problems([(1, ("t", "m", "a", "r")), (2, ("t", "m", "a", "r", "logs", "x"))])
+    >>> [(p.line, p.message) for p in found]
+    [(2, 'run folder t/m/a/r/logs/x lies inside the run folder of line 1 (t/m/a/r)')]
+    """
+    first: dict[tuple[str, ...], int] = {}
+    for line, parts in folders:
+        first.setdefault(parts, line)
+    problems: list[JobProblem] = []
+    for line, parts in folders:
+        for end in range(1, len(parts)):
+            outer = first.get(parts[:end])
+            if outer is not None:
+                problems.append(
+                    JobProblem(
+                        line,
+                        f"run folder {'/'.join(parts)} lies inside the run folder of line "
+                        f"{outer} ({'/'.join(parts[:end])})",
+                    )
+                )
+                break
     return problems
 
 

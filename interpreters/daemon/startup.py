@@ -111,7 +111,7 @@ def run_daemon(settings: Settings) -> None:
     admin_socket = settings.admin_socket.absolute()
     if agent_socket == admin_socket:
         raise BadInput("the agent-facing and admin sockets must be different paths")
-    results = make_results(settings.results)
+    results = make_results(settings.results, share=True)
     try:
         check_admin_folder(admin_socket)
     except SocketError as exc:
