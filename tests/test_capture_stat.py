@@ -67,7 +67,8 @@ OLD_MTIME = 1_600_000_000
 
 
 def ignored(rel: str) -> bool:
-    return rel.endswith(".log") or rel == "build" or rel.startswith("build/")
+    """Paths the patch leaves out: ignored, refused by git, or in a nested repository."""
+    return rel.endswith(".log") or rel.partition("/")[0] in ("build", ".GIT", "vendored")
 
 
 def make_tree(root: Path) -> Path:
@@ -135,6 +136,13 @@ def same_size(data: bytes, size: int) -> bytes:
 def edit(source: Path, outside: Path, op: str, name: str, data: bytes) -> None:
     """One edit of the agent; `outside` is a folder beside the tree, on the same file system."""
     path = source / name
+    if op in ("refused_name", "nested_repo"):  # left out of the patch, and listed as such
+        folder = source / (".GIT" if op == "refused_name" else "vendored")
+        folder.mkdir(exist_ok=True)
+        (folder / "config").write_bytes(data)
+        if op == "nested_repo":
+            run(folder, "init", "-q")
+        return
     if not path.is_file() or path.is_symlink():
         if op == "create" and not path.exists() and not path.parent.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +191,9 @@ def edit(source: Path, outside: Path, op: str, name: str, data: bytes) -> None:
     elif op == "to_link":
         path.unlink()
         path.symlink_to("README.md")
+    elif op == "to_fifo":
+        path.unlink()
+        os.mkfifo(path)
     elif op == "append":
         with open(path, "ab") as out:
             out.write(data or b"\n")
@@ -200,8 +211,11 @@ AFTER = (
     "chmod_keep_mtime",
     "delete",
     "to_link",
+    "to_fifo",
     "append",
     "create",
+    "refused_name",
+    "nested_repo",
 )
 BEFORE = ("content_keep_stat", "touch", "rewrite_same", "swap_outside", "append")
 edits = st.lists(

@@ -65,10 +65,10 @@ def stage(
     and the paths left out.
 
     The index starts as a copy of `start`, the baseline's kept index (`kept_index`), when one
-    is given: only files whose stat data changed since are hashed. Otherwise it starts from
-    `read-tree <base>` and every file is hashed. Root (or we) runs the steps that need the
-    base's objects; the reader runs those that read the tree. New objects go to
-    `s.work/objects`; `alternates` holds the base's.
+    is given: only files whose stat data changed since are hashed, into objects that are thrown
+    away (stored, not compressed). Otherwise it starts from `read-tree <base>` and every file is
+    hashed. Root (or we) runs the steps that need the base's objects; the reader runs those that
+    read the tree. New objects go to `s.work/objects`; `alternates` holds the base's.
     """
     index = s.work / "index"
     objects = s.work / "objects"
@@ -82,18 +82,20 @@ def stage(
         s.git(["read-tree", base], env=admin)
         # Gitlinks of the base leave the index while the tree is read: `add` would otherwise
         # run `git status` inside each checked-out nested repository, with its config.
-        listing = split_z(s.git(["ls-files", "--stage", "-z"], env=admin).stdout)
-        base_links = [entry.split(b"\t", 1)[1] for entry in listing if entry.startswith(_GITLINK)]
+        staged = split_z(s.git(["ls-files", "--stage", "-z"], env=admin).stdout)
+        base_links = [entry.split(b"\t", 1)[1] for entry in staged if entry.startswith(_GITLINK)]
         if base_links:
             removals = b"".join(_removal(path, oid_length) for path in base_links)
             s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
     s.hand_over(index)
 
     # Refresh hashes every file whose stat data differ from the index's (all of them after
-    # `read-tree`) without writing objects, so `add` then writes only the blobs that changed.
+    # `read-tree`) without writing objects (the reader may not see the base's), so `add`
+    # then writes only the blobs that changed.
     tree_args: dict[str, Any] = {"env": reader, "cwd": source, "as_reader": True}
     s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
-    s.git(["add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
+    thrown = [] if start is None else ["-c", "core.looseCompression=0"]
+    added = s.git([*thrown, "add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
 
     # Nested repositories stay out of the patch: every gitlink the index gained, changed or
     # lost goes back to the base's entry (or away when the base had none).
@@ -116,9 +118,13 @@ def stage(
 
     # What git left out: tracked paths still unlike the tree ("C": unreadable, or now a fifo,
     # socket or device, which leaves the index) and untracked paths it did not add ("?").
-    listing = split_z(
-        s.git(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], **tree_args).stdout
-    )
+    # Nothing, when `add` met no error and no gitlink came or went: then the listing (another
+    # walk of the tree) is spared to a capture that starts from stat data.
+    listing: list[bytes] = []
+    if start is None or added.code != 0 or fixes:
+        listing = split_z(
+            s.git(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], **tree_args).stdout
+        )
     left = {entry[2:] for entry in listing}
     special = [entry[2:] for entry in listing if entry[:2] == b"C " and _special(source, entry[2:])]
     if special:
