@@ -12,10 +12,7 @@ stat data, so only trees older than that show the stat data being trusted.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import struct
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -29,7 +26,6 @@ from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
 from tests.test_capture import (
     Entry,
-    agent_env,
     capture_ok,
     make_repo,
     rebuild,
@@ -61,6 +57,8 @@ TREE: dict[str, Entry] = {
     "docs/b.md": ("file", b"bravo\n", False),
 }
 FILES = tuple(name for name, (kind, _, _) in TREE.items() if kind == "file")
+TARGETS = tuple(name for name in FILES if name != ".gitignore")
+"""What the agent edits: `.gitignore` stays, so that the tree's ignored paths stay known."""
 NEW = ("src/new.c", "fresh/tree/file.txt", "docs/c.md", "notes.log")
 OLD_MTIME = 1_600_000_000
 """The mtime both files of each pair get: old, and the same."""
@@ -219,11 +217,11 @@ AFTER = (
 )
 BEFORE = ("content_keep_stat", "touch", "rewrite_same", "swap_outside", "append")
 edits = st.lists(
-    st.tuples(st.sampled_from(AFTER), st.sampled_from(FILES + NEW), st.binary(max_size=24)),
+    st.tuples(st.sampled_from(AFTER), st.sampled_from(TARGETS + NEW), st.binary(max_size=24)),
     max_size=6,
 )
 early = st.lists(
-    st.tuples(st.sampled_from(BEFORE), st.sampled_from(FILES), st.binary(max_size=8)),
+    st.tuples(st.sampled_from(BEFORE), st.sampled_from(TARGETS), st.binary(max_size=8)),
     max_size=3,
 )
 
@@ -302,100 +300,3 @@ def test_an_edit_in_the_second_of_the_baseline_with_its_stat_restored_is_capture
 
         assert b"second" in captured.patch
         assert captured == git.capture(source, baseline, rehash=True).unwrap()
-
-
-# ---------------------------------------------------------------------------- the cost
-
-
-IN_OPEN = 0x20
-IN_ISDIR = 0x40000000
-_EVENT = struct.Struct("iIII")
-
-
-@dataclass
-class Opens:
-    """The files opened under a tree, as inotify reports them (`.git` left out)."""
-
-    root: Path
-    fd: int = -1
-    folders: dict[int, str] = field(default_factory=dict)
-
-    def __enter__(self) -> Opens:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        assert self.fd >= 0, os.strerror(ctypes.get_errno())
-        for parent, dirs, _files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if d != ".git"]
-            rel = os.path.relpath(parent, self.root)
-            watch = libc.inotify_add_watch(self.fd, os.fsencode(parent), IN_OPEN)
-            assert watch >= 0, os.strerror(ctypes.get_errno())
-            self.folders[watch] = "" if rel == "." else rel + "/"
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        os.close(self.fd)
-
-    def files(self) -> set[str]:
-        """The files opened since the last call (events are queued when the open happens)."""
-        opened: set[str] = set()
-        data = b""
-        while True:
-            try:
-                data += os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                break
-        offset = 0
-        while offset < len(data):
-            watch, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
-            offset += _EVENT.size + length
-            if name and not mask & IN_ISDIR:
-                opened.add(self.folders[watch] + os.fsdecode(name))
-        return opened
-
-
-def test_the_capture_reads_only_the_files_that_changed(pool: Pool) -> None:
-    source = pool.take()
-    with tempfile.TemporaryDirectory(dir=source.parent) as folder:
-        outside = Path(folder)
-        baseline = record(source, outside / "baseline")
-        (source / "src" / "util.c").write_bytes(b"int run(void) { return 1; }\n")
-        (source / "docs" / "new.md").write_bytes(b"new\n")
-
-        with Opens(source) as opens:
-            fast = capture_ok(source, baseline)
-            read_fast = opens.files() - {".gitignore"}
-            full = git.capture(source, baseline, rehash=True).unwrap()
-            read_full = opens.files()
-
-        assert fast == full
-        assert read_fast == {"src/util.c", "docs/new.md"}
-        assert read_full >= set(FILES)
-
-
-# ---------------------------------------------------------------------------- the index format
-
-
-def test_index_entries_are_read_as_git_lists_them(tmp_path: Path) -> None:
-    source = make_repo(tmp_path / "src", TREE)
-    long = "/".join(["d" * 200] * 21) + "/tail.txt"  # longer than the 12 bits of a length
-    oid = run(source, "rev-parse", "HEAD:README.md").strip()
-    info = f"100644 {oid}\t{long}\0".encode()
-    subprocess.run(
-        ["git", "update-index", "-z", "--index-info"],
-        cwd=source,
-        env=agent_env(source),
-        input=info,
-        check=True,
-    )
-    run(source, "update-index", "--skip-worktree", "README.md")  # an extended flag: format 3
-    listed = run(source, "ls-files", "-s", "-z").split("\0")[:-1]
-    data = (source / ".git" / "index").read_bytes()
-    assert data[4:8] == b"\0\0\0\3"
-
-    entries = list(read_entries(data, 40))
-
-    assert [f"{e.mode:o} {e.oid} 0\t{os.fsdecode(e.path)}" for e in entries] == listed
-    assert long in {os.fsdecode(e.path) for e in entries}
-    with pytest.raises(ValueError, match="not a git index"):
-        list(read_entries(b"nope", 40))

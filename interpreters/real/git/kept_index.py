@@ -59,7 +59,8 @@ def trust_since() -> int:
 
 def read_entries(data: bytes, oid_length: int) -> Iterator[Entry]:
     """The entries of an index file in format 2 or 3 (what our config writes); raises
-    `ValueError` on anything else. `oid_length` is the object id's length in hex digits."""
+    `ValueError` (or `struct.error`, cut short) on anything else. `oid_length` is the object
+    id's length in hex digits."""
     if len(data) < 12 or data[:4] != _SIGNATURE:
         raise ValueError("not a git index")
     version, count = struct.unpack_from(">II", data, 4)
@@ -94,9 +95,14 @@ def keep(
     """Write the kept index of a baseline at `dest` from `index`, the index its base tree was
     written from (`env` is the hermetic environment of that index): the base's gitlinks leave
     it, entries changed at `since` or later lose their stat data, and the file keeps its mtime.
+    Nothing is kept from an index this module cannot read: captures then hash every file.
     """
     fixes: list[bytes] = []
-    for entry in read_entries(index.read_bytes(), oid_length):
+    try:
+        entries = list(read_entries(index.read_bytes(), oid_length))
+    except (ValueError, struct.error):
+        return
+    for entry in entries:
         if entry.mode == _GITLINK:
             fixes.append(_line(0, "0" * oid_length, entry.path))
         elif entry.ctime >= since or entry.mtime >= since:
