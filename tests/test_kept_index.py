@@ -19,6 +19,7 @@ import pytest
 
 from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
+from tests.realtask import ssegrade
 from tests.test_capture import agent_env, capture_ok, make_repo, record, run
 from tests.test_capture_stat import FILES, TREE, Pool, edit
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Pool:
     made = Pool(tmp_path_factory.mktemp("aged"))
-    made.fill(2)
+    made.fill(3)
     return made
 
 
@@ -142,3 +143,23 @@ def test_a_baseline_without_a_kept_index_hashes_every_file(pool: Pool) -> None:
         with Opens(source) as opens:
             assert capture_ok(source, baseline) == fast
             assert opens.files() >= set(FILES)
+
+
+def test_the_kept_stat_data_are_the_source_trees_not_its_copys(pool: Pool) -> None:
+    source = pool.take()
+    with tempfile.TemporaryDirectory(dir=source.parent) as folder:
+        into = Path(folder) / "baseline"
+        done = ssegrade("baseline", "--source", str(source), "--into", str(into))
+        assert done.returncode == 0, done.stderr
+        baseline = git.load_baseline(into).unwrap()
+        assert baseline.index is not None
+        assert baseline.repo_copy is not None
+        entries = read_entries(baseline.index.read_bytes(), len(baseline.base_tree))
+        kept = {os.fsdecode(e.path): (e.ino, e.ctime) for e in entries}
+
+        def seen(root: Path) -> dict[str, tuple[int, int]]:
+            stats = {name: os.lstat(root / name) for name in kept}
+            return {n: (s.st_ino & 0xFFFFFFFF, int(s.st_ctime)) for n, s in stats.items()}
+
+        assert kept == seen(source)
+        assert not set(kept.items()) & set(seen(baseline.repo_copy).items())

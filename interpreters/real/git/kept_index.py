@@ -46,6 +46,7 @@ class Entry:
     oid: str
     ctime: int
     mtime: int
+    ino: int
 
 
 def trust_since() -> int:
@@ -69,7 +70,7 @@ def read_entries(data: bytes, oid_length: int) -> Iterator[Entry]:
     raw = oid_length // 2
     offset = 12
     for _ in range(count):
-        ctime, _cns, mtime, _mns, _dev, _ino, mode, _uid, _gid, _size = _STAT.unpack_from(
+        ctime, _cns, mtime, _mns, _dev, ino, mode, _uid, _gid, _size = _STAT.unpack_from(
             data, offset
         )
         oid = data[offset + 40 : offset + 40 + raw].hex()
@@ -82,7 +83,7 @@ def read_entries(data: bytes, oid_length: int) -> Iterator[Entry]:
         if len(path) != length or not path:
             raise ValueError("truncated git index")
         offset += (start - offset + length + 8) & ~7
-        yield Entry(path, mode, oid, ctime, mtime)
+        yield Entry(path, mode, oid, ctime, mtime, ino)
 
 
 def _line(mode: int, oid: str, path: bytes) -> bytes:
