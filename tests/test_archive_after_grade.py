@@ -2,7 +2,8 @@
 
 The source tree holds a large sparse file, so that its archive takes seconds; the test stops
 the archive's child process as soon as it appears and sees `result.json` written while the
-archive is not, through the evaluator and through the daemon's grading client.
+archive is not, through the evaluator and through the daemon's grading client. At the time
+limit, the archive is stopped and leaves nothing, with one note.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from returns.result import Success
 
 from interpreters.daemon.app import create_app
 from interpreters.daemon.client import DaemonClient
@@ -26,9 +28,11 @@ from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld
 from interpreters.real.results import ResultsWriter
+from ssegrade import Archive, EvaluationResult, RuntimeResult, TimeLimitReached, WriteResult
 from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
 from ssegrade.run import Deadline, run
+from ssegrade.verdict import Crashed, escaped
 from tests.realtask import git, make_task, ssegrade
 from tests.test_daemon_api import FOLDER, TASK, FakeBackend
 from tests.test_daemon_remote import SyncASGI
@@ -165,3 +169,42 @@ def test_through_the_daemon_the_grade_is_written_before_the_archive(tmp_path: Pa
     notes = (results / "logs" / "notes.log").read_text()
     assert "source.tar.gz not written: could not archive" in notes
     assert sorted(p.name for p in results.iterdir()) == ["checks.jsonl", "logs", "result.json"]
+
+
+def _writer(tmp_path: Path, check: Callable[[], None]) -> tuple[ResultsWriter, Path, list[str]]:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "kept.txt").write_text("kept\n")
+    with open(source / "zeros.img", "wb") as out:
+        out.truncate(4 << 30)  # far more than the archive writes before it is stopped
+    results = tmp_path / "results"
+    (results / "logs").mkdir(parents=True)
+    said: list[str] = []
+    return ResultsWriter(source, results, said.append, check=check), results, said
+
+
+RESULT = EvaluationResult(patch_result=escaped(Crashed("stopped")), runtime_result=RuntimeResult())
+
+
+def test_an_archive_grading_did_not_ask_for_is_stopped_without_a_note(tmp_path: Path) -> None:
+    writer, results, said = _writer(tmp_path, lambda: None)
+    writer.start_archive()  # as the evaluator does at the end of the capture
+
+    writer(WriteResult(RESULT))  # the time limit came before the archive was asked for
+
+    assert sorted(p.name for p in results.iterdir()) == ["logs", "result.json"]
+    assert said == []
+
+
+def test_the_time_limit_stops_the_archive_with_one_note(tmp_path: Path) -> None:
+    def spent() -> None:
+        raise TimeLimitReached(3)
+
+    writer, results, said = _writer(tmp_path, spent)
+    assert writer(Archive()) == Success(None)
+
+    writer(WriteResult(RESULT))
+
+    assert sorted(p.name for p in results.iterdir()) == ["logs", "result.json"]
+    assert said == ["source.tar.gz not written: the time limit of 3s is spent"]
+    assert (results / "logs" / "notes.log").read_text() == f"{said[0]}\n"

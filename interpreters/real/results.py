@@ -87,6 +87,8 @@ class ResultsWriter:
     check: Callable[[], None] = lambda: None
     """Raises `TimeLimitReached` once the grading's deadline has passed: the archive stops."""
     _archive: files.ArchiveProcess | None = field(init=False, default=None)
+    _asked: bool = field(init=False, default=False)
+    """Whether grading asked for the archive (`Archive` answered that it is under way)."""
 
     def note(self, message: str) -> None:
         """Append a line to `logs/notes.log`."""
@@ -106,9 +108,14 @@ class ResultsWriter:
                 self._archive = files.start_archive(self.source, self.results / ARCHIVE_NAME)
 
     def finish_archive(self) -> None:
-        """Wait for the archive under way, if any, until the deadline; a failure is noted."""
+        """Wait for the archive under way, if any, until the deadline; a failure is noted. An
+        archive grading did not ask for (it reached its time limit first) is stopped: the
+        grading program noted why."""
         started, self._archive = self._archive, None
         if started is None:
+            return
+        if not self._asked:
+            started.stop()
             return
         try:
             finished = started.wait(self.check)
@@ -123,7 +130,8 @@ class ResultsWriter:
         started, self._archive = self._archive, None
         if started is not None:
             started.stop()
-            self._not_archived("grading ended before it was finished")
+            if self._asked:
+                self._not_archived("grading ended before it was finished")
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer `Archive` (the archive under way: finished once `result.json` is written),
@@ -137,6 +145,7 @@ class ResultsWriter:
                 self.start_archive()
                 if self._archive is None:  # no child process: written here, before the grade
                     return archive_whole(self.source, self.results / ARCHIVE_NAME, self.check)
+                self._asked = True
                 return Success(None)  # under way; waited for once result.json is written
             case CheckStarted(name=name, poc=poc):
                 label = check_label(name, poc)
