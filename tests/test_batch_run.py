@@ -125,7 +125,17 @@ def test_each_job_gets_a_run_folder_and_a_summary_the_report_reads(world: Path) 
     summary = json.loads((run / "summary.json").read_bytes())
     assert summary["task"]["id"] == "shell-001"
     assert summary["task"]["scripts"]["build"] == "scripts/build.sh"
-    assert summary["config"] == {"agent": "codex", "model": "openai/gpt-5", "reference_run": False}
+    assert summary["config"] == {
+        "agent": "codex",
+        "model": "openai/gpt-5",
+        "mode": "sandbox",
+        "timeout": 3600,
+        "difficulty": 2,
+        "tool_layer": None,
+        "egress": "restricted",
+        "reference_run": False,
+        "plugins": [],
+    }
     assert summary["patch_result"]["status"] == "passed"
     assert summary["runtime_result"]["agent_duration"] == 312
     assert summary["spend"] == 0.42

@@ -29,6 +29,7 @@ from interpreters.grading import grade_patch
 from interpreters.real import files
 from interpreters.taskfolder import load_task
 from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
+from ssegrade.ssebench import task_problems
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
@@ -166,6 +167,11 @@ def verify_tasks(
             subjects.append(loaded)
     if problems:
         raise BadJobs(problems)
+    for subject in subjects:  # graded all the same; SSEBench itself could not run it
+        refused = task_problems(subject.task)
+        if refused:
+            config = subject.folder / "config.yaml"
+            say(f"warning: {config}: SSEBench's task model would refuse it: {'; '.join(refused)}")
     check_runner(runner_user)
     works: list[Work] = []
     where: list[tuple[_Subject, Control, int]] = []
