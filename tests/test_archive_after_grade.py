@@ -33,8 +33,8 @@ from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
 from ssegrade.run import Deadline, run
 from ssegrade.verdict import Crashed, escaped
+from tests.fakedaemon import FOLDER, TASK, FakeBackend
 from tests.realtask import git, make_task, ssegrade
-from tests.test_daemon_api import FOLDER, TASK, FakeBackend
 from tests.test_daemon_remote import SyncASGI
 
 pytestmark = pytest.mark.slow
