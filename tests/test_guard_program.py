@@ -46,9 +46,9 @@ from ssegrade.guard import PocFile
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
 from ssegrade.trace import Trace
+from tests.fakedaemon import make_api
 from tests.guardkit import Edit, make_patch
 from tests.strategies import tasks
-from tests.test_daemon_api import make_api
 
 CHEAT = make_patch(
     [
@@ -272,11 +272,11 @@ def test_the_daemon_serves_the_facts_on_the_admin_socket_only() -> None:
     made = make_api()
     pocs = {"/ssebench/pocs/a.bin": b"\xff\x00poc", "/ssebench/pocs/b.bin": b"second"}
     made.backend.graded.task_files.update(pocs)
-    assert made.admin.post("/ssegrade/guard/observe").status_code == 404  # not prepared
+    assert made.admin.post("/guard/observe").status_code == 404  # not prepared
     assert made.admin.post("/prepare_grading").status_code == 200
-    refused = made.agent.post("/ssegrade/guard/observe")
+    refused = made.agent.post("/guard/observe")
     assert (refused.status_code, list(refused.json())) == (403, ["error"])
-    reply = made.admin.post("/ssegrade/guard/observe")
+    reply = made.admin.post("/guard/observe")
     assert reply.status_code == 200
     body = reply.json()
     assert set(body) == {"pocs", "hidden_tests", "objects"}

@@ -107,6 +107,22 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     help="Longest an agent's script may run, seconds; the evaluator sets its own.",
 )
 @runner_option
+@click.option(
+    "--agent-user",
+    envvar="SSE_AGENT_USER",
+    default="model",
+    show_default=True,
+    help="The account the agent's bash tool runs as (root only; never root) [env SSE_AGENT_USER].",
+)
+@click.option(
+    "--archive",
+    envvar="SSE_ARCHIVE",
+    default="/tmp/sse-archive",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The agent side's archive folder, whose dialog.jsonl GET /agent/dialog serves "
+    "[env SSE_ARCHIVE].",
+)
 @click.option("--openapi", is_flag=True, help="Print the OpenAPI document of the API and exit.")
 def daemon(
     *,
@@ -120,6 +136,8 @@ def daemon(
     baseline_dir: Path | None,
     script_timeout: int,
     runner_user: str | None,
+    agent_user: str,
+    archive: Path,
     openapi: bool,
 ) -> None:
     """Run the task daemon: record the baseline, then serve the agent's checks on the
@@ -151,6 +169,8 @@ def daemon(
             baseline_dir=baseline_dir,
             script_timeout=script_timeout,
             runner_user=runner_user,
+            agent_user=agent_user,
+            archive=archive,
         )
     )
 

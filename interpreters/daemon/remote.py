@@ -3,9 +3,9 @@
 Interpreter layer.
 
 - `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, with the
-  patch from `GET /final_diff` for the guard; `Bench`; the guard's `ObserveGuard`) over the
-  admin socket and the others (`Archive`,
-  `CheckFinished`, `Notify`, `WriteResult`, `WriteGuard`) locally with `ResultsWriter`. Each
+  patch from `GET /ssegrade/final_diff` for the guard; `Bench`; the guard's `ObserveGuard`)
+  over the admin socket and the others (`Archive`, `CheckFinished`, `Notify`, `WriteResult`,
+  `WriteGuard`) locally with `ResultsWriter`. Each
   script may run for the script limit or the time left before the grading's `Deadline`,
   whichever is smaller; the run loop ends grading there.
 - `PreviewInterpreter` answers the `test_patch` preview's effects: `Bench` over the
@@ -29,6 +29,7 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
+from interpreters.real.private import trusted
 from ssegrade.effects import Bench, Effect, ObserveGuard, Prepared, PrepareError, PrepareGrading
 from ssegrade.preview import SpillLog
 from ssegrade.protocol import decode_patch, prepared_result
@@ -69,9 +70,9 @@ class RemoteGrading:
                 return self.local(effect)
 
     def _with_patch(self, prepared: Result[Prepared, PrepareError]) -> object:
-        """The prepared answer with the patch bytes (`GET /final_diff`), which the patch guard
-        examines; without them when the daemon cannot give them (the grade never depends on
-        them: every copy is made by the daemon)."""
+        """The prepared answer with the patch bytes (`GET /ssegrade/final_diff`), which the
+        patch guard examines; without them when the daemon cannot give them (the grade never
+        depends on them: every copy is made by the daemon)."""
         if not isinstance(prepared, Success) or prepared.unwrap().empty:
             return prepared
         try:
@@ -95,8 +96,9 @@ class PreviewInterpreter:
     errors met, for the command to report.
 
     Without `log_dir`, the first long log makes a new private folder (mode 0700, a name no one
-    can guess) in the temporary folder. A given `log_dir` must be a folder this user owns,
-    not a symlink; each log is a new file in it, created without following any link.
+    can guess) in the temporary folder. A given `log_dir` must be a folder this user owns and
+    no one else may write to, not a symlink; each log is a new file in it, created without
+    following any link.
     """
 
     client: DaemonClient
@@ -138,6 +140,9 @@ class PreviewInterpreter:
         if os.fstat(fd).st_uid != os.geteuid():
             os.close(fd)
             raise PermissionError(errno.EPERM, "the log folder belongs to another user", folder)
+        if not trusted(os.fstat(fd)):
+            os.close(fd)
+            raise PermissionError(errno.EPERM, "others may write to the log folder", folder)
         return folder, fd
 
     def _spill(self, name: str, text: str) -> Result[str, str]:

@@ -29,6 +29,7 @@ from interpreters.daemon.server import (
     serve,
 )
 from interpreters.daemon.service import Service
+from interpreters.daemon.shell import AgentShell
 from interpreters.grading import keep_repo_copy
 from interpreters.real import files, git
 from interpreters.real.local import Places
@@ -54,6 +55,8 @@ class Settings:
     baseline_dir: Path | None
     script_timeout: float
     runner_user: str | None
+    agent_user: str = "model"
+    archive: Path | None = None
 
 
 def _baseline(source: Path, given: Path | None, state: Path, *, keep_copy: bool) -> git.Baseline:
@@ -108,7 +111,7 @@ def run_daemon(settings: Settings) -> None:
     admin_socket = settings.admin_socket.absolute()
     if agent_socket == admin_socket:
         raise BadInput("the agent-facing and admin sockets must be different paths")
-    results = make_results(settings.results)
+    results = make_results(settings.results, share=True)
     try:
         check_admin_folder(admin_socket)
     except SocketError as exc:
@@ -132,6 +135,7 @@ def run_daemon(settings: Settings) -> None:
         if locked:
             say(f"made {len(locked)} paths of the task's hidden material readable by root only")
         reference = task_dir / task.files.patch if task.files.patch else None
+        hidden = (str(admin_socket.parent),)
         service = Service(
             task=task,
             folder=str(task_dir),
@@ -141,9 +145,14 @@ def run_daemon(settings: Settings) -> None:
                 who,
                 reference=reference,
                 say=say,
-                env=EnvPolicy(hidden=(str(admin_socket.parent),)),
+                env=EnvPolicy(hidden=hidden),
+                agent_shell=AgentShell(
+                    source, settings.agent_user, (*hidden, str(results), str(base.path))
+                ),
+                archive=settings.archive,
             ),
             version=version(),
+            source=str(source),
             script_timeout=settings.script_timeout,
             say=say,
         )

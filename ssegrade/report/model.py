@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ssegrade.report.rules import Rules
 from ssegrade.result import Status
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
 from ssegrade.task import Check
@@ -183,7 +184,7 @@ class Report(_Out):
 
     `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
     task, model and agent exists; `errors_as_failures` says whether error runs were counted as
-    failed instead of left out.
+    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`).
     """
 
     runs: RunsMode
@@ -195,6 +196,7 @@ class Report(_Out):
     clustered_interval: str = CLUSTERED_NAME
     set_aside: int = 0
     errors_as_failures: bool = False
+    rules: Rules = "ssegrade"
 
 
 class Comparison(_Out):
