@@ -26,7 +26,6 @@ LANGUAGES = ("c", "go", "rust")
 """The languages SSEBench's task model accepts (one base image each)."""
 
 _INFORMATIVE = (
-    "sanitizer",
     "type",
     "binary",
     "trigger_commit",
@@ -34,7 +33,8 @@ _INFORMATIVE = (
     "reference",
     "originality",
 )
-"""Optional top-level keys SSEBench's task model knows, kept from the config as written."""
+"""Optional top-level keys SSEBench's task model knows, kept from the config as written
+(`sanitizer`, which it knows too, is a field of ssegrade's task model)."""
 
 _URL = re.compile(r"^https://\S+$")
 _ABSOLUTE = re.compile(r"^/\S*$")
@@ -97,6 +97,8 @@ def task_document(task: Task) -> dict[str, Any]:
         },
     }
     doc.update((key, extra[key]) for key in _INFORMATIVE if key in extra)
+    if task.sanitizer is not None:  # a key of ssegrade's task model too (the patch guard's)
+        doc["sanitizer"] = task.sanitizer
     return doc
 
 
@@ -137,7 +139,7 @@ def task_problems(task: Task) -> tuple[str, ...]:
         found.append("no task description")
     elif any(path.startswith("/") for path in described.crash_report):
         found.append("a crash report path is absolute")
-    for key in ("sanitizer", "type", "binary", "trigger_commit", "patch_commit"):
+    for key in ("type", "binary", "trigger_commit", "patch_commit"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             found.append(f"{key} is not a string")
     reference = extra.get("reference")

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ssegrade.batch import Job, parse_jobs, summary_document
+from ssegrade.guard import Flag, GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
 from ssegrade.ssebench import task_document, task_problems
 from ssegrade.task import Task, parse_task
@@ -62,6 +63,23 @@ def test_a_batch_summary_reads_as_ssebench_run_summary(name: str) -> None:
         "plugins": [],
     }
     assert summary.spend == 0.5
+
+
+def test_the_summarys_task_keeps_the_sanitizer_and_its_guard_reads_too() -> None:
+    """`sanitizer` is a field of ssegrade's task model (the patch guard reads it) and a key of
+    SSEBench's: the summary keeps it; the guard's record beside it is a key SSEBench's run
+    summary model ignores."""
+    task = example("rle")
+    assert task.sanitizer == "address"
+    guard = GuardReport(flags=(Flag(kind="sanitizer", why="no runtime"),))
+    job = Job(task="t", patch="p", model="m", agent="a", spend=0.1)
+    doc = summary_document(task, job, "r1", GRADE, "d" * 64, guard=guard)
+    doc = json.loads(json.dumps(doc))
+    assert doc["task"]["sanitizer"] == "address"
+    assert doc["guard"]["flags"][0]["kind"] == "sanitizer"
+    summary = RunSummary.model_validate(doc)
+    assert TaskModel.model_validate(doc["task"]).sanitizer == "address"
+    assert summary.patch_result.status == "passed"
 
 
 def test_a_job_without_spend_gets_a_number_and_says_it_is_unknown() -> None:
@@ -131,6 +149,7 @@ configs = st.fixed_dictionaries(
         "scripts": st.just({"build": "build.sh"}),
         "files": st.just({"poc": ["pocs/a"]}),
         "type": st.just("UAF"),
+        "sanitizer": st.sampled_from(["address", "memory", " "]),
         "private_note": st.just("not SSEBench's"),
     },
 )
@@ -156,5 +175,6 @@ def test_the_summarys_task_leaves_out_only_unknown_keys(raw: dict[str, Any]) -> 
     unknown keys aside (they are left out)."""
     doc = task_document(parse_task(yaml.safe_dump(raw).encode()).unwrap())
     assert set(doc) <= TASK_FIELDS
+    assert doc.get("sanitizer") == ((raw.get("sanitizer") or "").strip() or None)
     if not _refused({k: v for k, v in raw.items() if k in TASK_FIELDS}):
         TaskModel.model_validate(json.loads(json.dumps(doc)))
