@@ -205,11 +205,11 @@ def test_rle_batch_summaries_carry_the_guard_and_the_report_counts_it(work: Path
     example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
     jobs = work / "jobs.jsonl"
     lines = [
-        {"task": str(example.task), "patch": str(example.fix), "model": "m", "agent": "fix"},
-        {"task": str(example.task), "patch": str(EXAMPLES / "rle" / "cheat.diff"), "model": "m",
-         "agent": "cheat"},
-    ]  # fmt: skip
-    jobs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        {"patch": str(example.fix), "agent": "fix"},
+        {"patch": str(EXAMPLES / "rle" / "cheat.diff"), "agent": "cheat"},
+    ]
+    same = {"task": str(example.task), "repo": str(example.source), "model": "m"}
+    jobs.write_text("".join(json.dumps(same | line) + "\n" for line in lines))
     runs = work / "runs"
     done = ssegrade("batch", str(jobs), "--results", str(runs), "--workers", "2")
     assert done.returncode == 0, done.stderr
@@ -231,8 +231,18 @@ def test_rle_batch_summaries_carry_the_guard_and_the_report_counts_it(work: Path
 @needs_gcc
 def test_verify_prints_no_flag_for_the_rle_reference_fix(work: Path) -> None:
     example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
-    done = ssegrade("verify", str(example.task), "--results", str(work / "v"), "--format", "json")
+    done = ssegrade(
+        "verify",
+        str(example.task),
+        "--repo",
+        str(example.source),
+        "--results",
+        str(work / "v"),
+        "--format",
+        "json",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "SSEBench's task model would refuse" not in done.stderr
     (task,) = json.loads(done.stdout)["tasks"]
     assert (task["verdict"], task["reference_flags"]) == ("ok", [])
     runs = {run["control"]: run for run in task["runs"]}

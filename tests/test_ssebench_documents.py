@@ -37,14 +37,14 @@ def example(name: str) -> Task:
     return parse_task((EXAMPLES / name / "task" / "config.yaml").read_bytes()).unwrap()
 
 
-@pytest.mark.parametrize("name", ["tlv", "kvconf"])
+@pytest.mark.parametrize("name", ["tlv", "kvconf", "rle"])
 def test_the_examples_are_valid_ssebench_tasks(name: str) -> None:
     raw = yaml.safe_load((EXAMPLES / name / "task" / "config.yaml").read_bytes())
     TaskModel.model_validate(raw)
     assert task_problems(example(name)) == ()
 
 
-@pytest.mark.parametrize("name", ["tlv", "kvconf"])
+@pytest.mark.parametrize("name", ["tlv", "kvconf", "rle"])
 def test_a_batch_summary_reads_as_ssebench_run_summary(name: str) -> None:
     job = Job(task="t", patch="p", model="openai/gpt-5", agent="codex", spend=0.5)
     doc = json.loads(json.dumps(summary_document(example(name), job, "r1", GRADE, "d" * 64)))
