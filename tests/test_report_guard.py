@@ -19,6 +19,7 @@ from interpreters.report_cli import report
 from ssegrade import RunRecord, aggregate
 from ssegrade.guard import KINDS
 from ssegrade.report import Selector, exclude_flagged, summarize
+from ssegrade.report.rules import Rules
 from ssegrade.result import PatchResult, Status
 from tests.test_report_io import summary, write_run
 
@@ -129,6 +130,27 @@ def test_no_guard_record_anywhere_leaves_the_share_empty(tmp_path: Path) -> None
 
 
 # ---------------------------------------------------------------------------- pure rules
+
+
+def test_a_kept_error_run_taken_out_by_its_flags_is_left_out_as_flagged() -> None:
+    """An `error` run the selection keeps (`--errors-as-failures`; under SSEBench's rules, a
+    grade that does not say `error` itself) and `--exclude-flagged` takes out says why; an
+    `error` run the selection left out stays an error run."""
+    err = PatchResult(status="error", error_msg="Timeout (3600s)")
+    given_error = RunRecord("t1", "m", "a", "r1", err, flags=("tests",))
+    derived = RunRecord("t2", "m", "a", "r1", err, flags=("tests",), status_given=False)
+    cases: list[tuple[bool, Rules, RunRecord, str]] = [
+        (True, "ssegrade", given_error, "flagged: tests"),
+        (False, "ssebench", derived, "flagged: tests"),
+        (False, "ssegrade", given_error, "error: Timeout (3600s)"),
+        (False, "ssebench", given_error, "error: Timeout (3600s)"),
+    ]
+    for errors_as_failures, rules, rec, why in cases:
+        selector = Selector("latest", errors_as_failures, rules)
+        selector.add(rec)
+        shown = summarize(exclude_flagged(selector.result(), ["tests"]))
+        assert [x.why for x in shown.excluded] == [why], (errors_as_failures, rules)
+
 
 flag_sets = st.none() | st.lists(st.sampled_from(KINDS), unique=True).map(tuple)
 

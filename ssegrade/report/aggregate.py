@@ -33,7 +33,7 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
-from ssegrade.report.rules import Rules, counted
+from ssegrade.report.rules import Rules, counted, is_error
 from ssegrade.report.select import Selection, Selector
 from ssegrade.report.summary import RunRecord
 from ssegrade.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
@@ -180,12 +180,12 @@ def _task_run(trial: int, rec: RunRecord, has: frozenset[Check]) -> TaskRun:
     )
 
 
-def _excluded(rec: RunRecord) -> Excluded:
+def _excluded(rec: RunRecord, selection: Selection) -> Excluded:
     patch = rec.patch
     if rec.reference:
         why = "reference run"
-    elif patch.status != "error":  # taken out by exclude_flagged
-        why = flagged_why(rec.flags or ())
+    elif selection.errors_as_failures or not is_error(rec, selection.rules):
+        why = flagged_why(rec.flags or ())  # the selection kept it: exclude_flagged took it out
     else:
         why = f"error: {patch.error_msg}" if patch.error_msg else "error"
     return Excluded(
@@ -255,7 +255,7 @@ def summarize(selection: Selection) -> Report:
     return Report(
         runs=selection.runs,
         rows=tuple(rows),
-        excluded=tuple(_excluded(r) for r in excluded),
+        excluded=tuple(_excluded(r, selection) for r in excluded),
         tasks=tuple(_task_run(trial, rec, has[rec.task]) for trial, rec in kept),
         by_task=tuple(task_rows),
         set_aside=selection.set_aside,
