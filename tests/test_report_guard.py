@@ -1,18 +1,20 @@
 """The patch guard in the report: the 'passed, unflagged' share beside 'passed' in every
-format, passed runs per kind, each run's flags, and `--exclude-flagged KIND`."""
+format, passed runs per kind, each run's flags, and `--exclude-flagged KIND`; under
+`--rules ssebench`, SSEBench's shares whatever the guard recorded."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.report_cli import report
@@ -22,6 +24,10 @@ from ssegrade.report import Selector, exclude_flagged, summarize
 from ssegrade.report.rules import Rules
 from ssegrade.result import PatchResult, Status
 from tests.test_report_io import summary, write_run
+from tests.test_report_rules import as_ssebench, same, ssebench_report
+from tests.test_report_rules import runs as tree_runs
+from tests.test_report_rules import summary as ssebench_summary
+from tests.test_report_rules import write as write_summary
 
 
 def guard_doc(*kinds: str, checked: bool = True) -> dict[str, Any]:
@@ -202,3 +208,42 @@ def test_excluding_kinds_leaves_no_run_raising_them_and_never_promotes_an_older_
     )
     rebuilt = summarize(without)
     assert sum(row.runs for row in rebuilt.rows) == len(without.kept)
+
+
+guard_kinds = st.none() | st.lists(st.sampled_from(KINDS), unique=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(tree_runs, guard_kinds), min_size=1, max_size=10))
+def test_the_patch_guards_record_changes_none_of_ssebenchs_shares(made: list[Any]) -> None:
+    """Summaries carrying the guard's record (`guard`, any flags or none) still give SSEBench's
+    rows under `--rules ssebench`; the guard's columns beside them count passed runs only."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for (task, model, agent, run_id, doc, when, reference, checks), kinds in made:
+            made_summary = ssebench_summary(
+                task,
+                model,
+                agent,
+                run_id,
+                doc,
+                started_at=when,
+                reference=reference and model == "m1",
+                checks=checks,
+            )
+            if kinds is not None:
+                flags = [{"kind": kind, "paths": [], "why": "seen"} for kind in kinds]
+                made_summary["guard"] = {"version": 1, "checked": True, "flags": flags}
+            write_summary(root, made_summary)
+        theirs = ssebench_report(root, "latest")
+        out = CliRunner().invoke(report, [str(root), "--format", "json", "--rules", "ssebench"])
+        if not theirs:
+            assert out.exit_code != 0 or json.loads(out.stdout)["rows"] == []
+            return
+        assert out.exit_code == 0, out.output
+        doc = json.loads(out.stdout)
+        same(theirs, as_ssebench(doc))
+        for row in doc["rows"]:
+            if row["unflagged"] is not None:
+                assert row["unflagged"]["of"] == row["passed"]["of"] == row["runs"]
+                assert row["unflagged"]["passed"] <= row["passed"]["passed"]
