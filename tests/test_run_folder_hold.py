@@ -205,7 +205,7 @@ def test_a_folder_a_live_grading_writes_is_refused_even_with_force(
     assert first.returncode == 0, err
     assert out.startswith("failed: PoC failed")  # its own grade, whole
     records = [json.loads(line) for line in (results / "checks.jsonl").read_text().splitlines()]
-    names = ["prepare", "build", "poc", "poc", "function_test", "intent_test"]
+    names = ["prepare", "build", "poc", "poc", "function_test", "intent_test", "guard"]
     assert [r["name"] for r in records] == names
 
 
@@ -255,7 +255,7 @@ def test_a_batch_killed_then_resumed_leaves_each_run_folder_to_one_grading(
     assert again.returncode == 0, again.stderr
     records = [json.loads(line) for line in (run / "checks.jsonl").read_text().splitlines()]
     checks = [(r["name"], r["poc"]) for r in records]
-    assert len(checks) == len(set(checks)) == 6, checks  # one grading's records, no more
+    assert len(checks) == len(set(checks)) == 7, checks  # one grading's records, no more
     assert not (run / ".incomplete").exists()
     assert json.loads((run / "summary.json").read_bytes())["patch_result"]["status"] == "passed"
 
