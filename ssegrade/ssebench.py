@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ssegrade.task import Task
 
@@ -36,6 +36,7 @@ _INFORMATIVE = (
 )
 """Optional top-level keys SSEBench's task model knows, kept from the config as written."""
 
+_ID = re.compile(r"^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$")
 _URL = re.compile(r"^https://\S+$")
 _ABSOLUTE = re.compile(r"^/\S*$")
 
@@ -153,6 +154,73 @@ def task_problems(task: Task) -> tuple[str, ...]:
     return tuple(found)
 
 
+_InTask = Annotated[str, Field(min_length=1, pattern=r"^[^/]")]
+"""A path in the task folder, as SSEBench's task model takes one: not empty, not absolute."""
+
+
+class _Stripped(BaseModel):
+    """A section of SSEBench's task model: closed, text stripped before it is checked."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class _Described(_Stripped):
+    issue: str | None = None
+    crash_report: list[_InTask] | None = None
+    bug_description: str | None = None
+
+    @model_validator(mode="after")
+    def _something_said(self) -> _Described:
+        if not (self.issue or self.crash_report or self.bug_description):
+            raise ValueError("no task description")
+        return self
+
+
+class _TaskScripts(_Stripped):
+    build: _InTask | None = None
+    run: _InTask | None = None
+    test: _InTask | None = None
+
+
+class _TaskFiles(_Stripped):
+    patch: _InTask | None = None
+    future_test: _InTask | None = None
+    security_test: _InTask | None = None
+    intent_test: _InTask | None = None
+    poc: list[_InTask] | None = None
+
+
+class _TaskConfig(_Stripped):
+    """`task` as SSEBench's run summary holds it: its task model, whose `scripts` and `files`
+    have no default and whose null fields (`crash_report`, `poc`) mean none."""
+
+    id: Annotated[str, Field(pattern=_ID.pattern, max_length=128)]
+    project: Annotated[str, Field(pattern=r"\S")]
+    repository: Annotated[str, Field(pattern=_URL.pattern)]
+    language: Literal["c", "go", "rust"]
+    source: Annotated[str, Field(pattern=_ABSOLUTE.pattern)]
+    task_description: _Described
+    scripts: _TaskScripts
+    files: _TaskFiles
+    sanitizer: str | None = None
+    type: str | None = None
+    binary: str | None = None
+    trigger_commit: str | None = None
+    patch_commit: str | None = None
+    reference: list[str] | None = None
+    originality: Literal["public", "crafted"] | None = None
+
+
+class _PluginOutcome(BaseModel):
+    name: str
+    hook: str
+    status: str
+    exit_code: int = 0
+    duration_seconds: float = 0.0
+    reason: str | None = None
+    error: str | None = None
+
+
 class _Grade(BaseModel):
     status: Literal["passed", "failed", "error"] | None = None
     build_success: bool | None = None
@@ -183,35 +251,30 @@ class _Settings(BaseModel):
 
 
 class _Summary(BaseModel):
-    task: dict[str, Any]
+    task: _TaskConfig
     config: _Settings
     patch_result: _Grade
     runtime_result: _Runtime
     spend: float
     run_id: str | None = None
     started_at: datetime | None = None
-    plugin_results: list[Any] = Field(default_factory=list)
+    plugin_results: list[_PluginOutcome] = Field(default_factory=list)
 
 
 def summary_problem(data: bytes) -> str | None:
     """Why SSEBench's run summary model would refuse these `summary.json` bytes (None: it
-    reads them): its run config, grade, runtime facts and spend, and its task config as
-    `task_problems` says.
+    reads them): its run config, grade, runtime facts, spend and plugin outcomes, and its task
+    config by SSEBench's task model (closed at every level, text stripped, null report and PoC
+    lists meaning none).
 
     >>> summary_problem(b'{"task": {}, "config": {"agent": "a", "model": "m"}}')
-    'config.mode: Field required'
+    'task.id: Field required'
     """
     try:
-        summary = _Summary.model_validate_json(data)
+        _Summary.model_validate_json(data)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in err["loc"])
-        return f"{where}: {err['msg']}" if where else str(err["msg"])
-    try:
-        task = Task.model_validate(summary.task)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in err["loc"])
-        return f"task.{where}: {err['msg']}"
-    problems = task_problems(task)
-    return f"task: {problems[0]}" if problems else None
+        message = str(err["msg"]).removeprefix("Value error, ")
+        return f"{where}: {message}" if where else message
+    return None

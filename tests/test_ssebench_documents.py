@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ssegrade.batch import Job, parse_jobs, summary_document
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
-from ssegrade.ssebench import task_document, task_problems
+from ssegrade.ssebench import summary_problem, task_document, task_problems
 from ssegrade.task import Task, parse_task
 from tests.ssebench_models import RUN_CONFIG_FIELDS, TASK_FIELDS, RunSummary, TaskModel
 
@@ -158,3 +158,93 @@ def test_the_summarys_task_leaves_out_only_unknown_keys(raw: dict[str, Any]) -> 
     assert set(doc) <= TASK_FIELDS
     if not _refused({k: v for k, v in raw.items() if k in TASK_FIELDS}):
         TaskModel.model_validate(json.loads(json.dumps(doc)))
+
+
+SUMMARY: dict[str, Any] = {
+    "task": {
+        "id": "demo-1",
+        "project": "demo",
+        "repository": "https://example.org/demo",
+        "language": "go",
+        "source": "/src/demo",
+        "task_description": {"issue": "it crashes"},
+        "scripts": {"build": "build.sh"},
+        "files": {"poc": ["pocs/a"]},
+    },
+    "config": {"agent": "a", "model": "m", "mode": "sandbox", "timeout": 60, "difficulty": 2},
+    "patch_result": {"status": "failed", "build_success": False},
+    "runtime_result": {"agent_duration": 1, "agent_timeout": False, "evaluator_timeout": False},
+    "spend": 0.5,
+}
+EDITS: list[tuple[tuple[str, ...], Any]] = [
+    (("task", "task_description", "crash_report"), None),
+    (("task", "task_description", "crash_report"), []),
+    (("task", "task_description", "crash_report"), ["reports/a.txt"]),
+    (("task", "task_description", "crash_report"), ["/abs.txt"]),
+    (("task", "task_description", "issue"), None),
+    (("task", "task_description", "issue"), " "),
+    (("task", "task_description", "extra"), "x"),
+    (("task", "files", "poc"), None),
+    (("task", "files", "poc"), ["../pocs/a"]),
+    (("task", "files", "poc"), [" "]),
+    (("task", "files", "intent_test"), None),
+    (("task", "scripts", "run"), None),
+    (("task", "scripts", "build"), "/b.sh"),
+    (("task", "id"), "bad id"),
+    (("task", "project"), " demo "),
+    (("task", "project"), " "),
+    (("task", "language"), " c "),
+    (("task", "language"), "python"),
+    (("task", "repository"), "http://x"),
+    (("task", "source"), "src"),
+    (("task", "type"), 3),
+    (("task", "reference"), "https://x"),
+    (("task", "originality"), "stolen"),
+    (("task", "private_note"), "not SSEBench's"),
+    (("config", "difficulty"), 9),
+    (("config", "mode"), "docker"),
+    (("patch_result", "status"), "odd"),
+    (("patch_result", "status"), "error"),
+    (("spend",), "lots"),
+    (("plugin_results",), [{"name": "oracle", "hook": "post", "status": "ok"}]),
+    (("plugin_results",), ["oracle"]),
+    (("started_at",), "2026-06-01T10:00:00Z"),
+    (("started_at",), "yesterday"),
+    (("digest",), "d" * 64),
+]
+
+
+def edited(edits: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
+    doc = json.loads(json.dumps(SUMMARY))
+    for path, value in edits:
+        *parents, key = path
+        here = doc
+        for part in parents:
+            here = here[part]
+        here[key] = value
+    return doc
+
+
+summaries = st.lists(st.sampled_from(EDITS), max_size=3).map(edited)
+
+
+@given(summaries)
+def test_summary_problem_is_exactly_when_ssebenchs_run_summary_model_refuses(
+    doc: dict[str, Any],
+) -> None:
+    """A summary SSEBench's runner writes for a task without crash reports or PoCs (null) is
+    read; one its run summary model refuses (a closed key, an absolute path, a bad run config,
+    a plugin outcome that is no object) is not."""
+    data = json.dumps(doc).encode()
+    try:
+        RunSummary.model_validate_json(data)
+        refused = False
+    except ValidationError:
+        refused = True
+    assert (summary_problem(data) is not None) == refused, summary_problem(data)
+
+
+def test_a_summary_of_a_task_without_crash_reports_is_read() -> None:
+    doc = summary_document(example("tlv"), Job(task="t", patch="p"), "r1", GRADE, "d" * 64)
+    assert doc["task"]["task_description"]["crash_report"] is None
+    assert summary_problem(json.dumps(doc).encode()) is None
