@@ -215,7 +215,7 @@ EDITS: list[tuple[tuple[str, ...], Any]] = [
 
 
 def edited(edits: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
-    doc = json.loads(json.dumps(SUMMARY))
+    doc: dict[str, Any] = json.loads(json.dumps(SUMMARY))
     for path, value in edits:
         *parents, key = path
         here = doc
