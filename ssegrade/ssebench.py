@@ -105,13 +105,43 @@ def _blank(value: object) -> bool:
     return not isinstance(value, str) or not value.strip()
 
 
+def _named_paths(task: Task) -> list[tuple[str, str]]:
+    """Every path in the task folder the config names, with its key."""
+    scripts, files = task.scripts, task.files
+    named = [
+        (f"scripts.{key}", path)
+        for key, path in (("build", scripts.build), ("run", scripts.run), ("test", scripts.test))
+        if path is not None
+    ]
+    named += [
+        (f"files.{key}", path)
+        for key, path in (
+            ("patch", files.patch),
+            ("future_test", files.future_test),
+            ("security_test", files.security_test),
+            ("intent_test", files.intent_test),
+        )
+        if path is not None
+    ]
+    named += [(f"files.poc[{i}]", path) for i, path in enumerate(files.poc)]
+    if task.task_description is not None:
+        reports = task.task_description.crash_report
+        named += [(f"task_description.crash_report[{i}]", path) for i, path in enumerate(reports)]
+    return named
+
+
 def task_problems(task: Task) -> tuple[str, ...]:
     """Why SSEBench's task model would refuse this task's config (none: it reads it).
+
+    That model strips the spaces around every text before it checks it, and wants both the
+    `scripts` and the `files` sections; one written empty (`files:` alone, null) reads here as
+    an empty section, which it takes.
 
     >>> task_problems(Task.model_validate({"id": "t", "language": "python", "source": "../p"}))
     ... # doctest: +NORMALIZE_WHITESPACE
     ('no project', 'no repository', "language 'python' is not one of c, go, rust",
-     "source '../p' is not an absolute path", 'no task description')
+     "source '../p' is not an absolute path", 'no task description', 'no scripts',
+     'no files')
     """
     extra = task.model_extra or {}
     found: list[str] = []
@@ -120,14 +150,14 @@ def task_problems(task: Task) -> tuple[str, ...]:
     repository = extra.get("repository")
     if repository is None:
         found.append("no repository")
-    elif not isinstance(repository, str) or not _URL.match(repository):
+    elif not isinstance(repository, str) or not _URL.match(repository.strip()):
         found.append(f"repository {repository!r} is not an https URL")
     if task.language not in LANGUAGES:
         language = "no language" if task.language is None else f"language {task.language!r}"
         found.append(f"{language} is not one of {', '.join(LANGUAGES)}")
     if task.source is None:
         found.append("no source")
-    elif not _ABSOLUTE.match(task.source):
+    elif not _ABSOLUTE.match(task.source.strip()):
         found.append(f"source {task.source!r} is not an absolute path")
     described = task.task_description
     if described is None or not (
@@ -136,8 +166,10 @@ def task_problems(task: Task) -> tuple[str, ...]:
         or (described.bug_description or "").strip()
     ):
         found.append("no task description")
-    elif any(path.startswith("/") for path in described.crash_report):
-        found.append("a crash report path is absolute")
+    found += [f"no {key}" for key in ("scripts", "files") if key not in task.model_fields_set]
+    for key, path in _named_paths(task):
+        if not path.strip() or path.strip().startswith("/"):
+            found.append(f"{key} {path!r} is not a path in the task folder")
     for key in ("sanitizer", "type", "binary", "trigger_commit", "patch_commit"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             found.append(f"{key} is not a string")

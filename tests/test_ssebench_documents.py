@@ -117,19 +117,29 @@ configs = st.fixed_dictionaries(
     {"id": st.just("demo-1")},
     optional={
         "project": st.sampled_from(["demo", " "]),
-        "repository": st.sampled_from(["https://example.org/demo", "http://x", "git@x:y"]),
+        "repository": st.sampled_from(
+            ["https://example.org/demo", " https://example.org/demo ", "http://x", "git@x:y"]
+        ),
         "language": st.sampled_from(["c", "go", "rust", "python", "C"]),
-        "source": st.sampled_from(["/src/demo", "../demo", "src"]),
+        "source": st.sampled_from(["/src/demo", " /src/demo", "../demo", "src"]),
         "task_description": st.sampled_from(
             [
                 {"issue": "it crashes"},
                 {"crash_report": ["reports/a.txt"]},
                 {"bug_description": "  "},
                 {"crash_report": ["/abs/a.txt"]},
+                {"crash_report": [" "]},
+                {"issue": "it crashes", "crash_report": [" /abs/a.txt"]},
             ]
         ),
-        "scripts": st.just({"build": "build.sh"}),
-        "files": st.just({"poc": ["pocs/a"]}),
+        # A section left out is refused by SSEBench's model; so is a path that is blank or
+        # absolute once the spaces around it are stripped (the model strips every text).
+        "scripts": st.sampled_from(
+            [{"build": "build.sh"}, {}, {"build": " build.sh "}, {"run": "\t"}, {"test": " /t.sh"}]
+        ),
+        "files": st.sampled_from(
+            [{"poc": ["pocs/a"]}, {}, {"poc": ["pocs/a", " "]}, {"patch": " /fix.diff"}]
+        ),
         "type": st.just("UAF"),
         "private_note": st.just("not SSEBench's"),
     },
@@ -138,7 +148,7 @@ configs = st.fixed_dictionaries(
 
 def _refused(raw: dict[str, Any]) -> bool:
     try:
-        TaskModel.model_validate({"scripts": {}, "files": {}} | raw)
+        TaskModel.model_validate(raw)
     except ValidationError:
         return True
     return False
@@ -148,6 +158,44 @@ def _refused(raw: dict[str, Any]) -> bool:
 def test_task_problems_are_exactly_when_ssebench_refuses(raw: dict[str, Any]) -> None:
     task = parse_task(yaml.safe_dump(raw).encode()).unwrap()
     assert bool(task_problems(task)) == _refused(raw), task_problems(task)
+
+
+# One change to a valid config, each a case SSEBench's task model decides on its own: a section
+# it wants left out, a path blank or absolute once stripped, texts it reads after stripping.
+CONFIG_EDITS: list[tuple[str, tuple[str, ...], object]] = [
+    ("drop", ("scripts",), None),
+    ("drop", ("files",), None),
+    ("set", ("scripts", "build"), " "),
+    ("set", ("scripts", "run"), " /scripts/run.sh"),
+    ("set", ("scripts", "test"), " scripts/test.sh "),
+    ("set", ("files", "patch"), "\t"),
+    ("set", ("files", "future_test"), " /tests/future_test.diff"),
+    ("set", ("files", "poc"), ["pocs/overread.bin", " "]),
+    ("set", ("files", "poc"), [" pocs/overread.bin"]),
+    ("set", ("task_description", "crash_report"), [" "]),
+    ("set", ("task_description", "crash_report"), [" /reports/a.txt"]),
+    ("set", ("source",), " /src/tlvparse "),
+    ("set", ("repository",), " https://example.invalid/tlvparse"),
+    ("set", ("repository",), "https://example.invalid/a b"),
+    ("set", ("project",), "\t"),
+]
+
+
+@pytest.mark.parametrize("edit", CONFIG_EDITS)
+def test_one_change_to_a_valid_config_is_refused_iff_ssebench_refuses_it(
+    edit: tuple[str, tuple[str, ...], object],
+) -> None:
+    raw = yaml.safe_load((EXAMPLES / "tlv" / "task" / "config.yaml").read_bytes())
+    how, where, value = edit
+    parent = raw
+    for key in where[:-1]:
+        parent = parent[key]
+    if how == "drop":
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = value
+    task = parse_task(yaml.safe_dump(raw).encode()).unwrap()
+    assert bool(task_problems(task)) == _refused(raw), (edit, task_problems(task))
 
 
 @given(configs)
