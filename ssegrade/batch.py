@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
-from ssegrade.ssebench import RunConfig, task_document
+from ssegrade.ssebench import RunConfig, start_time, task_document
 from ssegrade.task import Task
 
 __all__ = [
@@ -294,7 +294,7 @@ def summary_document(
         # SSEBench's run summary wants a number: a job without one says so beside it.
         "spend": 0.0 if job.spend is None else job.spend,
         "run_id": run_id,
-        "started_at": job.started_at,
+        "started_at": start_time(job.started_at),
         "digest": digest,
     }
     if job.spend is None:

@@ -13,14 +13,21 @@ run summary model would refuse a `summary.json` (`summary_problem`).
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ssegrade.task import Task
 
-__all__ = ["LANGUAGES", "RunConfig", "summary_problem", "task_document", "task_problems"]
+__all__ = [
+    "LANGUAGES",
+    "RunConfig",
+    "start_time",
+    "summary_problem",
+    "task_document",
+    "task_problems",
+]
 
 LANGUAGES = ("c", "go", "rust")
 """The languages SSEBench's task model accepts (one base image each)."""
@@ -62,6 +69,27 @@ class RunConfig(BaseModel):
     egress: Literal["restricted", "open"] = "restricted"
     reference_run: bool = False
     plugins: list[str] = Field(default_factory=list)
+
+
+def start_time(value: str | None) -> str | None:
+    """A run's start time (ISO 8601) as SSEBench's runner writes it: in UTC, marked `Z`; a
+    time given without an offset is UTC, as ssegrade's report reads it. SSEBench's report orders a
+    group's runs by these times, and fails on a tree that mixes times with and without an
+    offset (nor does it read an offset in seconds, which Python writes for some old zones).
+
+    >>> start_time("2026-11-30T10:00:00"), start_time("2026-11-30 12:00:00+02:00")
+    ('2026-11-30T10:00:00Z', '2026-11-30T10:00:00Z')
+    >>> start_time("0001-01-01T00:00:00+05:00")  # no UTC time before year 1: as given
+    '0001-01-01T00:00:00+05:00'
+    """
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value)
+    try:
+        utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        return moment.isoformat()
+    return utc.replace(tzinfo=None).isoformat() + "Z"
 
 
 def task_document(task: Task) -> dict[str, Any]:

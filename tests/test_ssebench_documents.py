@@ -9,6 +9,7 @@ bundled examples' configs are valid for it.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,29 @@ def test_a_batch_summary_reads_as_ssebench_run_summary(name: str) -> None:
         "plugins": [],
     }
     assert summary.spend == 0.5
+
+
+@given(
+    st.datetimes(
+        datetime(1900, 1, 1), datetime(2200, 1, 1), timezones=st.one_of(st.none(), st.timezones())
+    ),
+    st.sampled_from(["T", " "]),
+    st.sampled_from(["auto", "seconds", "microseconds"]),
+)
+def test_the_start_time_carries_its_offset_as_ssebenchs_runner_writes_it(
+    moment: datetime, sep: str, timespec: str
+) -> None:
+    """SSEBench's report orders the runs of a group by their start times, and cannot compare
+    a time without an offset with one that has it (or with a run that has none): every start
+    time batch writes carries one, the same instant, a time without one taken as UTC."""
+    job = Job(task="t", patch="p", started_at=moment.isoformat(sep, timespec))
+    doc = json.loads(json.dumps(summary_document(example("tlv"), job, "r1", GRADE, "d" * 64)))
+    written = RunSummary.model_validate(doc).started_at
+    assert written is not None
+    assert written.tzinfo is not None
+    given = datetime.fromisoformat(job.started_at or "")
+    assert written == (given if given.tzinfo is not None else given.replace(tzinfo=UTC))
+    assert written > datetime.min.replace(tzinfo=UTC)  # comparable with a run without a time
 
 
 def test_a_job_without_spend_gets_a_number_and_says_it_is_unknown() -> None:
