@@ -48,14 +48,21 @@ _URL = re.compile(r"^https://\S+$")
 _ABSOLUTE = re.compile(r"^/\S*$")
 
 
+DEFAULT_TOOL_LAYER = "sandbox"
+"""The tool layer `ssebench run` builds a sandbox run with when none is named."""
+
+
 class RunConfig(BaseModel):
     """A run's settings, as SSEBench's run summary model holds them under `config`: who ran
     (`agent`, `model`, `reference_run`) and how (`mode`, `timeout`, `difficulty`,
     `tool_layer`, `egress`, `plugins`). A key a job does not give takes `ssebench run`'s
-    default (`sandbox`, 3600 s, level 2, no tool layer named, `restricted`, no plugins).
+    default (`sandbox`, 3600 s, level 2, the `sandbox` tool layer in sandbox mode and none in
+    sidecar mode, `restricted`, no plugins).
 
-    >>> RunConfig(agent="codex", model="gpt-5").model_dump()["mode"]
+    >>> RunConfig(agent="codex", model="gpt-5").model_dump()["tool_layer"]
     'sandbox'
+    >>> print(RunConfig(agent="codex", model="gpt-5", mode="sidecar").tool_layer)
+    None
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -69,6 +76,17 @@ class RunConfig(BaseModel):
     egress: Literal["restricted", "open"] = "restricted"
     reference_run: bool = False
     plugins: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_tool_layer(cls, data: object) -> object:
+        if (
+            isinstance(data, dict)
+            and data.get("tool_layer") is None
+            and data.get("mode", "sandbox") == "sandbox"
+        ):
+            return {**data, "tool_layer": DEFAULT_TOOL_LAYER}
+        return data
 
 
 def start_time(value: str | None) -> str | None:

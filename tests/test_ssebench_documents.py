@@ -57,7 +57,7 @@ def test_a_batch_summary_reads_as_ssebench_run_summary(name: str) -> None:
         "mode": "sandbox",
         "timeout": 3600,
         "difficulty": 2,
-        "tool_layer": None,
+        "tool_layer": "sandbox",
         "egress": "restricted",
         "reference_run": False,
         "plugins": [],
@@ -116,9 +116,14 @@ def test_the_run_config_of_a_job_line_is_the_summarys(given_config: dict[str, An
     doc = json.loads(json.dumps(summary_document(example("tlv"), job, "r", GRADE, "d" * 64)))
     config = RunSummary.model_validate(doc).config.model_dump()
     assert set(doc["config"]) == RUN_CONFIG_FIELDS
-    defaults = {"mode": "sandbox", "timeout": 3600, "difficulty": 2, "tool_layer": None}
+    defaults = {"mode": "sandbox", "timeout": 3600, "difficulty": 2}
     defaults |= {"egress": "restricted", "plugins": [], "reference_run": False}
-    assert config == {"agent": "a", "model": "m"} | defaults | given_config
+    # `ssebench run` builds a sandbox run with its default tool layer when none is named; a
+    # sidecar run has none.
+    sandbox = given_config.get("mode", "sandbox") == "sandbox"
+    tool_layer = given_config.get("tool_layer") or ("sandbox" if sandbox else None)
+    expected = {"agent": "a", "model": "m"} | defaults | given_config | {"tool_layer": tool_layer}
+    assert config == expected
 
 
 @pytest.mark.parametrize(
