@@ -112,8 +112,13 @@ class Job(BaseModel):
             difficulty=self.difficulty,
             tool_layer=self.tool_layer,
             egress=self.egress,
-            reference_run=self.reference_run,
             plugins=list(self.plugins),
+            # unsaid, SSEBench's default: whether the agent is its reference agent
+            **(
+                {"reference_run": self.reference_run}
+                if "reference_run" in self.model_fields_set
+                else {}
+            ),
         )
 
     def runtime(self, evaluator_timeout: bool = False) -> RuntimeResult:

@@ -50,6 +50,8 @@ _ABSOLUTE = re.compile(r"^/\S*$")
 
 DEFAULT_TOOL_LAYER = "sandbox"
 """The tool layer `ssebench run` builds a sandbox run with when none is named."""
+REFERENCE_AGENT = "reference"
+"""SSEBench's agent that applies the task's known fix: its runs are reference runs."""
 
 
 class RunConfig(BaseModel):
@@ -57,7 +59,8 @@ class RunConfig(BaseModel):
     (`agent`, `model`, `reference_run`) and how (`mode`, `timeout`, `difficulty`,
     `tool_layer`, `egress`, `plugins`). A key a job does not give takes `ssebench run`'s
     default (`sandbox`, 3600 s, level 2, the `sandbox` tool layer in sandbox mode and none in
-    sidecar mode, `restricted`, no plugins).
+    sidecar mode, `restricted`, no plugins); a run of the `reference` agent is a reference run
+    unless `reference_run` says otherwise.
 
     >>> RunConfig(agent="codex", model="gpt-5").model_dump()["tool_layer"]
     'sandbox'
@@ -79,14 +82,15 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _default_tool_layer(cls, data: object) -> object:
-        if (
-            isinstance(data, dict)
-            and data.get("tool_layer") is None
-            and data.get("mode", "sandbox") == "sandbox"
-        ):
-            return {**data, "tool_layer": DEFAULT_TOOL_LAYER}
-        return data
+    def _ssebench_defaults(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        filled = dict(data)
+        if filled.get("tool_layer") is None and filled.get("mode", "sandbox") == "sandbox":
+            filled["tool_layer"] = DEFAULT_TOOL_LAYER
+        if "reference_run" not in filled:
+            filled["reference_run"] = filled.get("agent") == REFERENCE_AGENT
+        return filled
 
 
 def start_time(value: str | None) -> str | None:

@@ -127,6 +127,27 @@ def test_the_run_config_of_a_job_line_is_the_summarys(given_config: dict[str, An
 
 
 @pytest.mark.parametrize(
+    ("given", "reference"),
+    [
+        ({"agent": "reference"}, True),
+        ({"agent": "reference", "reference_run": False}, False),
+        ({"agent": "codex", "reference_run": True}, True),
+        ({"agent": "codex"}, False),
+    ],
+)
+def test_the_reference_agents_runs_are_reference_runs(
+    given: dict[str, Any], reference: bool
+) -> None:
+    """`ssebench run` records a run of its `reference` agent (which applies the task's known
+    fix) as a reference run, which its report never scores; a job line that says so decides."""
+    [(_, job)], problems = parse_jobs(json.dumps({"task": "t", "patch": "p", **given}).encode())
+    assert problems == []
+    doc = json.loads(json.dumps(summary_document(example("tlv"), job, "r", GRADE, "d" * 64)))
+    assert RunSummary.model_validate(doc).config.reference_run is reference
+    assert doc["reference_run"] is reference
+
+
+@pytest.mark.parametrize(
     "bad",
     [
         {"mode": "docker"},
