@@ -160,7 +160,7 @@ def _family(rep: Report, asked: Comparison | None, limit: int) -> list[Compariso
     default="ssegrade",
     show_default=True,
     help="ssegrade: each share over the runs whose task has the check; ssebench: as SSEBench's "
-    "report counts (every run in each share, PoCs that never ran as passed), to compare "
+    "report counts (every run in each share, a check it lacks as not passed), to compare "
     "with published SSEBench numbers.",
 )
 @click.option(

@@ -73,8 +73,8 @@ def _rows_table(report: Report, wide: bool) -> Table:
     if report.rules == "ssebench":
         rule = (
             "share passed/of (low–high): over every kept run of the row, as SSEBench's report; "
-            f"(low–high): {INTERVAL_NAME}. PoCs: passed equals total (PoCs that never ran "
-            "count as passed). In SSEBench's order."
+            f"(low–high): {INTERVAL_NAME}. PoCs: every PoC ran and passed (PoCs that never "
+            "ran, or a task without any, count as not passed). In SSEBench's order."
         )
     else:
         rule = (

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
-from ssegrade.ssebench import RunConfig, task_document
+from ssegrade.ssebench import RunConfig, start_time, task_document
 from ssegrade.task import Task
 
 __all__ = [
@@ -113,8 +113,13 @@ class Job(BaseModel):
             difficulty=self.difficulty,
             tool_layer=self.tool_layer,
             egress=self.egress,
-            reference_run=self.reference_run,
             plugins=list(self.plugins),
+            # unsaid, SSEBench's default: whether the agent is its reference agent
+            **(
+                {"reference_run": self.reference_run}
+                if "reference_run" in self.model_fields_set
+                else {}
+            ),
         )
 
     def runtime(self, evaluator_timeout: bool = False) -> RuntimeResult:
@@ -296,7 +301,7 @@ def summary_document(
         # SSEBench's run summary wants a number: a job without one says so beside it.
         "spend": 0.0 if job.spend is None else job.spend,
         "run_id": run_id,
-        "started_at": job.started_at,
+        "started_at": start_time(job.started_at),
         "digest": digest,
     }
     if job.spend is None:

@@ -133,7 +133,7 @@ def test_each_job_gets_a_run_folder_and_a_summary_the_report_reads(world: Path) 
         "mode": "sandbox",
         "timeout": 3600,
         "difficulty": 2,
-        "tool_layer": None,
+        "tool_layer": "sandbox",
         "egress": "restricted",
         "reference_run": False,
         "plugins": [],
