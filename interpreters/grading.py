@@ -20,7 +20,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import EnvPolicy
+from interpreters.real.runner import ContainmentPolicy, EnvPolicy, start_guardian
 from interpreters.real.support import find_support_folders
 from interpreters.setup import (
     BadInput,
@@ -79,16 +79,20 @@ def grade_here(
     env: EnvPolicy | None = None,
     memory: int | None = None,
     record: TraceRecorder | None = None,
+    containment: ContainmentPolicy | None = None,
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `make_results`): capture the
     agent's tree, or take the recorded patch; the grading repo is never modified. `record`
-    keeps the grading's trace.
+    keeps the grading's trace; scripts are contained as `containment` asks. A guardian
+    process removes the scratch folder, and whatever the grading left running if this
+    process dies (see `interpreters.real.runner.guardian`).
 
     Raises `BadInput` for input that cannot be graded; once grading started, every failure
     is an `error` grade in `result.json`.
     """
     runtime = runtime if runtime is not None else RuntimeResult()
     scratch = Path(tempfile.mkdtemp(prefix="ssegrade-"))
+    guardian = start_guardian(scratch)
     scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
     notes: list[str] = []
 
@@ -131,6 +135,7 @@ def grade_here(
                 started=started,
                 env=env,
                 memory=memory,
+                containment=containment,
             )
             try:
                 system.log_notes(notes)
@@ -145,7 +150,7 @@ def grade_here(
 
         return graded(results, runtime, local)
     finally:
-        files.remove_later(scratch)  # the grade is written: its scratch goes in the background
+        guardian.done()  # the grade is written: its scratch goes in the background
 
 
 def _baseline(
@@ -183,13 +188,15 @@ def grade_patch(
     runtime: RuntimeResult | None = None,
     force: bool = False,
     say: Callable[[str], None] | None = None,
+    containment: ContainmentPolicy | None = None,
 ) -> EvaluationResult:
     """Grade a recorded patch against a pristine grading repo, as `ssegrade evaluate --patch`
     does, and write `results/` (`result.json`, `final.patch`, `commits.log`, `checks.jsonl`,
     `logs/`). The repo is never modified, so any number of patches can be graded from it,
     one after the other or at the same time. `script_env` adds `(NAME, VALUE)` pairs to the
     scripts' environment, `clean_env` starts it from `PATH` and the locale only,
-    `script_memory` caps each script's memory (bytes) where a cgroup can be made.
+    `script_memory` caps each script's memory (bytes), `containment` says how scripts are
+    contained (default: `full` as root).
 
     Raises `GradingInputError` (one line) when the task is rejected, the patch or the repo is
     missing, or `results` holds an earlier grade and `force` is not set.
@@ -215,6 +222,7 @@ def grade_patch(
             say=say if say is not None else _silent,
             env=EnvPolicy(extra=tuple(script_env), clean=clean_env),
             memory=script_memory,
+            containment=containment,
         )
     except BadInput as exc:
         raise GradingInputError(exc.format_message()) from None
