@@ -9,11 +9,13 @@ bencher reply. The effects that ask for them are in `ssegrade.effects`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import ConfigDict
 
 __all__ = [
     "ApplyError",
+    "Containment",
     "ArchiveError",
     "Capture",
     "CaptureError",
@@ -25,6 +27,11 @@ __all__ = [
     "Staged",
     "Workspace",
 ]
+
+
+Containment = Literal["full", "weak"]
+"""How a script ran: in `full` containment (namespaces, private /tmp, pids cgroup) or `weak`
+(own session and process group)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +55,7 @@ class ScriptResult:
     killed: bool = False
     log_file: str | None = None
     not_started: str | None = None
-    containment: str | None = None
+    containment: Containment | None = None
 
     @property
     def passed(self) -> bool:
@@ -149,7 +156,7 @@ class CheckRecord:
     log_file: str | None
     passed: bool
     left_out: tuple[str, ...] = ()
-    containment: str | None = None
+    containment: Containment | None = None
 
     @staticmethod
     def of_run(name: str, poc: str | None, result: ScriptResult) -> CheckRecord:

@@ -219,10 +219,13 @@ def summary_document(
     result: EvaluationResult,
     digest: str,
     cached_from: str | None = None,
+    *,
+    containment: str | None = None,
 ) -> dict[str, Any]:
     """The `summary.json` of a batch run (SPEC §11, §14): the task config, the run config, the
-    grade, the agent's facts from the job line, the digest and, for a cached run, where the
-    grade comes from. The run config's three keys are also written at the top level, where
+    grade, the agent's facts from the job line, the digest, the containment its scripts ran in
+    (`full`, `weak`; null when none ran, or the grade is reused) and, for a cached run, where
+    the grade comes from. The run config's three keys are also written at the top level, where
     readers that take `config` for the task config (as in `result.json`) find them."""
     run_config = {"agent": job.agent, "model": job.model, "reference_run": job.reference_run}
     doc: dict[str, Any] = {
@@ -235,6 +238,7 @@ def summary_document(
         "run_id": run_id,
         "started_at": job.started_at,
         "digest": digest,
+        "containment": containment,
     }
     if cached_from is not None:
         doc["cached_from"] = cached_from

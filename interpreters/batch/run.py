@@ -43,6 +43,7 @@ from interpreters.batch.jobs import (
 from interpreters.batch.progress import Reporter, make_reporter
 from interpreters.grading import grade_patch
 from interpreters.real import files
+from interpreters.script_options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Job, Tally, cached_result, summary_document
 
@@ -108,6 +109,7 @@ def run_batch(
     runner_user: str | None = None,
     reporter: Reporter | None = None,
     grade: GradeFunction | None = None,
+    scripts: ScriptOptions | None = None,
 ) -> BatchReport:
     """Grade every job into `results` (SPEC §14) and answer what happened.
 
@@ -115,8 +117,9 @@ def run_batch(
     (paths relative to `base`, default the current folder). Raises `BadJobs` (one line per
     problem) before anything runs when a job is invalid or its folder holds a grade with
     another digest (unless `force`), and `EngineUnavailable` when the engine cannot run.
-    SIGINT: the first starts no new job, the second kills the running ones (their folders
-    are removed); the report then says `interrupted`.
+    SIGINT (or SIGTERM): the first starts no new job, the second kills the running ones
+    (their folders are removed); the report then says `interrupted`. `scripts`: the options
+    of every job's scripts.
     """
     start = time.monotonic()
     check_engine(engine)
@@ -138,6 +141,7 @@ def run_batch(
         timeout=timeout,
         script_timeout=script_timeout,
         runner_user=runner_user,
+        scripts=scripts,
     )
     todo = batch.sort(planned, force=force, where=where, cache=cache)
     batch.reporter.begin(batch.tally)
@@ -174,6 +178,7 @@ class _Batch:
     timeout: int
     script_timeout: int | None
     runner_user: str | None
+    scripts: ScriptOptions | None = None
     outcomes: list[JobOutcome] = field(default_factory=list)
     cache_hits: list[tuple[Planned, str]] = field(default_factory=list)
     by_key: dict[int, Planned] = field(default_factory=dict)
@@ -229,6 +234,7 @@ class _Batch:
             timeout=self.timeout,
             script_timeout=self.script_timeout,
             runner_user=self.runner_user,
+            scripts=self.scripts,
         )
 
     # ------------------------------------------------------------------ while running
@@ -242,7 +248,9 @@ class _Batch:
             return []
         _write(
             job.folder / SUMMARY,
-            summary_document(job.task, job.job, job.run_id, done.result, job.digest),
+            summary_document(
+                job.task, job.job, job.run_id, done.result, job.digest, containment=done.containment
+            ),
         )
         _unmark(job.folder)
         status = done.result.patch_result.status
@@ -270,7 +278,10 @@ class _Batch:
         except OSError:
             patch_bytes = job.patch
         _write_bytes(job.folder / "final.patch", patch_bytes)
-        summary = summary_document(job.task, job.job, job.run_id, result, job.digest, source)
+        mode = doc.get("containment") if doc.get("containment") in ("full", "weak") else None
+        summary = summary_document(
+            job.task, job.job, job.run_id, result, job.digest, source, containment=mode
+        )
         _write(job.folder / SUMMARY, summary)
         _unmark(job.folder)
         self.finish(job, "cached", patch.status, cached_from=source)

@@ -27,6 +27,7 @@ from interpreters.batch.engines import (
 from interpreters.batch.jobs import BadJobs, check_runner
 from interpreters.grading import grade_patch
 from interpreters.real import files
+from interpreters.script_options import ScriptOptions
 from interpreters.taskfolder import load_task
 from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
@@ -146,12 +147,14 @@ def verify_tasks(
     runner_user: str | None = None,
     say: Callable[[str], None] = lambda _line: None,
     grade: GradeFunction | None = None,
+    scripts: ScriptOptions | None = None,
 ) -> VerifyReport:
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
     times each into `results/<task id>/<control>/<n>/` and judge them.
 
-    The project graded is `repo`, else each task's `source`. Raises `BadJobs` (one line per
-    problem) before anything runs when a task cannot be loaded.
+    The project graded is `repo`, else each task's `source`; `scripts` are the options of
+    every script. Raises `BadJobs` (one line per problem) before anything runs when a task
+    cannot be loaded.
     """
     check_engine(engine)
     subjects: list[_Subject] = []
@@ -190,6 +193,7 @@ def verify_tasks(
                         timeout=timeout,
                         script_timeout=script_timeout,
                         runner_user=runner_user,
+                        scripts=scripts,
                     )
                 )
                 where.append((subject, control, n))

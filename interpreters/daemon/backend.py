@@ -17,7 +17,7 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import EnvPolicy, Runner
+from interpreters.real.runner import ContainmentPolicy, EnvPolicy, Runner
 from ssegrade.effects import CaptureError
 from ssegrade.run import Interpreter
 
@@ -39,6 +39,8 @@ class LocalBackend:
     say: Callable[[str], None] = print
     env: EnvPolicy | None = None
     """The scripts' environment (its `hidden` names the admin folder too)."""
+    memory: int | None = None
+    containment: ContainmentPolicy | None = None
     _agent: LocalSystem | None = field(default=None, init=False, repr=False)
     _grading: LocalSystem | None = field(default=None, init=False, repr=False)
 
@@ -53,7 +55,14 @@ class LocalBackend:
             support=self.places.support,
         )
         # No overall limit of its own: each request carries its script limit.
-        return LocalSystem(places, self.runner, say=self.say, env=self.env)
+        return LocalSystem(
+            places,
+            self.runner,
+            say=self.say,
+            env=self.env,
+            memory=self.memory,
+            containment=self.containment,
+        )
 
     def _live(self) -> tuple[Path, git.Baseline]:
         if self.places.source is None or self.places.baseline is None:
