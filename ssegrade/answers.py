@@ -15,11 +15,11 @@ from pydantic import ConfigDict
 
 __all__ = [
     "ApplyError",
-    "Containment",
     "ArchiveError",
     "Capture",
     "CaptureError",
     "CheckRecord",
+    "Containment",
     "PrepareError",
     "Prepared",
     "ScriptResult",

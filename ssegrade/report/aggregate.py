@@ -12,7 +12,7 @@ over any iterable of run records. The rules of the shares (SPEC §11):
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ssegrade.checks import CheckSpec, grading_order
@@ -230,4 +230,12 @@ def summarize(selection: Selection) -> Report:
         by_task=tuple(task_rows),
         set_aside=selection.set_aside,
         errors_as_failures=selection.errors_as_failures,
+        containment=dict(
+            sorted(
+                Counter(
+                    rec.containment if rec.containment in ("full", "weak") else "unknown"
+                    for rec in (*(rec for _, rec in selection.kept), *selection.excluded)
+                ).items()
+            )
+        ),
     )

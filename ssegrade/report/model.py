@@ -172,7 +172,8 @@ class Report(_Out):
 
     `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
     task, model and agent exists; `errors_as_failures` says whether error runs were counted as
-    failed instead of left out.
+    failed instead of left out; `containment` counts the runs kept and left out by the mode
+    their scripts ran in (`full`, `weak`, `unknown`).
     """
 
     runs: RunsMode
@@ -184,6 +185,7 @@ class Report(_Out):
     clustered_interval: str = CLUSTERED_NAME
     set_aside: int = 0
     errors_as_failures: bool = False
+    containment: dict[str, int] = {}
 
 
 class Comparison(_Out):

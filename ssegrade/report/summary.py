@@ -89,6 +89,7 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     spend: float | None
     started_at: datetime | None
     cached_from: str | None
+    containment: str | None
 
 
 def _leniently(data: object, handler: ValidatorFunctionWrapHandler) -> PatchResult:
@@ -157,7 +158,8 @@ class RunRecord(NamedTuple):
     None when it is unknown (then the report infers it from the runs of the same task).
     `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
-    grade a batch reused for this run.
+    grade a batch reused for this run; `containment` the mode its scripts ran in (`full`,
+    `weak`), None when its summary does not say.
     """
 
     task: str
@@ -172,6 +174,7 @@ class RunRecord(NamedTuple):
     checks: frozenset[Check] | None = None
     folder: str = ""
     cached_from: str | None = None
+    containment: str | None = None
 
 
 def poc_passed(patch: PatchResult) -> bool:
@@ -254,6 +257,7 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
             checks=_task_checks(task) if task is not None else None,
             folder=folder.path,
             cached_from=doc.get("cached_from"),
+            containment=doc.get("containment"),
         )
     )
 
