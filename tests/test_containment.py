@@ -220,5 +220,5 @@ def test_the_weaker_containment_says_so(runner: Runner, work: Path) -> None:
     result = contained(runner, work, "#!/bin/sh\ntrue\n", containment=weak)
     log = Path(str(result.log_file)).read_text()
     assert "containment: weak (chosen with --containment weak)" in log
-    assert "/tmp, /dev/shm and the network are shared" in log
+    assert "/tmp, /var/tmp, /dev/shm and the network are shared" in log
     assert result.containment == "weak"

@@ -4,9 +4,10 @@ removed.
 Interpreter layer (Linux: namespaces, cgroups under `/sys/fs/cgroup`, `/proc`). In `full`
 mode the child, before it runs anything, joins the run's cgroups, takes a parent-death signal
 (it dies with the thread that started it), and enters a mount namespace of its own with a
-fresh, size-limited `/tmp` and `/dev/shm` (the folders the script is given bound back in at
-their own paths) and, unless the network is the host's, a network namespace with only
-loopback up. It then runs util-linux `unshare`, which makes a PID namespace whose init is
+fresh, size-limited `/tmp`, `/var/tmp` and `/dev/shm` (the world-writable folders of the
+host, where one script could leave something for another; the folders the script is given
+bound back in at their own paths) and, unless the network is the host's, a network namespace
+with only loopback up. It then runs util-linux `unshare`, which makes a PID namespace whose init is
 coreutils `timeout 0` (it never times out: it waits for the script and passes its exit code
 on, 128 + N for a signal, which a script as init could not), itself killed when `unshare`
 dies; the script is started by `setpriv` as the runner. So every process the script starts
@@ -40,7 +41,7 @@ _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 1
 _AF_INET, _SOCK_DGRAM, _SOCK_CLOEXEC = 2, 2, 0o2000000
-_PRIVATE = ("/tmp", "/dev/shm")
+_PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _unshare_call = _libc.unshare
@@ -75,7 +76,8 @@ class Confinement:
     emptied by `kill`, removed by `close`.
 
     `keep`: folders the script is given (its working folder, HOME, staged files, support
-    folders) that must stay reachable at their own paths when `/tmp` or `/dev/shm` is fresh.
+    folders) that must stay reachable at their own paths when `/tmp`, `/var/tmp` or `/dev/shm`
+    is fresh.
     """
 
     mechanisms: Mechanisms
@@ -265,7 +267,8 @@ def _children(pid: int) -> list[int]:
 
 
 def _outermost(folders: Iterable[Path]) -> list[str]:
-    """The folders under `/tmp` or `/dev/shm`, resolved, without those inside another."""
+    """The folders under `/tmp`, `/var/tmp` or `/dev/shm`, resolved, without those inside
+    another."""
     found = sorted(
         {
             os.path.realpath(folder)

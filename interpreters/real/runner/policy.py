@@ -4,8 +4,9 @@
 Interpreter layer (plain data; `probe` decides, `containment` applies). Two modes:
 
 - `full`: a PID namespace (everything the script starts dies with it), a mount namespace
-  with a private, size-limited `/tmp` and `/dev/shm`, a network namespace with only loopback
-  up (unless `network="host"`), and a pids cgroup; all of it, or the script does not run;
+  with a private, size-limited `/tmp`, `/var/tmp` and `/dev/shm`, a network namespace with
+  only loopback up (unless `network="host"`), and a pids cgroup; all of it, or the script
+  does not run;
 - `weak`: its own session and process group, and the sweep of its markers; chosen with
   `--containment weak`, and what runs when ssegrade is not root.
 """
@@ -32,7 +33,7 @@ DEFAULT_PIDS = 4096
 """The default limit on processes and threads of one script run (a fork bomb stops there)."""
 
 DEFAULT_TMP_SIZE = 1 << 30
-"""The default size of a script's private `/tmp`, and of its `/dev/shm` (each)."""
+"""The default size of a script's private `/tmp`, `/var/tmp` and `/dev/shm` (each)."""
 
 Mode = Literal["full", "weak"]
 Network = Literal["loopback", "host"]
@@ -47,7 +48,7 @@ class ContainmentRefused(Exception):
 class ContainmentPolicy:
     """What the operator asked for: `mode` (None: `full` as root, `weak` otherwise), the
     scripts' `network` (`loopback`: a namespace of their own; `host`: the host's) and the size
-    of their private `/tmp` and `/dev/shm` (bytes, each)."""
+    of their private `/tmp`, `/var/tmp` and `/dev/shm` (bytes, each)."""
 
     mode: Mode | None = None
     network: Network = "loopback"
@@ -78,13 +79,13 @@ class Mechanisms:
         if self.mode == "weak":
             return (
                 f"containment: weak ({self.weaker}): its own session and process group, and a "
-                "sweep of what carries its run marker; /tmp, /dev/shm and the network are "
-                "shared, no pids limit"
+                "sweep of what carries its run marker; /tmp, /var/tmp, /dev/shm and the network "
+                "are shared, no pids limit"
             )
         spaces = "PID, mount and network" if self.network == "loopback" else "PID and mount"
         groups = self.cgroups.describe() if self.cgroups else "no cgroup"
         return (
-            f"containment: full ({spaces} namespaces; private /tmp and /dev/shm of "
+            f"containment: full ({spaces} namespaces; private /tmp, /var/tmp and /dev/shm of "
             f"{size_text(self.tmp_size)} each; {groups})"
         )
 

@@ -173,6 +173,6 @@ def _trial(mechanisms: Mechanisms) -> tuple[str, str] | None:
         if step.startswith(("loopback", "network")):
             return "network namespace", reason
         if step.startswith(("private", "mount")):
-            return "private /tmp and /dev/shm", reason
+            return "private /tmp, /var/tmp and /dev/shm", reason
         return step, reason
     return "PID namespace", last
