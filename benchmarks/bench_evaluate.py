@@ -1,20 +1,23 @@
 """Benchmark of a whole evaluation (run by hand, not a test).
 
-Generates a large repository (by default 20,000 files, 200 MB) with a realistic agent patch,
-and a task whose scripts do nothing (build, one PoC, functional and intent tests), on tmpfs
-(`/dev/shm`) and on disk. Then it times `ssegrade evaluate` against the floor of what an
-evaluation cannot avoid, measured in the same run, interleaved with it (medians):
+Generates a repository (by default 20,000 files, 200 MB) with a realistic agent patch, and a
+task whose scripts do nothing (build, one PoC, functional and intent tests), on tmpfs
+(`/dev/shm`) by default. In one run, against floors measured in the same run, interleaved with
+what they are the floor of (medians):
 
-- capture: `git add -A` into a fresh index and `git diff --cached --binary` of the tree;
-- copies: `cp -a` of the grading repo, once per fresh copy grading makes (build, functional
-  tests, intent tests).
+- the capture alone (`interpreters.real.git.capture`) against `git add -A` into a fresh index;
+- `ssegrade evaluate`, until `result.json` is written and until the command ends, against
+  capture floor + 3 x `cp -a` of the grading repo, where the capture floor is `git add -A` into
+  a fresh index then `git diff --cached --binary`, and one copy per fresh copy grading makes;
+- then on a tree `--scale` times larger (200,000 files, 2 GB): the same evaluation and capture,
+  as ratios to the first tree's times.
 
-Everything else (the fidelity proof, the patch check and apply, the archive, the scripts, the
-cleanup) should hide behind these. Each step is also timed alone, in this process, to show
-its share.
+Each step of an evaluation is also timed alone, in this process, to show its share. The load
+average of the machine is printed at the start and the end: the ratios mean little on a host
+busy with other work.
 
-    .venv/bin/python benchmarks/bench_evaluate.py                 # 20,000 files, 200 MB
-    .venv/bin/python benchmarks/bench_evaluate.py --files 2000 --mb 20 --rounds 1
+    .venv/bin/python benchmarks/bench_evaluate.py                 # 20,000 files, then 200,000
+    .venv/bin/python benchmarks/bench_evaluate.py --files 2000 --mb 20 --rounds 1 --scale 0
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -36,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_capture import agent_patch, generate, plain_env, run_git, timed
 
 from interpreters.real import files, git
+from interpreters.real.git.kept_index import read_entries
 
 TOP = Path(__file__).resolve().parent.parent
 NOTHING = "#!/bin/sh\nexit 0\n"
@@ -65,70 +71,100 @@ def make_task(folder: Path) -> None:
     )
 
 
-def pristine(source: Path, dest: Path, home: Path) -> None:
-    """A copy of the initial commit's tree, as a task container's grading repo would be."""
-    dest.mkdir()
+@dataclass(frozen=True)
+class Setup:
+    """A generated tree with its baseline, grading repo and task."""
+
+    top: Path
+    home: Path
+    source: Path
+    task: Path
+    baseline: git.Baseline
+    repo: Path
+    files: int
+
+
+def prepare(top: Path, count: int, megabytes: int, seed: int) -> Setup:
+    """Generate the tree, commit it, record its baseline, play the agent, copy the grading
+    repo (the initial commit's tree, as a task container's would be)."""
+    rng = random.Random(seed)
+    home = top / "home"
+    home.mkdir()
+    source = top / "source"
+    source.mkdir()
+    made = generate(source, count, megabytes, rng)
+    run_git(source, home, "init", "-q", "-b", "main")
+    run_git(source, home, "add", "-A")
+    run_git(source, home, "commit", "-q", "-m", "initial")
+    task = top / "task"
+    make_task(task)
+    baseline = git.record_baseline(source, top / "baseline").unwrap()
+    agent_patch(source, made, rng)
+    repo = top / "repo"
+    repo.mkdir()
     archive = subprocess.run(
         ["git", "archive", "HEAD"], cwd=source, env=plain_env(home), capture_output=True, check=True
     )
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    subprocess.run(["tar", "-x", "-C", str(repo)], input=archive.stdout, check=True)
+    return Setup(top, home, source, task, baseline, repo, len(made))
 
 
-def floor(top: Path, source: Path, repo: Path, home: Path) -> dict[str, float]:
-    """Time the floor once: the capture, then the copies."""
-    env = {**plain_env(home), "GIT_INDEX_FILE": str(top / "floor-index")}
+def floor(s: Setup) -> dict[str, float]:
+    """Time the floor once: `git add -A` into a fresh index, the diff, then the copies."""
+    env = {**plain_env(s.home), "GIT_INDEX_FILE": str(s.top / "floor-index")}
 
-    def capture() -> None:
-        for args in (["add", "-A"], ["diff", "--cached", "--binary"]):
-            subprocess.run(
-                ["git", "-c", "gc.auto=0", *args], cwd=source, env=env, capture_output=True,
-                check=True,
-            )  # fmt: skip
+    def git_(*args: str) -> Callable[[], object]:
+        command = ["git", "-c", "gc.auto=0", *args]
+        return lambda: subprocess.run(
+            command, cwd=s.source, env=env, capture_output=True, check=True
+        )
 
-    seconds = timed(capture)
-    os.unlink(top / "floor-index")
-    copies = [top / f"floor-copy{index}" for index in range(COPIES)]
+    add = timed(git_("add", "-A"))
+    diff = timed(git_("diff", "--cached", "--binary"))
+    os.unlink(s.top / "floor-index")
+    copies = [s.top / f"floor-copy{index}" for index in range(COPIES)]
 
     def copy() -> None:
         for dest in copies:
-            subprocess.run(["cp", "-a", str(repo), str(dest)], check=True)
+            subprocess.run(["cp", "-a", str(s.repo), str(dest)], check=True)
 
     copying = timed(copy)
     for dest in copies:
         shutil.rmtree(dest)
-    return {"capture": seconds, "copies": copying}
+    return {"add": add, "capture": add + diff, "copies": copying}
 
 
-def evaluate(top: Path, task: Path, source: Path, baseline: Path, repo: Path, n: int) -> float:
-    """Time one `ssegrade evaluate`; answer its seconds and leave its results folder."""
-    results = top / f"results{n}"
+def evaluate(s: Setup, n: int) -> tuple[float, float]:
+    """Run one `ssegrade evaluate`: the seconds until `result.json` is written and until the
+    command ends. Its results folder is left for the caller."""
+    results = s.top / f"results{n}"
     command = [
         sys.executable, "-c", "from interpreters.cli import main; main()", "evaluate",
-        "--task", str(task), "--source", str(source), "--baseline", str(baseline),
-        "--repo", str(repo), "--results", str(results),
+        "--task", str(s.task), "--source", str(s.source), "--baseline", str(s.baseline.path),
+        "--repo", str(s.repo), "--results", str(results),
     ]  # fmt: skip
-    done: list[subprocess.CompletedProcess[str]] = []
-    seconds = timed(
-        lambda: done.append(
-            subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                cwd=TOP,
-                check=False,
-                env={**os.environ, "TMPDIR": str(top)},  # its copies where the floor's are
-            )
-        )
+    env = {**os.environ, "TMPDIR": str(s.top)}  # its copies where the floor's are
+    result = results / "result.json"
+    start = time.perf_counter()
+    grading = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TOP, env=env
     )
+    graded = None
+    while grading.poll() is None:
+        if graded is None and result.exists():
+            graded = time.perf_counter() - start
+        time.sleep(0.002)
+    ended = time.perf_counter() - start
+    out, err = grading.communicate()
     # Its scratch folder is removed by a process of its own after it ends: let that finish
     # before anything else is timed.
-    while any(top.glob("ssegrade-*")):
+    while any(s.top.glob("ssegrade-*")):
         time.sleep(0.05)
-    if done[0].stdout.strip() != "passed":
-        raise SystemExit(f"evaluate did not pass: {done[0].stdout}{done[0].stderr}")
+    if out.decode().strip() != "passed":
+        raise SystemExit(f"evaluate did not pass: {out.decode()}{err.decode()}")
     if not (results / "source.tar.gz").is_file():
         raise SystemExit("evaluate wrote no source.tar.gz")
-    return seconds
+    return (graded if graded is not None else ended), ended
 
 
 def scripts_seconds(results: Path) -> float:
@@ -137,22 +173,26 @@ def scripts_seconds(results: Path) -> float:
     return sum(float(json.loads(line)["seconds"]) for line in lines)
 
 
-def steps(top: Path, source: Path, baseline: git.Baseline, repo: Path) -> dict[str, float]:
+def capture(s: Setup, rehash: bool = False) -> float:
+    """Time one capture, as `evaluate` makes it (or with every file hashed)."""
+    return timed(lambda: git.capture(s.source, s.baseline, rehash=rehash).unwrap())
+
+
+def steps(s: Setup) -> dict[str, float]:
     """Each step of an evaluation timed alone, in this process."""
-    captured = []
-    parts = {"capture": timed(lambda: captured.append(git.capture(source, baseline).unwrap()))}
-    got = captured[0]
-    parts["proof"] = timed(lambda: git.prove(baseline, got.patch, got.base_tree).unwrap())
-    copies = [top / f"step-copy{index}" for index in range(COPIES)]
+    got = git.capture(s.source, s.baseline).unwrap()
+    parts = {"capture": capture(s), "rehash": capture(s, rehash=True)}
+    parts["proof"] = timed(lambda: git.prove(s.baseline, got.patch, got.base_tree).unwrap())
+    copies = [s.top / f"step-copy{index}" for index in range(COPIES)]
 
     def copy() -> None:
         for dest in copies:
-            files.fresh_copy(repo, dest, None)
+            files.fresh_copy(s.repo, dest, None)
             git.apply_patch(dest, got.patch).unwrap()
 
     parts["copies"] = timed(copy)
-    parts["archive"] = timed(lambda: files.archive(source, top / "step.tar.gz").unwrap())
-    os.unlink(top / "step.tar.gz")
+    parts["archive"] = timed(lambda: files.archive(s.source, s.top / "step.tar.gz").unwrap())
+    os.unlink(s.top / "step.tar.gz")
 
     def cleanup() -> None:
         for dest in copies:
@@ -162,69 +202,90 @@ def steps(top: Path, source: Path, baseline: git.Baseline, repo: Path) -> dict[s
     return parts
 
 
-def bench(where: Path, options: argparse.Namespace) -> tuple[float, float]:
-    """Build the tree under `where`, measure; answer (evaluate, floor) medians."""
-    rng = random.Random(options.seed)
-    with tempfile.TemporaryDirectory(prefix="bench-evaluate-", dir=where) as folder:
-        top = Path(folder)
-        top.chmod(0o755)
-        home = top / "home"
-        home.mkdir()
-        source = top / "source"
-        source.mkdir()
-        made = generate(source, options.files, options.mb, rng)
-        run_git(source, home, "init", "-q", "-b", "main")
-        run_git(source, home, "add", "-A")
-        run_git(source, home, "commit", "-q", "-m", "initial")
-        task = top / "task"
-        make_task(task)
-        recorded = git.record_baseline(source, top / "baseline").unwrap()
-        agent_patch(source, made, rng)
-        repo = top / "repo"
-        pristine(source, repo, home)
-        floors: list[dict[str, float]] = []
-        ours: list[float] = []
-        scripts: list[float] = []
-        for n in range(options.rounds):  # interleaved: a slow moment hits both alike
-            floors.append(floor(top, source, repo, home))
-            ours.append(evaluate(top, task, source, recorded.path, repo, n))
-            scripts.append(scripts_seconds(top / f"results{n}"))
-            shutil.rmtree(top / f"results{n}")
-        alone = [steps(top, source, recorded, repo) for _ in range(options.rounds)]
-        parts = {key: statistics.median(a[key] for a in alone) for key in alone[0]}
-        parts["scripts"] = statistics.median(scripts)
-        total = sum(parts.values())
-        floor_parts = {key: statistics.median(f[key] for f in floors) for key in floors[0]}
-        floor_s = sum(floor_parts.values())
-        ours_s = statistics.median(ours)
-        print(f"{where}: {len(made)} files, {options.mb} MB; medians of {options.rounds}")
-        print("  steps timed alone (share of their sum):")
-        for key, value in parts.items():
-            print(f"    {key:8s} {value:7.2f}s  {value / total:6.1%}")
-        print(f"  floor: capture {floor_parts['capture']:.2f}s + {COPIES} x cp -a "
-              f"{floor_parts['copies']:.2f}s = {floor_s:.2f}s")  # fmt: skip
-        print(f"  evaluate {ours_s:.2f}s (sum of steps alone {total:.2f}s)")
-        print(f"  evaluate / floor: {ours_s / floor_s:.2f}x")
-        return ours_s, floor_s
+def median(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+
+
+def measure(s: Setup, rounds: int, *, with_steps: bool) -> dict[str, float]:
+    """Floors and ours, interleaved round by round (a slow moment hits both alike); medians."""
+    rows: list[dict[str, float]] = []
+    for n in range(rounds):
+        row = {f"floor {key}": value for key, value in floor(s).items()}
+        row["capture"] = capture(s)
+        row["result.json"], row["exit"] = evaluate(s, n)
+        row["scripts"] = scripts_seconds(s.top / f"results{n}")
+        shutil.rmtree(s.top / f"results{n}")
+        rows.append(row)
+    found = median(rows)
+    if with_steps:
+        found.update({f"step {k}": v for k, v in median([steps(s) for _ in range(rounds)]).items()})
+    return found
+
+
+def report(label: str, s: Setup, found: dict[str, float], rounds: int) -> None:
+    floor_s = found["floor capture"] + found["floor copies"]
+    print(f"{label}: {s.files} files; medians of {rounds}")
+    shown = {k.removeprefix("step "): v for k, v in found.items() if k.startswith("step ")}
+    if shown:
+        print("  steps timed alone (rehash: the same capture, every file hashed):")
+        for key, value in shown.items():
+            print(f"    {key:8s} {value:7.2f}s")
+        print(f"    {'scripts':8s} {found['scripts']:7.2f}s")
+    print(f"  capture {found['capture']:.2f}s / git add -A into a fresh index "
+          f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x")  # fmt: skip
+    print(f"  floor: capture {found['floor capture']:.2f}s + {COPIES} x cp -a "
+          f"{found['floor copies']:.2f}s = {floor_s:.2f}s")  # fmt: skip
+    for key in ("result.json", "exit"):
+        print(f"  evaluate until {key:11s} {found[key]:6.2f}s = {found[key] / floor_s:.2f}x floor")
+
+
+def trusted(baseline: git.Baseline) -> str:
+    """How many entries of the baseline's kept index keep their stat data."""
+    if baseline.index is None:
+        return "no kept index"
+    entries = list(read_entries(baseline.index.read_bytes(), len(baseline.base_tree)))
+    kept = sum(1 for entry in entries if entry.ctime)
+    return f"{kept} of {len(entries)} entries of the kept index keep their stat data"
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
-    """Measure on tmpfs and on disk; print each step's share and the ratio to the floor."""
+    """Measure on the tree, then on one `--scale` times larger; print the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--files", type=int, default=20_000, help="number of files (20000)")
     parser.add_argument("--mb", type=int, default=200, help="total size in MB (200)")
     parser.add_argument("--rounds", type=int, default=3, help="repetitions; medians (3)")
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--where",
-        action="append",
-        type=Path,
-        help="folders to measure in (default: /dev/shm and the temp folder)",
+        "--scale", type=int, default=10, help="the larger tree's factor (10; 0: none)"
     )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--where", type=Path, default=Path("/dev/shm"), help="(/dev/shm)")
     options = parser.parse_args()
-    places = options.where or [Path("/dev/shm"), Path(tempfile.gettempdir())]
-    for where in places:
-        bench(where, options)
+    print(f"load average (1/5/15 min) at the start: {load()}; {os.cpu_count()} CPUs")
+    sizes = [(options.files, options.mb)]
+    if options.scale > 1:
+        sizes.append((options.files * options.scale, options.mb * options.scale))
+    found: list[dict[str, float]] = []
+    for number, (count, megabytes) in enumerate(sizes):
+        with tempfile.TemporaryDirectory(prefix="bench-evaluate-", dir=options.where) as folder:
+            top = Path(folder)
+            top.chmod(0o755)
+            started = time.perf_counter()
+            setup = prepare(top, count, megabytes, options.seed)
+            print(f"{count} files, {megabytes} MB made in {time.perf_counter() - started:.0f}s; "
+                  f"{trusted(setup.baseline)}")  # fmt: skip
+            found.append(measure(setup, options.rounds, with_steps=number == 0))
+            report(f"{options.where}, {megabytes} MB", setup, found[-1], options.rounds)
+    if len(found) == 2:
+        small, large = found
+        print(f"{options.scale}x larger tree against the first:")
+        for key in ("capture", "result.json", "exit", "floor capture", "floor copies"):
+            ratio = large[key] / small[key]
+            print(f"  {key:14s} {large[key]:7.2f}s / {small[key]:6.2f}s = {ratio:.2f}x")
+    print(f"load average (1/5/15 min) at the end: {load()}")
 
 
 if __name__ == "__main__":

@@ -285,7 +285,7 @@ def evaluate(
         agent_timeout=bool(agent_timeout),
         agent_exit_code=agent_exit_code,
     )
-    results = make_results(results, force=force)
+    results = make_results(results, force=force, join=daemon_socket is not None)
     if daemon_socket is not None:
         from interpreters.daemon.commands import evaluate_through_daemon  # noqa: PLC0415
 

@@ -9,7 +9,6 @@ Python API for a recorded patch (what `evaluate --patch`, `verify` and `batch` d
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -22,14 +21,15 @@ from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import ContainmentPolicy, EnvPolicy, start_guardian
 from interpreters.real.support import find_support_folders
+from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.setup import (
     BadInput,
     Inputs,
     graded,
     grading_repo,
+    hold_results,
     load_inputs,
     lock_task,
-    make_results,
 )
 from interpreters.trace import TraceRecorder
 from ssegrade import (
@@ -37,6 +37,7 @@ from ssegrade import (
     Deadline,
     EvaluationResult,
     GradeOptions,
+    PatchResult,
     RuntimeResult,
     bencher_interpreter,
     grade,
@@ -44,12 +45,26 @@ from ssegrade import (
 )
 from ssegrade.bencher import fresh_copies
 
-__all__ = ["GradingInputError", "Sources", "grade_here", "grade_patch", "keep_repo_copy"]
+__all__ = [
+    "GradingInputError",
+    "HeldGrade",
+    "ResultsUnavailable",
+    "Sources",
+    "grade_here",
+    "grade_patch",
+    "keep_repo_copy",
+    "read_patch",
+]
 
 
 class GradingInputError(ValueError):
     """Input grading cannot work with (a rejected task, a missing repo or patch, a results
     folder holding an earlier grade); the message is one line."""
+
+
+class ResultsUnavailable(GradingInputError):
+    """The results folder cannot be used: another live grading holds it, it is not private,
+    or it holds an earlier grade."""
 
 
 def _silent(_message: str) -> None:
@@ -81,7 +96,7 @@ def grade_here(
     record: TraceRecorder | None = None,
     containment: ContainmentPolicy | None = None,
 ) -> EvaluationResult:
-    """Grade on this machine into `results` (made ready by `make_results`): capture the
+    """Grade on this machine into `results` (made ready by `hold_results`): capture the
     agent's tree, or take the recorded patch; the grading repo is never modified. `record`
     keeps the grading's trace; scripts are contained as `containment` asks. A guardian
     process removes the scratch folder, and whatever the grading left running if this
@@ -188,6 +203,7 @@ def grade_patch(
     runtime: RuntimeResult | None = None,
     force: bool = False,
     say: Callable[[str], None] | None = None,
+    holder: str | None = None,
     containment: ContainmentPolicy | None = None,
 ) -> EvaluationResult:
     """Grade a recorded patch against a pristine grading repo, as `ssegrade evaluate --patch`
@@ -198,8 +214,11 @@ def grade_patch(
     `script_memory` caps each script's memory (bytes), `containment` says how scripts are
     contained (default: `full` as root).
 
-    Raises `GradingInputError` (one line) when the task is rejected, the patch or the repo is
-    missing, or `results` holds an earlier grade and `force` is not set.
+    `results` is made private and held while grading (`interpreters.setup.hold_results`);
+    `holder` is the token of the batch driver that holds it already. Raises
+    `GradingInputError` (one line) when the task is rejected, the patch or the repo is
+    missing, or `results` cannot be used: another live grading holds it, it is not private,
+    or it holds an earlier grade and `force` is not set.
 
     >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -211,11 +230,17 @@ def grade_patch(
         inputs = load_inputs(task, None, runner_user, need_source=False)
         if not repo.is_dir():
             raise BadInput(f"grading repo not found: {repo}")
-        ready = make_results(results, force=force)
+    except BadInput as exc:
+        raise GradingInputError(exc.format_message()) from None
+    try:
+        held = hold_results(results, force=force, token=holder)
+    except BadInput as exc:
+        raise ResultsUnavailable(exc.format_message()) from None
+    try:
         return grade_here(
             inputs,
             Sources(patch=patch, repo=repo),
-            ready,
+            held.path,
             timeout=timeout,
             script_timeout=script_timeout,
             runtime=runtime,
@@ -226,23 +251,72 @@ def grade_patch(
         )
     except BadInput as exc:
         raise GradingInputError(exc.format_message()) from None
+    finally:
+        held.release()
+
+
+@dataclass(frozen=True, slots=True)
+class HeldGrade:
+    """`grade_patch` for a batch worker: the run folder is the one its driver made ready and
+    holds with `token`; the worker holds it beside the driver while it grades. When the
+    folder is not held so (another grading took it), nothing is written: the answer is an
+    `error` grade the driver leaves aside."""
+
+    token: str
+
+    def __call__(
+        self,
+        task: Path,
+        patch: Path | bytes,
+        repo: Path,
+        results: Path,
+        *,
+        timeout: int = 3600,
+        script_timeout: int | None = None,
+        runner_user: str | None = None,
+        runtime: RuntimeResult | None = None,
+        force: bool = False,
+        say: Callable[[str], None] | None = None,
+        script_env: Sequence[tuple[str, str]] = (),
+        clean_env: bool = False,
+        script_memory: int | None = None,
+        containment: ContainmentPolicy | None = None,
+    ) -> EvaluationResult:
+        """Grade `patch` into the held folder `results` (`force` has no use here), its
+        scripts as the script options say."""
+        del force
+        try:
+            return grade_patch(
+                task,
+                patch,
+                repo,
+                results,
+                timeout=timeout,
+                script_timeout=script_timeout,
+                runner_user=runner_user,
+                script_env=script_env,
+                clean_env=clean_env,
+                script_memory=script_memory,
+                runtime=runtime,
+                say=say,
+                holder=self.token,
+                containment=containment,
+            )
+        except ResultsUnavailable as exc:
+            return EvaluationResult(
+                patch_result=PatchResult(status="error", error_msg=f"Exception: {exc}"),
+                runtime_result=runtime or RuntimeResult(),
+            )
 
 
 def read_patch(path: Path) -> bytes:
-    """The bytes of a recorded patch file; `BadInput` when it is not a readable regular file
-    (a FIFO or a device is refused, never waited on)."""
+    """The bytes of a recorded patch file; `BadInput` when it is not a regular file (a link
+    is not followed, a FIFO or a device is refused, never waited on; `/dev/null` is the
+    empty patch), checked on the open descriptor before reading."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise BadInput(f"--patch {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BadInput(f"--patch {path}: not a file")
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            return handle.read()
-        except OSError as exc:
-            raise BadInput(f"--patch {path}: {exc.strerror}") from exc
+        return read_regular(path)
+    except NotReadable as exc:
+        raise BadInput(f"--patch {exc.path}: {exc.why}") from None
 
 
 def keep_repo_copy(source: Path, baseline: Path) -> Path:

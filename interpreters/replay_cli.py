@@ -6,24 +6,62 @@ and how it compares with the recorded `result.json`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
 from returns.pipeline import is_successful
 
+from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.replay import Diverged, replay
 from interpreters.setup import BadInput, verdict_line
 from ssegrade.trace import parse_trace
 
-__all__ = ["replay_command"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "replay_command", "too_deep"]
+
+
+MAX_BYTES = 256 << 20
+"""The largest trace `replay` reads."""
+MAX_DEPTH = 64
+"""The deepest nesting of a trace line `replay` reads (a trace ssegrade writes nests a few
+levels)."""
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text `line` nests arrays and objects deeper than `limit`.
+
+    >>> too_deep(b'{"a": [1, "[[[[", {}]}', 2), too_deep(b'{"a": [1, "]]", {}]}', 3)
+    (True, False)
+    >>> too_deep(b'{"a": ["[[[[", 1]}', 2), too_deep(b"[[[]]]", 2)
+    (False, True)
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    depth = 0
+    for bracket in _BRACKET.finditer(_STRING.sub(b"", line)):
+        depth += 1 if bracket.group() in (b"[", b"{") else -1
+        if depth > limit:
+            return True
+    return False
 
 
 def _read(path: Path) -> bytes:
+    """The trace's bytes: a regular file (not a link, never waited on) of at most
+    `MAX_BYTES`, no line nesting deeper than `MAX_DEPTH`; `BadInput` otherwise."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise BadInput(f"trace {path}: {exc.strerror}") from exc
+        data = read_regular(path, limit=MAX_BYTES)
+    except NotReadable as exc:
+        raise BadInput(f"trace {exc}") from None
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if too_deep(line):
+            raise BadInput(
+                f"{path}: trace line {number} nests deeper than {MAX_DEPTH} levels "
+                "(not a trace ssegrade wrote)"
+            )
+    return data
 
 
 @click.command("replay")
@@ -37,14 +75,17 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
     recorded result.json, and if not, each field that differs. Exits 0 when the verdict is
     the same, 1 when it differs, 2 when the trace cannot be read or the grading program asks
     for an effect the trace does not hold (the rules changed in a way that needs a new
-    grading).
+    grading). A trace is read only when it is a regular file (not a link) of at most 256 MiB.
 
     \b
     Example:
       ssegrade evaluate --task tasks/gjson-196 --results out/r1 --trace out/r1.trace
       ssegrade replay out/r1.trace
     """
-    parsed = parse_trace(_read(trace_file))
+    try:
+        parsed = parse_trace(_read(trace_file))
+    except RecursionError:
+        raise BadInput(f"{trace_file}: nested too deeply to be a trace") from None
     if not is_successful(parsed):
         raise BadInput(f"{trace_file}: {parsed.failure().message}")
     trace = parsed.unwrap()

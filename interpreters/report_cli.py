@@ -131,6 +131,15 @@ def _family(rep: Report, asked: Comparison | None, limit: int) -> list[Compariso
     help="Count error runs as failed instead of leaving them out.",
 )
 @click.option(
+    "--rules",
+    type=click.Choice(["ssegrade", "ssebench"]),
+    default="ssegrade",
+    show_default=True,
+    help="ssegrade: each share over the runs whose task has the check; ssebench: as SSEBench's "
+    "report counts (every run in each share, PoCs that never ran as passed), to compare "
+    "with published SSEBench numbers.",
+)
+@click.option(
     "-o", "--output", metavar="FILE", default=None, help="Write to FILE instead of stdout."
 )
 @click.option(
@@ -148,25 +157,32 @@ def report(
     fmt: str,
     per_run: bool,
     errors_as_failures: bool,
+    rules: str,
     output: str | None,
     pair: tuple[str, str] | None,
 ) -> None:
     """Pass shares, intervals, pass@k and per-task tables of the run folders under RESULTS.
 
     RESULTS holds RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json (or result.json).
-    Reference runs and error runs are left out of the shares and listed.
+    Reference runs and error runs are left out of the shares and listed; so are runs whose
+    document names another task, model or agent than their folder, and runs of
+    `ssegrade verify`.
 
     \b
     Examples:
       ssegrade report runs/
       ssegrade report runs/ --runs all --format html -o report.html
       ssegrade report runs/ --format csv --per-run -o runs.csv
+      ssegrade report results/ --rules ssebench
     """
     if per_run and fmt != "csv":
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")
     try:
         selection, scanned = select_runs(
-            results, "all" if runs == "all" else "latest", errors_as_failures
+            results,
+            "all" if runs == "all" else "latest",
+            errors_as_failures,
+            "ssebench" if rules == "ssebench" else "ssegrade",
         )
     except NoRuns as exc:
         raise _bad(str(exc)) from None

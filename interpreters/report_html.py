@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from interpreters.report_render import SHARES
 from ssegrade.checks import CheckSpec, grading_order
-from ssegrade.report import Comparison, Report, Row, Share, TaskRun
+from ssegrade.report import DIFFERENCE, Comparison, Report, Row, Share, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
 __all__ = ["TEMPLATE", "render_html"]
@@ -196,6 +196,7 @@ def render_html(
         "matrix": _matrix(report),
         "details": _details(report, links or {}),
         "links": links or {},
+        "difference": DIFFERENCE,
         "interval_name": INTERVAL_NAME,
         "clustered_name": CLUSTERED_NAME,
         "test_name": TEST_NAME,

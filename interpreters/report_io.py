@@ -7,6 +7,11 @@ pure `ssegrade.report`. A run folder is `RESULTS/<task>/<model…>/<agent>/<run-
 run; folders inside a run folder are not searched, and symbolic links (such as SSEBench's
 `latest` link beside the runs) are never followed.
 
+Under SSEBench's rules (`--rules ssebench`) only `summary.json` makes a run, as SSEBench's
+report reads them; a folder holding only `result.json` is not searched further, nor read. Runs
+the rules leave out (folder mismatch, `ssegrade verify` runs) are counted, and said in one
+line each at the end, not warned of one by one.
+
 The files of a run folder may have been written by a hostile agent: each is opened without
 following a final symbolic link and without blocking (a FIFO cannot hang the report), and is
 read only when it is a regular file of at most `MAX_BYTES`.
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from returns.result import Success
 
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
+from ssegrade.report.rules import Rules
 
 __all__ = [
     "DOCUMENTS",
@@ -60,14 +66,21 @@ class _Skip(Exception):
     """One document cannot be read; the message says why."""
 
 
+_LEFT_OUT = {
+    "folder": "run folders whose document names another task, model or agent than the folder",
+    "verification": "runs of ssegrade verify (<task>/<empty|reference>/<n>)",
+}
+
+
 @dataclass
 class Scanned:
-    """What a scan saw: one warning line per file or folder skipped, the run folders found and
-    the runs read."""
+    """What a scan saw: one warning line per file or folder skipped, the run folders found,
+    the runs read, and the runs left out by a rule (by rule)."""
 
     warnings: list[str] = field(default_factory=list)
     folders: int = 0
     runs: int = 0
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,11 +150,14 @@ def _is_real_dir(entry: os.DirEntry[str]) -> bool:
 
 
 class _Walker:
-    __slots__ = ("add", "scanned")
+    __slots__ = ("add", "scanned", "ssebench")
 
-    def __init__(self, add: Callable[[RunRecord], None], scanned: Scanned) -> None:
+    def __init__(
+        self, add: Callable[[RunRecord], None], scanned: Scanned, ssebench: bool = False
+    ) -> None:
         self.add = add
         self.scanned = scanned
+        self.ssebench = ssebench
 
     def walk(self, path: str, parts: tuple[str, ...]) -> None:
         try:
@@ -163,6 +179,10 @@ class _Walker:
         found = False
         for name in DOCUMENTS:
             file = f"{path}/{name}"
+            if self.ssebench and name != "summary.json":
+                # SSEBench's report stops at a folder of grades, but reads only summaries.
+                found = found or os.path.lexists(file)
+                continue
             try:
                 data = _read(file)
             except _Skip as why:
@@ -176,31 +196,42 @@ class _Walker:
                 self.scanned.warnings.append(f"{file}: skipped, empty (a run not finished?)")
                 continue
             folder = RunFolder(parts[0], "/".join(parts[1:-2]), parts[-2], parts[-1])
-            parsed = parse_run(data, folder)
+            parsed = parse_run(data, folder, ssebench=self.ssebench)
             if isinstance(parsed, Success):
                 self.scanned.runs += 1
                 self.add(parsed.unwrap())
                 break
-            self.scanned.warnings.append(f"{file}: skipped, {parsed.failure().message}")
+            failed = parsed.failure()
+            if failed.left_out is not None:
+                left = self.scanned.left_out
+                left[failed.left_out] = left.get(failed.left_out, 0) + 1
+                break
+            self.scanned.warnings.append(f"{file}: skipped, {failed.message}")
         if found:
             self.scanned.folders += 1
         return found
 
 
 def scan_runs(
-    results: str | os.PathLike[str], add: Callable[[RunRecord], None], scanned: Scanned
+    results: str | os.PathLike[str],
+    add: Callable[[RunRecord], None],
+    scanned: Scanned,
+    rules: Rules = "ssegrade",
 ) -> None:
     """Find every run folder under `results` and hand each run read to `add`, as it is read.
 
-    Unreadable files and folders are skipped, each with one warning line in `scanned`. Raises
-    `NoRuns` when `results` is not a folder or no run could be read.
+    Unreadable files and folders are skipped, each with one warning line in `scanned`; runs a
+    rule leaves out are counted, with one line per rule at the end. Raises `NoRuns` when
+    `results` is not a folder or no run could be read.
     """
     root = os.fspath(results)
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "no such folder"
         raise NoRuns(f"{root}: {what}")
     with paused_gc():
-        _Walker(add, scanned).walk(root.rstrip("/") or "/", ())
+        _Walker(add, scanned, rules == "ssebench").walk(root.rstrip("/") or "/", ())
+    for rule, count in sorted(scanned.left_out.items()):
+        scanned.warnings.append(f"left out {count} {_LEFT_OUT[rule]}")
     if not scanned.runs:
         if scanned.folders:
             raise NoRuns(f"{root}: none of the {scanned.folders} run folders could be read")
@@ -208,13 +239,16 @@ def scan_runs(
 
 
 def select_runs(
-    results: str | os.PathLike[str], runs: RunsMode = "latest", errors_as_failures: bool = False
+    results: str | os.PathLike[str],
+    runs: RunsMode = "latest",
+    errors_as_failures: bool = False,
+    rules: Rules = "ssegrade",
 ) -> tuple[Selection, Scanned]:
-    """Stream every run under `results` through the selection; memory stays with what the
-    selection keeps. Raises `NoRuns` as `scan_runs` does."""
-    selector = Selector(runs, errors_as_failures)
+    """Stream every run under `results` through the selection, under `rules`; memory stays
+    with what the selection keeps. Raises `NoRuns` as `scan_runs` does."""
+    selector = Selector(runs, errors_as_failures, rules)
     scanned = Scanned()
-    scan_runs(results, selector.add, scanned)
+    scan_runs(results, selector.add, scanned, rules)
     return selector.result(), scanned
 
 

@@ -1,4 +1,5 @@
 """Rendering the report as data: JSON, CSV (one line per row, or per run) and JSON Lines.
+CSV cells a spreadsheet would run as a formula are written inert.
 
 Interpreter layer, output side: every function here turns the pure `ssegrade.report.Report`
 into text. Nothing here decides a number: shares, intervals and comparisons come from the core.
@@ -19,6 +20,7 @@ from ssegrade.report import Comparison, Report, Share
 __all__ = [
     "PER_RUN_FIELDS",
     "SHARES",
+    "inert",
     "per_run_rows",
     "render_csv",
     "render_json",
@@ -41,6 +43,7 @@ PER_RUN_FIELDS: tuple[str, ...] = (
     "counted",
     "status",
     "why",
+    "error_msg",
     "build",
     "poc_passed",
     "poc_total",
@@ -90,6 +93,22 @@ def render_json(
     return json.dumps(doc, ensure_ascii=False) + "\n"
 
 
+_ACTIVE = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a cell as a formula."""
+
+
+def inert(value: object) -> object:
+    """A CSV cell a spreadsheet shows and never runs: text starting with `=`, `+`, `-`, `@`,
+    a tab or a carriage return gets a leading `'`. Numbers are left as they are.
+
+    >>> inert("=2+5+cmd|' -C calc'!A0"), inert("@SUM(1+1)"), inert("gpt-5"), inert(-0.5)
+    ("'=2+5+cmd|' -C calc'!A0", "'@SUM(1+1)", 'gpt-5', -0.5)
+    """
+    if isinstance(value, str) and value.startswith(_ACTIVE):
+        return "'" + value
+    return value
+
+
 def render_csv(report: Report) -> str:
     """One CSV line per (model, agent) row: counts, share and Wilson bounds of every check,
     then cost per passed run, pass@k and pass^k for the k the report has."""
@@ -120,7 +139,7 @@ def render_csv(report: Report) -> str:
         line += [_r(clustered.low), _r(clustered.high)] if clustered else [None, None]
         line += [_r(row.pass_at_k.get(k)) for k in range(1, top_k + 1)]
         line += [_r(row.pass_hat_k.get(k)) for k in range(1, top_k + 1)]
-        writer.writerow(["" if v is None else v for v in line])
+        writer.writerow(["" if v is None else inert(v) for v in line])
     return out.getvalue()
 
 
@@ -145,6 +164,7 @@ def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
             "counted": True,
             "status": run.status,
             "why": None,
+            "error_msg": run.error_msg,
             "build": run.build,
             "poc_passed": poc_passed,
             "poc_total": poc_total,
@@ -167,6 +187,7 @@ def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
             "counted": False,
             "status": ex.status,
             "why": ex.why,
+            "error_msg": ex.error_msg,
             "build": ex.build,
             "poc_passed": poc_passed,
             "poc_total": poc_total,
@@ -194,7 +215,7 @@ def render_runs_csv(report: Report) -> str:
     for row in per_run_rows(report):
         writer.writerow(
             [
-                "" if v is None else ("true" if v is True else "false" if v is False else v)
+                "" if v is None else ("true" if v is True else "false" if v is False else inert(v))
                 for v in (row[name] for name in PER_RUN_FIELDS)
             ]
         )

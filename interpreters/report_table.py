@@ -17,7 +17,7 @@ from rich.text import Text
 
 from interpreters.report_render import SHARES
 from ssegrade.checks import CheckSpec, grading_order
-from ssegrade.report import Comparison, Report, Row, Share, TaskRun
+from ssegrade.report import DIFFERENCE, Comparison, Report, Row, Share, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
 __all__ = ["DETAIL_LIMIT", "WIDE", "render_table"]
@@ -70,11 +70,19 @@ def _label(model: str, agent: str, wide: bool) -> list[Text]:
 
 def _rows_table(report: Report, wide: bool) -> Table:
     table = _table(f"Pass shares per model and agent (runs: {report.runs})", wide)
-    table.caption = Text(
-        "share passed/of (low–high): over the kept runs whose task has the check; "
-        f"(low–high): {INTERVAL_NAME}. PoCs: every PoC passed; not run counts as not passed. "
-        "Sorted by pass share."
-    )
+    if report.rules == "ssebench":
+        rule = (
+            "share passed/of (low–high): over every kept run of the row, as SSEBench's report; "
+            f"(low–high): {INTERVAL_NAME}. PoCs: passed equals total (PoCs that never ran "
+            "count as passed). In SSEBench's order."
+        )
+    else:
+        rule = (
+            "share passed/of (low–high): over the kept runs whose task has the check; "
+            f"(low–high): {INTERVAL_NAME}. PoCs: every PoC passed; not run counts as not "
+            "passed. Sorted by pass share."
+        )
+    table.caption = Text(rule)
     table.caption_justify = "left"
     if wide:
         for name in ("Model", "Agent"):
@@ -149,7 +157,8 @@ def _status(status: str) -> Text:
 def _runs_table(report: Report, wide: bool) -> Table:
     table = _table("Runs (—: the task has no such check)", wide)
     names = ("Task", "Model", "Agent", "Trial") if wide else ("Task · model / agent · trial",)
-    for name in (*names, "Status", *(check.short_title for check in grading_order())):
+    checks = (check.short_title for check in grading_order())
+    for name in (*names, "Status", *checks, "First failure"):
         _col(table, name)
     for run in report.tasks:
         if wide:
@@ -157,7 +166,10 @@ def _runs_table(report: Report, wide: bool) -> Table:
         else:
             where = [Text(f"{run.task}\n{run.model}/{run.agent}\ntrial {run.trial}")]
         table.add_row(
-            *where, _status(run.status), *(_mark(run, check) for check in grading_order())
+            *where,
+            _status(run.status),
+            *(_mark(run, check) for check in grading_order()),
+            Text(run.error_msg or "—"),
         )
     return table
 
@@ -278,3 +290,5 @@ def render_table(
 
     if comparisons:
         console.print(_comparisons_table(comparisons, wide))
+    which = "SSEBench's report's (--rules ssebench)" if report.rules == "ssebench" else "ssegrade's"
+    console.print(Text(f"Rules: {which}. {DIFFERENCE}", style="dim"))

@@ -6,9 +6,7 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 
 from __future__ import annotations
 
-import os
 import signal
-import stat
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,7 +18,9 @@ from typing import Any, TypeVar
 import click
 from returns.pipeline import is_successful
 
-from interpreters.real import files, git
+from interpreters.real import files, git, holding, resultsfolder
+from interpreters.real.holding import Hold
+from interpreters.real.resultsfolder import DEFAULT_RESULTS
 from interpreters.real.runner import Runner, resolve_runner
 from interpreters.script_options import ScriptOptions, containment_options, script_env_options
 from interpreters.taskfolder import load_task, lock_hidden, resolve_source
@@ -28,6 +28,7 @@ from ssegrade import EvaluationResult, RuntimeResult, Task, verdict
 from ssegrade.program import GradingInterrupted
 
 __all__ = [
+    "DEFAULT_RESULTS",
     "RESULTS_ENTRIES",
     "BadInput",
     "Inputs",
@@ -36,6 +37,7 @@ __all__ = [
     "containment_options",
     "graded",
     "grading_repo",
+    "hold_results",
     "load_inputs",
     "lock_task",
     "make_results",
@@ -107,7 +109,7 @@ def results_option(command: F) -> F:
     return click.option(
         "--results",
         envvar="SSE_RESULTS",
-        default="/var/lib/ssebench/results",
+        default=str(DEFAULT_RESULTS),
         show_default=True,
         type=click.Path(path_type=Path),
         help="Results folder [env SSE_RESULTS].",
@@ -189,53 +191,36 @@ def lock_task(inputs: Inputs) -> list[str]:
         ) from exc
 
 
-def make_results(results: Path, *, force: bool = False) -> Path:
-    """Create the results folder if needed; its absolute path.
+_KEPT: list[Hold] = []
+"""The results folders `make_results` holds until this process ends."""
 
-    A folder that already holds a grade (`result.json`, or the `checks.jsonl` of a grading
-    that died) is refused unless `force`, which first clears what a grading writes there, and
-    only in a folder that holds nothing else: the logs of two gradings never mix, and a
-    crash never leaves the grade of an earlier grading behind. As root, a folder that another
-    user owns or may write to is refused: root would write through links planted there.
-    """
-    results = results.absolute()
+
+def hold_results(
+    results: Path,
+    *,
+    force: bool = False,
+    share: bool = False,
+    join: bool = False,
+    token: str | None = None,
+) -> Hold:
+    """Make the results folder ready and hold it (`interpreters.real.resultsfolder.hold`);
+    `BadInput` when it cannot be used."""
     try:
-        results.mkdir(parents=True, exist_ok=True)
-        st = os.stat(results, follow_symlinks=False)
-        if not stat.S_ISDIR(st.st_mode):
-            raise BadInput(f"results folder {results}: not a folder (links are not followed)")
-        if os.geteuid() == 0 and (st.st_uid != 0 or st.st_mode & 0o022):
-            raise BadInput(
-                f"results folder {results}: owned by another user or writable by others; "
-                "root does not write there"
-            )
-        names = set(os.listdir(results))
-    except OSError as exc:
-        raise BadInput(f"results folder {results}: {exc.strerror}") from exc
-    graded = names & {"result.json", "checks.jsonl"}
-    if force:
-        strangers = sorted(n for n in names if n not in RESULTS_ENTRIES and not _temp_name(n))
-        if strangers:
-            raise BadInput(
-                f"--force: {results} is not a results folder (it holds {strangers[0]!r}): "
-                "not clearing it"
-            )
-        try:
-            for name in sorted(names):
-                files.remove_tree(results / name)
-        except OSError as exc:
-            raise BadInput(f"--force: cannot clear {results}: {exc.strerror or exc}") from exc
-    elif graded:
-        held = "result.json" if "result.json" in graded else "checks.jsonl"
-        raise BadInput(
-            f"results folder {results} already holds {held}: "
-            "choose a new folder, or --force to clear it"
+        return resultsfolder.hold(
+            results, RESULTS_ENTRIES, force=force, share=share, join=join, token=token
         )
-    return results
+    except resultsfolder.NotReady as exc:
+        raise BadInput(str(exc)) from None
 
 
-def _temp_name(name: str) -> bool:
-    return name.startswith(".") and name.endswith(".tmp")
+def make_results(
+    results: Path, *, force: bool = False, share: bool = False, join: bool = False
+) -> Path:
+    """`hold_results` for the rest of this process (`evaluate`; the daemon, which `share`s
+    it with `evaluate --daemon`, which `join`s it): its absolute path."""
+    hold = hold_results(results, force=force, share=share, join=join)
+    _KEPT.append(hold)
+    return hold.path
 
 
 def grading_repo(
@@ -320,6 +305,7 @@ def graded(
                 files.atomic_write(results / "result.json", result.to_json())
             except OSError as write_error:
                 raise click.ClickException(f"result.json not written: {write_error}") from exc
+        holding.unmark_finished(results)
     if signals.first is not None:
         raise Interrupted(signals.first)
     return result

@@ -10,21 +10,23 @@ from pathlib import Path
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
+from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade import Task, TaskError, parse_task
 
 __all__ = ["load_task", "lock_hidden", "resolve_source"]
 
 
 def load_task(folder: Path) -> Result[Task, TaskError]:
-    """Parse `folder/config.yaml` and check that every file it names exists."""
+    """Parse `folder/config.yaml` (a regular file: not a link, never waited on) and check
+    that every file it names exists."""
     if not folder.is_dir():
         return Failure(TaskError(f"task folder not found: {folder}"))
     try:
-        data = (folder / "config.yaml").read_bytes()
-    except FileNotFoundError:
-        return Failure(TaskError(f"config.yaml: no such file in {folder}"))
-    except OSError as exc:
-        return Failure(TaskError(f"config.yaml: cannot read it ({exc.strerror})"))
+        data = read_regular(folder / "config.yaml")
+    except NotReadable as exc:
+        if exc.errno == errno.ENOENT:
+            return Failure(TaskError(f"config.yaml: no such file in {folder}"))
+        return Failure(TaskError(f"config.yaml: cannot read it ({exc.why})"))
     parsed = parse_task(data)
     if not is_successful(parsed):
         return parsed

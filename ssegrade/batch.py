@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
+from ssegrade.ssebench import RunConfig, task_document
 from ssegrade.task import Task
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "cached_result",
     "duplicate_problems",
     "job_digest",
+    "nested_problems",
     "parse_jobs",
     "run_parts",
     "summary_document",
@@ -44,7 +46,9 @@ def _folder_name(value: str, what: str) -> str:
 
 
 class Job(BaseModel):
-    """One line of a jobs file (SPEC §14). Paths are as written: relative to the jobs file."""
+    """One line of a jobs file (SPEC §14). Paths are as written: relative to the jobs file.
+    `mode`, `timeout`, `difficulty`, `tool_layer`, `egress` and `plugins` are the SSEBench run
+    config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -60,6 +64,12 @@ class Job(BaseModel):
     agent_exit_code: int | None = None
     spend: float | None = None
     started_at: str | None = None
+    mode: Literal["sidecar", "sandbox"] = "sandbox"
+    timeout: int = Field(default=3600, ge=0)
+    difficulty: int = Field(default=2, ge=0, le=4)
+    tool_layer: str | None = None
+    egress: Literal["restricted", "open"] = "restricted"
+    plugins: list[str] = Field(default_factory=list)
 
     @field_validator("model")
     @classmethod
@@ -87,6 +97,24 @@ class Job(BaseModel):
             except ValueError:
                 raise ValueError(f"{value!r} is not an ISO 8601 time") from None
         return value
+
+    def run_config(self) -> RunConfig:
+        """The run config of this job, as SSEBench's run summary model holds it.
+
+        >>> Job(task="t", patch="p", difficulty=0).run_config().model_dump()["difficulty"]
+        0
+        """
+        return RunConfig(
+            agent=self.agent,
+            model=self.model,
+            mode=self.mode,
+            timeout=self.timeout,
+            difficulty=self.difficulty,
+            tool_layer=self.tool_layer,
+            egress=self.egress,
+            reference_run=self.reference_run,
+            plugins=list(self.plugins),
+        )
 
     def runtime(self, evaluator_timeout: bool = False) -> RuntimeResult:
         """The `runtime_result` of this job: the agent's facts from its line."""
@@ -149,7 +177,9 @@ def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
 
 
 def _unknown(key: str) -> str:
-    near = difflib.get_close_matches(key, JOB_KEYS, n=1)
+    # Letters swapped (`modle`) name their key before any merely close one (`mode`).
+    swapped = [known for known in JOB_KEYS if sorted(known) == sorted(key)]
+    near = swapped[:1] or difflib.get_close_matches(key, JOB_KEYS, n=1)
     return f"{key}: unknown key" + (f" (did you mean {near[0]}?)" if near else "")
 
 
@@ -183,6 +213,33 @@ def duplicate_problems(keys: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobP
             )
         else:
             first[key] = line
+    return problems
+
+
+def nested_problems(folders: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobProblem]:
+    """One problem per line whose run folder (its parts below the results folder) lies inside
+    another line's run folder: the grading of one would be cleared or mixed by the other's.
+
+    >>> found = nested_problems([(1, ("t", "m", "a", "r")), (2, ("t", "m", "a", "r", "logs", "x"))])
+    >>> [(p.line, p.message) for p in found]
+    [(2, 'run folder t/m/a/r/logs/x lies inside the run folder of line 1 (t/m/a/r)')]
+    """
+    first: dict[tuple[str, ...], int] = {}
+    for line, parts in folders:
+        first.setdefault(parts, line)
+    problems: list[JobProblem] = []
+    for line, parts in folders:
+        for end in range(1, len(parts)):
+            outer = first.get(parts[:end])
+            if outer is not None:
+                problems.append(
+                    JobProblem(
+                        line,
+                        f"run folder {'/'.join(parts)} lies inside the run folder of line "
+                        f"{outer} ({'/'.join(parts[:end])})",
+                    )
+                )
+                break
     return problems
 
 
@@ -222,24 +279,30 @@ def summary_document(
     *,
     containment: str | None = None,
 ) -> dict[str, Any]:
-    """The `summary.json` of a batch run (SPEC §11, §14): the task config, the run config, the
-    grade, the agent's facts from the job line, the digest, the containment its scripts ran in
-    (`full`, `weak`; null when none ran, or the grade is reused) and, for a cached run, where
-    the grade comes from. The run config's three keys are also written at the top level, where
-    readers that take `config` for the task config (as in `result.json`) find them."""
-    run_config = {"agent": job.agent, "model": job.model, "reference_run": job.reference_run}
+    """The `summary.json` of a batch run (SPEC §11, §14), shaped as SSEBench's run summary model
+    reads it: the task config (in its task model's keys), the run config, the grade, the
+    agent's facts from the job line (a job without `spend` gets 0.0, and `spend_recorded`
+    false, which ssegrade's report reads as unknown); then the digest, the containment its
+    scripts ran in (`full`, `weak`; null when none ran) and, for a cached run, where the
+    grade comes from. `agent`, `model` and `reference_run` are also written at the top
+    level, where readers that take `config` for the task config (as in `result.json`) find
+    them."""
+    run_config = job.run_config().model_dump(mode="json")
     doc: dict[str, Any] = {
-        "task": task.model_dump(mode="json", exclude_none=True),
+        "task": task_document(task),
         "config": run_config,
-        **run_config,
+        **{key: run_config[key] for key in ("agent", "model", "reference_run")},
         "patch_result": result.patch_result.model_dump(mode="json"),
         "runtime_result": result.runtime_result.model_dump(mode="json"),
-        "spend": job.spend,
+        # SSEBench's run summary wants a number: a job without one says so beside it.
+        "spend": 0.0 if job.spend is None else job.spend,
         "run_id": run_id,
         "started_at": job.started_at,
         "digest": digest,
         "containment": containment,
     }
+    if job.spend is None:
+        doc["spend_recorded"] = False
     if cached_from is not None:
         doc["cached_from"] = cached_from
     return doc

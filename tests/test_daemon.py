@@ -28,7 +28,7 @@ import pytest
 
 from interpreters.daemon.client import DaemonClient
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
-from ssegrade.protocol import DiffText, decode_patch
+from ssegrade.protocol import PREFIX, DiffText, decode_patch
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
 
@@ -54,11 +54,12 @@ class RunningDaemon:
         self.clients.append(made)
         return made
 
-    def http(self, listener: str = "agent") -> httpx.Client:
-        """A raw httpx client of one socket, to look at statuses and bodies as they are."""
+    def http(self, listener: str = "agent", prefix: str = PREFIX) -> httpx.Client:
+        """A raw httpx client of one socket, to look at statuses and bodies as they are: of
+        ssegrade's API by default, of SSEBench's wire with `prefix` ""."""
         path = self.agent if listener == "agent" else self.admin
         transport = httpx.HTTPTransport(uds=str(path))
-        return httpx.Client(transport=transport, base_url="http://daemon", timeout=60)
+        return httpx.Client(transport=transport, base_url=f"http://daemon{prefix}", timeout=60)
 
     def wait_ready(self, seconds: float = 60) -> None:
         """Wait until the daemon answers on its admin socket; fail with its output if not."""
@@ -262,7 +263,7 @@ def test_gate_on_both_sockets(level: Level, gate_daemons: dict[int, RunningDaemo
         ):
             reply = agent.request(method, path)
             assert reply.status_code == 403
-            assert reply.json() == {"error": f"{method} {path} is served only on the admin socket"}
+            assert reply.json() == {"error": "endpoint is only available on the admin socket"}
         assert agent.get("/capabilities").json()["agent_phase"] is True
 
 
@@ -272,7 +273,7 @@ def test_tcp_listener_is_agent_facing(workdir: Path, daemons: list[RunningDaemon
         port = probe.getsockname()[1]
     made = make_task(workdir)
     launch(daemons, made, "--http-port", str(port), level="3")
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as tcp:
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}{PREFIX}", timeout=60) as tcp:
         assert tcp.get("/capabilities").json()["listener"] == "agent"
         assert post_bencher(tcp, "build").json()["code"] == 0
         assert post_bencher(tcp, "function_test").status_code == 403
@@ -360,8 +361,8 @@ def test_agent_phase_then_agent_exited(workdir: Path, daemons: list[RunningDaemo
             assert reply.json() == {
                 "error": "the agent phase is over: the agent-facing tools are closed"
             }
-        assert agent.get("/diff").status_code == 403
-        assert agent.get("/files").status_code == 403
+        assert agent.get("/diff").status_code == 200  # changes stay visible, as in SSEBench
+        assert agent.get("/files").status_code == 200
         caps = agent.get("/capabilities").json()
         assert (caps["agent_phase"], caps["actions"]) == (False, [])
         assert admin.get("/diff").status_code == 200
@@ -559,7 +560,7 @@ def test_signal_aborts_the_running_action_and_removes_the_sockets(
     first = threading.Thread(target=build)
     first.start()
     wait_for_file(marks / "started", running)
-    queued = send_request(running.agent, "POST", "/tool/bencher?action=build", {})
+    queued = send_request(running.agent, "POST", f"{PREFIX}/tool/bencher?action=build", {})
     wait_until_read(queued)  # the daemon holds it: it waits for the running build
     started = time.monotonic()
     assert running.stop(signum) == 0

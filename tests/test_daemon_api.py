@@ -1,141 +1,31 @@
-"""The daemon API in process: every route over a fake system (`FakeWorld`), and the OpenAPI
-document.
+"""ssegrade's daemon API (under `/ssegrade`) in process: every route over a fake system
+(`FakeWorld`), and the OpenAPI document.
 
 Fast and exhaustive where a real daemon would be slow: the whole gate (every level, listener,
 action and session), the 400/403/404 replies, the two phases, and the published
 `docs/openapi.json` against the served routes. `tests/test_daemon.py` runs the same API in a
-real daemon process on real sockets.
+real daemon process on real sockets; `tests/test_daemon_wire.py` holds SSEBench's wire, at the
+root, to the original's shapes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
-from fastapi import FastAPI
-from returns.result import Result, Success
 
 from interpreters.daemon.app import MAX_BODY, create_app, openapi_document
 from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld, Script
 from ssegrade.difficulty import ACTIONS, LEVELS, Level
-from ssegrade.effects import Action, CaptureError, RunScript
-from ssegrade.protocol import DiffText, decode_patch, public_project
-from ssegrade.run import Interpreter
+from ssegrade.effects import Action, RunScript
+from ssegrade.protocol import PREFIX, DiffText, decode_patch, public_project
 from ssegrade.task import Task
+from tests.fakedaemon import FOLDER, TASK, Api, FakeBackend, InProcess, make_api
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
-
-TASK = Task.model_validate(
-    {
-        "id": "demo-1",
-        "project": "demo",
-        "language": "c",
-        "scripts": {"build": "build.sh", "run": "run.sh", "test": "test.sh"},
-        "files": {
-            "poc": ["pocs/a.bin", "pocs/b.bin"],
-            "future_test": "hidden/future.diff",
-            "patch": "secret/fix.diff",
-        },
-        "task_description": {"issue": "crash on a.bin", "crash_report": ["report.txt"]},
-        "private_note": "not for the agent",
-    }
-)
-FOLDER = "/ssebench"
-
-
-@dataclass
-class FakeBackend:
-    """A `Backend` over two fake worlds: the agent phase's (live tree) and grading's."""
-
-    live: FakeWorld = field(default_factory=FakeWorld)
-    graded: FakeWorld = field(default_factory=FakeWorld)
-    reference: bytes | None = b"diff --git a/x b/x\n"
-    limits: list[float] = field(default_factory=list)
-    begun: int = 0
-    aborted: int = 0
-    unreadable: set[str] = field(default_factory=set)
-    listing: bytes = b""
-
-    def agent_system(self, limit: float) -> Interpreter:
-        self.limits.append(limit)
-        return self.live
-
-    def begin_grading(self) -> None:
-        self.begun += 1
-
-    def grading_system(self, limit: float) -> Interpreter:
-        self.limits.append(limit)
-        return self.graded
-
-    def abort(self) -> None:
-        self.aborted += 1
-
-    def live_patch(self) -> Result[bytes, CaptureError]:
-        return Success(self.live.patch)
-
-    def live_files(self) -> Result[bytes, CaptureError]:
-        return Success(self.listing)
-
-    def results_file(self, name: str) -> bytes | None:
-        if name in self.unreadable:
-            raise PermissionError(f"cannot read {name}")
-        return self.graded.artifacts.get(name)
-
-    def reference_patch(self) -> bytes | None:
-        return self.reference
-
-
-class InProcess:
-    """A synchronous client of an app in process (httpx's ASGI transport, one loop a call)."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
-
-    def request(self, method: str, path: str, **kwargs: object) -> httpx.Response:
-        async def send() -> httpx.Response:
-            transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)
-            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-                return await client.request(method, path, **kwargs)  # type: ignore[arg-type]
-
-        return asyncio.run(send())
-
-    def get(self, path: str, **kwargs: object) -> httpx.Response:
-        return self.request("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: object) -> httpx.Response:
-        return self.request("POST", path, **kwargs)
-
-
-@dataclass
-class Api:
-    """A service and one test client per listener."""
-
-    service: Service
-    backend: FakeBackend
-    agent: InProcess
-    admin: InProcess
-
-    def client(self, listener: str) -> InProcess:
-        return self.agent if listener == "agent" else self.admin
-
-
-def make_api(level: Level = LEVELS[0], backend: FakeBackend | None = None) -> Api:
-    backend = backend or FakeBackend()
-    service = Service(
-        task=TASK, folder=FOLDER, level=level, backend=backend, version="9.9", script_timeout=60
-    )
-    return Api(
-        service,
-        backend,
-        InProcess(create_app(service, "agent")),
-        InProcess(create_app(service, "admin")),
-    )
 
 
 @pytest.fixture
@@ -342,7 +232,7 @@ def test_unknown_route_and_method_are_errors(api: Api) -> None:
 def test_admin_only_endpoints_are_refused_to_the_agent(api: Api, method: str, path: str) -> None:
     reply = api.agent.request(method, path)
     assert reply.status_code == 403
-    assert reply.json() == {"error": f"{method} {path} is served only on the admin socket"}
+    assert reply.json() == {"error": "endpoint is only available on the admin socket"}
     assert api.service.agent_phase
     assert api.backend.begun == 0
 
@@ -433,8 +323,8 @@ def test_agent_exited_closes_the_agent_tools(api: Api) -> None:
         status, body = bencher(api.agent, action, poc="pocs/a.bin" if action == "run_poc" else None)
         assert status == 403
         assert body == {"error": "the agent phase is over: the agent-facing tools are closed"}
-    for path in ("/diff", "/files"):
-        assert api.agent.get(path).status_code == 403
+    for path in ("/diff", "/files"):  # SSEBench's daemon shows the changes after it too
+        assert api.agent.get(path).status_code == 200
         assert api.admin.get(path).status_code == 200
     caps = api.agent.get("/capabilities").json()
     assert (caps["agent_phase"], caps["actions"]) == (False, [])
@@ -503,14 +393,20 @@ def test_published_openapi_document_is_current() -> None:
     assert json.loads(DOCS.read_text()) == openapi_document()
 
 
-def documented_operations() -> dict[tuple[str, str], set[int]]:
-    """(path, METHOD) -> the status codes `docs/openapi.json` lists for it."""
+def documented_operations(prefix: str = PREFIX) -> dict[tuple[str, str], set[int]]:
+    """(path, METHOD) -> the status codes `docs/openapi.json` lists for it: the routes of
+    ssegrade's API (paths below `prefix`, given without it), or with `prefix` "" those of
+    SSEBench's wire (every path not below `/ssegrade`)."""
     document = json.loads(DOCS.read_text())
-    return {
-        (path, method.upper()): {int(code) for code in operation["responses"]}
-        for path, operations in document["paths"].items()
-        for method, operation in operations.items()
-    }
+    found: dict[tuple[str, str], set[int]] = {}
+    for path, operations in document["paths"].items():
+        ours = path.startswith(PREFIX + "/")
+        if ours != bool(prefix):
+            continue
+        for method, operation in operations.items():
+            statuses = {int(code) for code in operation["responses"]}
+            found[path.removeprefix(prefix), method.upper()] = statuses
+    return found
 
 
 @pytest.mark.parametrize("listener", ["agent", "admin"])
@@ -527,8 +423,9 @@ def test_served_routes_and_methods_match_the_document(listener: str) -> None:
                 assert reply.status_code in operations[path, method], (path, method, reply.text)
             else:
                 assert reply.status_code == 405, (path, method)
-    assert client.get("/openapi.json").status_code == 404
-    assert client.get("/docs").status_code == 404
+    root = InProcess(client.app, prefix="")
+    assert root.get("/openapi.json").status_code == 404
+    assert root.get("/docs").status_code == 404
 
 
 def test_every_documented_status_is_served() -> None:
@@ -560,8 +457,10 @@ def test_every_documented_status_is_served() -> None:
     expect("agent", "GET", "/result", 200)
     expect("agent", "POST", "/admin/agent_exited", 403)
     expect("admin", "POST", "/admin/agent_exited", 200)
-    expect("agent", "GET", "/diff", 403)
-    expect("agent", "GET", "/files", 403)
+    made.backend.broken = True
+    expect("agent", "GET", "/diff", 500)
+    expect("agent", "GET", "/files", 500)
+    made.backend.broken = False
     big = made.client("admin").post(
         "/tool/bencher", params={"action": "build"}, content=b"x" * (MAX_BODY + 1)
     )

@@ -24,7 +24,7 @@ from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, run
-from tests.test_daemon_api import FOLDER, TASK, FakeBackend
+from tests.fakedaemon import FOLDER, TASK, FakeBackend
 
 
 class SyncASGI(httpx.BaseTransport):
@@ -80,11 +80,11 @@ def _daemon(bencher: httpx.Response) -> httpx.MockTransport:
     """A daemon that prepares fine and answers every bencher call with `bencher`."""
 
     def answer(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/prepare_grading":
+        if request.url.path == "/ssegrade/prepare_grading":
             return httpx.Response(
                 200, json={"outcome": "prepared", "empty": False, "patch_bytes": 9}
             )
-        if request.url.path == "/tool/bencher":
+        if request.url.path == "/ssegrade/tool/bencher":
             return bencher
         return httpx.Response(404, json={"error": "Not Found"})
 

@@ -507,7 +507,8 @@ FOLDER = RunFolder("task-from-folder", "model/from/folder", "agent-from-folder",
 
 def test_parse_summary_as_ssebench_writes_it() -> None:
     """summary.json: `task` is the task config, `config` the run config (with keys the report
-    ignores); names come from them, the run id from the folder."""
+    ignores); the names they give must be the folder's (else the run is left out), the run id
+    is the folder's."""
     doc = (
         b'{"task": {"id": "t1", "project": "p", "language": "go", "source": "/src",'
         b' "scripts": {"build": "b.sh", "run": "r.sh"}, "files": {"poc": ["p"]}},'
@@ -520,13 +521,15 @@ def test_parse_summary_as_ssebench_writes_it() -> None:
         b' "evaluator_timeout": false}, "spend": 0.5, "run_id": "20250601-100000-abcdef",'
         b' "started_at": "2025-06-01T10:00:00", "plugin_results": []}'
     )
-    rec = parse_run(doc, FOLDER).unwrap()
+    assert parse_run(doc, FOLDER).failure().left_out == "folder"
+    folder = RunFolder("t1", "openai/gpt-5", "codex", "run-9")
+    rec = parse_run(doc, folder).unwrap()
     assert (rec.task, rec.model, rec.agent, rec.run_id) == ("t1", "openai/gpt-5", "codex", "run-9")
     assert rec.checks is not None
     assert sorted(rec.checks) == ["build", "poc"]
     assert rec.started_at == datetime(2025, 6, 1, 10, tzinfo=UTC)
     assert (rec.spend, rec.agent_seconds, rec.reference) == (0.5, 90, False)
-    assert rec.folder == "task-from-folder/model/from/folder/agent-from-folder/run-9"
+    assert rec.folder == "t1/openai/gpt-5/codex/run-9"
     assert not poc_passed(rec.patch)
 
 
@@ -534,7 +537,7 @@ def test_parse_reference_run_from_the_run_config() -> None:
     """`config.reference_run` marks a reference run; it is never the task config."""
     doc = b'{"config": {"agent": "reference", "model": "none", "reference_run": true},'
     doc += b' "patch_result": {"status": "passed", "build_success": true}}'
-    rec = parse_run(doc, FOLDER).unwrap()
+    rec = parse_run(doc, RunFolder(FOLDER.task, "none", "reference", "run-9")).unwrap()
     assert (rec.model, rec.agent, rec.reference, rec.checks) == ("none", "reference", True, None)
     assert rec.task == FOLDER.task
 
@@ -546,7 +549,7 @@ def test_parse_rewritten_result_json() -> None:
     doc += b' "runtime_result": {"agent_duration": 30, "agent_timeout": false,'
     doc += b' "evaluator_timeout": false}, "config": {"agent": "x", "model": "org/y",'
     doc += b' "mode": "sidecar", "timeout": 60, "difficulty": 0, "reference_run": false}}'
-    rec = parse_run(doc, FOLDER).unwrap()
+    rec = parse_run(doc, RunFolder(FOLDER.task, "org/y", "x", "run-9")).unwrap()
     assert (rec.task, rec.model, rec.agent) == (FOLDER.task, "org/y", "x")
     assert rec.patch.status == "passed"
     assert rec.checks is None
@@ -560,7 +563,7 @@ def test_parse_batch_summary_with_cache_mark() -> None:
     doc += b' "reference_run": false}, "patch_result": {"status": "passed",'
     doc += b' "build_success": true}, "digest": "ab12", "cached_from": "t/m/a/r1",'
     doc += b' "spend": 0.1, "run_id": "r2", "started_at": "2026-11-30T10:00:00Z"}'
-    rec = parse_run(doc, FOLDER).unwrap()
+    rec = parse_run(doc, RunFolder("t", "m", "a", "r2")).unwrap()
     assert (rec.cached_from, rec.patch.status, rec.reference) == ("t/m/a/r1", "passed", False)
     report = aggregate([rec])
     assert report.rows[0].passed.passed == 1
@@ -573,7 +576,7 @@ def test_parse_top_level_run_keys_and_reference() -> None:
         b'{"agent": "x", "model": "y", "reference_run": true, "patch_result": {"status": "passed",'
     )
     doc += b' "build_success": true}}'
-    rec = parse_run(doc, FOLDER).unwrap()
+    rec = parse_run(doc, RunFolder(FOLDER.task, "y", "x", "run-9")).unwrap()
     assert (rec.model, rec.agent, rec.reference) == ("y", "x", True)
 
 

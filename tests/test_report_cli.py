@@ -29,6 +29,7 @@ def results(tmp_path: Path) -> Path:
         for i, status in enumerate(statuses, start=1):
             write_run(root, f"t{i}/{model}/{agent}/run-b", summary(task=f"t{i}", status=status))
     old = summary(task="t1", status="failed", started_at="2025-05-01T00:00:00Z")
+    old["patch_result"]["error_msg"] = "Build failed"
     write_run(root, "t1/openai/gpt-5/codex/run-a", old)
     error = summary(task="t2", status="error")
     error["patch_result"]["error_msg"] = "Timeout (3600s)"
@@ -143,7 +144,8 @@ def test_html_is_self_contained(results: Path, tmp_path: Path) -> None:
 
 def test_names_are_escaped_in_html(tmp_path: Path) -> None:
     """Model and task names cannot inject markup into the page."""
-    write_run(tmp_path, "t/m/a/r", summary(task="t<script>", model="<b>x</b>", agent="a&b"))
+    run = "t<script>/<b>x</b>/a&b/r"
+    write_run(tmp_path, run, summary(task="t<script>", model="<b>x</b>", agent="a&b"))
     text = invoke(str(tmp_path), "--format", "html").stdout
     assert "<script>" not in text
     assert "&lt;b&gt;x&lt;/b&gt;" in text
@@ -252,6 +254,7 @@ PER_RUN = [
     "counted",
     "status",
     "why",
+    "error_msg",
     "build",
     "poc_passed",
     "poc_total",
@@ -282,6 +285,10 @@ def test_per_run_exports(results: Path) -> None:
     assert first["folder"] == "t1/openai/gpt-5/codex/run-a"
     assert (results / first["folder"] / "summary.json").is_file()
     assert (first["spend"], first["minutes"]) == (1.25, 1.0)
+    assert first["error_msg"] == "Build failed"
+    assert {r["error_msg"] for r in rows if r["why"] == "error: Timeout (3600s)"} == {
+        "Timeout (3600s)"
+    }
     table = list(
         csv.DictReader(
             io.StringIO(

@@ -66,10 +66,32 @@ def test_models_with_slashes_make_extra_levels(tmp_path: Path) -> None:
     ]
 
 
-def test_names_in_the_summary_win_over_folder_names(tmp_path: Path) -> None:
-    """The run config's model and agent and the task config's id are used when present."""
-    write_run(tmp_path, "folder-task/m/a/r1", summary(task="real-task", model="x/y", agent="z"))
-    assert ids(tmp_path) == [("real-task", "x/y", "z", "r1")]
+def test_a_summary_naming_another_run_than_its_folder_is_left_out(tmp_path: Path) -> None:
+    """The run config's model and agent and the task config's id must be its folder's: a copy
+    elsewhere, or a tool's output, is left out, counted in one line."""
+    write_run(tmp_path, "folder-task/m/a/r1", summary(task="real-task", model="m", agent="a"))
+    write_run(tmp_path, "real-task/m/a/r2", summary(task="real-task", model="x/y", agent="a"))
+    write_run(tmp_path, "real-task/m/a/r3", summary(task="real-task", model="m", agent="z"))
+    write_run(tmp_path, "real-task/x/y/z/r4", summary(task="real-task", model="x/y", agent="z"))
+    loaded = load_runs(tmp_path)
+    assert [(r.task, r.model, r.agent, r.run_id) for r in loaded.records] == [
+        ("real-task", "x/y", "z", "r4")
+    ]
+    assert loaded.left_out == {"folder": 3}
+    assert loaded.warnings == [
+        "left out 3 run folders whose document names another task, model or agent than the folder"
+    ]
+
+
+def test_runs_of_ssegrade_verify_are_left_out(tmp_path: Path) -> None:
+    """`<task>/<empty|reference>/<n>/result.json` one level down reads like a run: it is not."""
+    grade = json.dumps({"patch_result": {"status": "passed", "build_success": True}})
+    for control in ("empty", "reference"):
+        write_run(tmp_path, f"verify/tlv-001/{control}/1", grade, name="result.json")
+    write_run(tmp_path, "t1/m/a/r1", summary())
+    loaded = load_runs(tmp_path)
+    assert [r.run_id for r in loaded.records] == ["r1"]
+    assert loaded.left_out == {"verification": 2}
 
 
 def test_links_are_not_runs(tmp_path: Path) -> None:

@@ -67,9 +67,16 @@ def only(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_bundled_tlv_example_is_ok(tmp_path: Path) -> None:
-    code, doc, err = verify(str(EXAMPLES / "tlv" / "task"), "--results", str(tmp_path / "r"))
+    code, doc, err = verify(
+        str(EXAMPLES / "tlv" / "task"),
+        "--repo",
+        str(EXAMPLES / "tlv" / "project"),
+        "--results",
+        str(tmp_path / "r"),
+    )
     assert code == 0, err
     task = only(doc)
+    assert "SSEBench" not in err  # its config is valid for SSEBench's own task model
     assert (task["task"], task["verdict"], task["problems"], task["flaky"]) == (
         "tlv-001",
         "ok",
@@ -101,11 +108,31 @@ def kvconf_toolchain() -> Iterator[dict[str, str]]:
 
 def test_the_bundled_kvconf_example_is_ok(tmp_path: Path, kvconf_toolchain: dict[str, str]) -> None:
     code, doc, err = verify(
-        str(EXAMPLES / "kvconf" / "task"), "--results", str(tmp_path / "r"), env=kvconf_toolchain
+        str(EXAMPLES / "kvconf" / "task"),
+        "--repo",
+        str(EXAMPLES / "kvconf" / "project"),
+        "--results",
+        str(tmp_path / "r"),
+        env=kvconf_toolchain,
     )
     task = only(doc)
     assert (task["verdict"], task["problems"]) == ("ok", []), err
     assert code == 0
+
+
+def test_a_config_ssebench_would_refuse_is_one_warning_line(tmp_path: Path) -> None:
+    """Graded all the same; one line says why SSEBench's own task model refuses the config
+    (no project URL, a language it has no image for, a relative source, keys it does not
+    know)."""
+    made = shell_task(tmp_path / "t")
+    code, doc, err = verify(str(made.task), "--repo", str(made.source))
+    assert (code, only(doc)["verdict"]) == (0, "ok"), err
+    warnings = [line for line in err.splitlines() if "SSEBench's task model" in line]
+    assert warnings == [
+        f"warning: {made.task}/config.yaml: SSEBench's task model would refuse it: "
+        "no repository; language 'sh' is not one of c, go, rust; no source; "
+        "no task description; unknown keys: informative_extra"
+    ]
 
 
 def test_the_table_names_each_task_and_its_problems(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ is reported whole and nothing is graded.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.metadata
 import os
@@ -21,10 +22,19 @@ from typing import Any
 from pydantic import ValidationError
 from returns.pipeline import is_successful
 
-from interpreters.real.runner import resolve_runner
+from interpreters.real.runner import Runner, resolve_runner
+from interpreters.real.untrusted import NotReadable, read_regular, task_reader, unreadable_by
 from interpreters.taskfolder import load_task
 from ssegrade import Task
-from ssegrade.batch import Job, JobProblem, duplicate_problems, job_digest, parse_jobs, run_parts
+from ssegrade.batch import (
+    Job,
+    JobProblem,
+    duplicate_problems,
+    job_digest,
+    nested_problems,
+    parse_jobs,
+    run_parts,
+)
 
 __all__ = [
     "BadJobs",
@@ -34,6 +44,7 @@ __all__ = [
     "plan_jobs",
     "read_jobs",
     "repo_identity",
+    "task_repo",
 ]
 
 _CHUNK = 1 << 20
@@ -50,7 +61,7 @@ class BadJobs(Exception):
 @dataclass(frozen=True, slots=True)
 class Planned:
     """A job checked and placed: its task, patch bytes, grading repo, run id, digest and
-    run folder."""
+    run folder (`parts` below `results`)."""
 
     line: int
     job: Job
@@ -60,7 +71,14 @@ class Planned:
     repo: Path
     run_id: str
     digest: str
-    folder: Path
+    results: Path
+    parts: tuple[str, ...]
+    """The run folder's components below `results`."""
+
+    @property
+    def folder(self) -> Path:
+        """The run folder: `results/<task>/<model…>/<agent>/<run id>`."""
+        return self.results.joinpath(*self.parts)
 
     @property
     def label(self) -> str:
@@ -71,9 +89,9 @@ class Planned:
 def read_jobs(path: Path) -> list[tuple[int, Job]]:
     """Parse a JSON Lines jobs file; `BadJobs` names every bad line (`FILE:LINE: why`)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BadJobs([f"{path}: cannot read the jobs file ({exc.strerror})"]) from None
+        data = read_regular(path)
+    except NotReadable as exc:
+        raise BadJobs([f"{path}: cannot read the jobs file ({exc.why})"]) from None
     jobs, problems = parse_jobs(data)
     if problems:
         raise BadJobs([f"{path}:{p.line}: {p.message}" for p in problems])
@@ -98,11 +116,30 @@ def validate_jobs(docs: Iterable[Job | Mapping[str, Any]]) -> list[tuple[int, Jo
     return jobs
 
 
-def check_runner(runner_user: str | None) -> None:
-    """`BadJobs` when the runner account cannot be used (made when it is the default)."""
+def check_runner(runner_user: str | None) -> Runner:
+    """The runner account; `BadJobs` when it cannot be used (made when it is the default)."""
     found = resolve_runner(runner_user)
     if not is_successful(found):
         raise BadJobs([found.failure().message])
+    return found.unwrap()
+
+
+def task_repo(task: Task, task_dir: Path, runner: Runner) -> Path | str:
+    """The grading repo a task names (its `source`), or why it cannot be graded: missing,
+    or, as root, not wholly readable by the account the task speaks for (the task folder's
+    owner; the runner when root owns it): the task names it, the operator did not, and its
+    copy goes to the runner. A repo the operator names is read as it is."""
+    if task.source is None:
+        return "no grading repo: give `repo` or set `source` in the task's config.yaml"
+    repo = (task_dir / task.source).absolute()
+    if not repo.is_dir():
+        return f"grading repo not found: {repo}"
+    reader = task_reader(task_dir, runner.uid, runner.gid)
+    if reader is not None:
+        why = unreadable_by(repo, reader)
+        if why is not None:
+            return f"the task's source is not read as root: {why}"
+    return repo
 
 
 def _version() -> str:
@@ -113,13 +150,21 @@ def _version() -> str:
 
 
 def plan_jobs(
-    jobs: Sequence[tuple[int, Job]], base: Path, results: Path, *, where: str = "job"
+    jobs: Sequence[tuple[int, Job]],
+    base: Path,
+    results: Path,
+    runner: Runner,
+    *,
+    where: str = "job",
 ) -> list[Planned]:
     """Check every job on disk and place it under `results`; `BadJobs` lists every problem
-    (`<where>:<line>: why`) when one job cannot run."""
+    (`<where>:<line>: why`) when one job cannot run: its task, its patch (a regular file,
+    not a link), its grading repo (`task_repo` when the line names none), a run folder
+    another line has, or one inside another line's."""
     version = _version()
     tasks: dict[Path, tuple[Task, str] | str] = {}
     repos: dict[Path, str] = {}
+    sources: dict[Path, Path | str] = {}
     planned: list[Planned] = []
     problems: list[JobProblem] = []
     for line, job in jobs:
@@ -136,44 +181,38 @@ def plan_jobs(
             problems.append(JobProblem(line, known))
             continue
         task, task_hash = known
-        patch_path = base / job.patch
         try:
-            with open(patch_path, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    raise IsADirectoryError(21, "not a file")
-                patch = handle.read()
-        except OSError as exc:
-            why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror
-            problems.append(JobProblem(line, f"patch: {why}: {patch_path}"))
+            patch = read_regular(base / job.patch)
+        except NotReadable as exc:
+            why = "no such file" if exc.errno == errno.ENOENT else exc.why
+            problems.append(JobProblem(line, f"patch: {why}: {exc.path}"))
             continue
-        repo = _repo_of(job, task, task_dir, base)
+        if job.repo is not None:
+            repo: Path | str = (base / job.repo).absolute()
+            if not Path(repo).is_dir():
+                repo = f"grading repo not found: {repo}"
+        else:
+            if task_dir not in sources:
+                sources[task_dir] = task_repo(task, task_dir, runner)
+            repo = sources[task_dir]
         if isinstance(repo, str):
-            problems.append(JobProblem(line, repo))
+            problems.append(JobProblem(line, f"repo: {repo}"))
             continue
         if repo not in repos:
             repos[repo] = repo_identity(repo)
         digest = job_digest(task_hash, patch, repos[repo], version)
         run_id = job.run_id or digest[:12]
-        folder = results.joinpath(*run_parts(task.id, job.model, job.agent, run_id))
-        planned.append(Planned(line, job, task, task_dir, patch, repo, run_id, digest, folder))
+        parts = run_parts(task.id, job.model, job.agent, run_id)
+        planned.append(
+            Planned(line, job, task, task_dir, patch, repo, run_id, digest, results, parts)
+        )
     keys = [(p.line, (p.task.id, p.job.model, p.job.agent, p.run_id)) for p in planned]
     problems += duplicate_problems(keys)
+    problems += nested_problems([(p.line, p.parts) for p in planned])
     if problems:
         problems.sort(key=lambda p: p.line)
         raise BadJobs([f"{where}:{p.line}: {p.message}" for p in problems])
     return planned
-
-
-def _repo_of(job: Job, task: Task, task_dir: Path, base: Path) -> Path | str:
-    if job.repo is not None:
-        repo = (base / job.repo).absolute()
-    elif task.source is not None:
-        repo = (task_dir / task.source).absolute()
-    else:
-        return "repo: no grading repo: give `repo` or set `source` in the task's config.yaml"
-    if not repo.is_dir():
-        return f"repo: grading repo not found: {repo}"
-    return repo
 
 
 # ---------------------------------------------------------------------------- identities

@@ -1,21 +1,22 @@
 """`run_batch`: grade many recorded patches into run folders, resuming and reusing grades.
 
 Interpreter layer (SPEC §14). The jobs are checked first (nothing runs while one is bad); each
-job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/`:
+job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (`interpreters.batch.folders`:
+private, reached without following a link, only our own files believed):
 
 - a folder whose `summary.json` has the job's digest is skipped; another digest is refused
-  unless `force`;
+  unless `force`; a folder another live grading holds is skipped with a line;
 - a job whose digest an earlier graded run in RESULTS has is cached: its grade is reused and
   `cached_from` names that run folder (`cache=False` grades it again);
-- every other job is graded by the engine. While a folder is being written it holds a
-  `.incomplete` marker, removed once `summary.json` (written last, atomically) is there; a
-  folder with the marker and no summary is the leftover of a crash and is graded again.
+- every other job is graded by the engine. Its folder is held by the driver from the moment
+  its grading starts until its `summary.json` (written last, atomically) is there, and by the
+  worker that grades it; meanwhile it holds a `.incomplete` marker. A folder with the marker
+  is the leftover of a crash and is graded again, from a cleared folder.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,7 @@ from interpreters.batch.engines import (
     check_engine,
     make_engine,
 )
+from interpreters.batch.folders import SUMMARY, RunFolders, summary_status
 from interpreters.batch.jobs import (
     BadJobs,
     Planned,
@@ -41,25 +43,22 @@ from interpreters.batch.jobs import (
     validate_jobs,
 )
 from interpreters.batch.progress import Reporter, make_reporter
-from interpreters.grading import grade_patch
-from interpreters.real import files
+from interpreters.grading import HeldGrade
+from interpreters.real.holding import INCOMPLETE, FolderHeld, Hold
+from interpreters.real.private import FolderRefused
 from interpreters.script_options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Job, Tally, cached_result, summary_document
 
 __all__ = ["INCOMPLETE", "BatchReport", "JobOutcome", "run_batch"]
 
-INCOMPLETE = ".incomplete"
-"""The marker file of a run folder being written."""
-
-SUMMARY = "summary.json"
-
-Outcome = Literal["graded", "cached", "skipped", "killed"]
+Outcome = Literal["graded", "cached", "skipped", "held", "killed"]
 
 
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
-    """What became of one job: its run folder, how it ended and its status (None: killed)."""
+    """What became of one job: its run folder, how it ended and its status (None: killed,
+    or not graded here because another live grading holds its folder)."""
 
     label: str
     folder: Path
@@ -90,10 +89,6 @@ class BatchReport:
         return self.tally.line(self.seconds)
 
 
-def _default_grade() -> GradeFunction:
-    return grade_patch
-
-
 def run_batch(
     jobs: Path | Iterable[Job | Mapping[str, Any]],
     results: Path,
@@ -115,8 +110,10 @@ def run_batch(
 
     `jobs` is a JSON Lines jobs file (paths relative to it) or job lines given in Python
     (paths relative to `base`, default the current folder). Raises `BadJobs` (one line per
-    problem) before anything runs when a job is invalid or its folder holds a grade with
-    another digest (unless `force`), and `EngineUnavailable` when the engine cannot run.
+    problem) before anything runs when a job is invalid, its folder holds a grade with
+    another digest (unless `force`) or is not a run folder, or `results` is not private
+    (a link, another user's, writable by group or others); `EngineUnavailable` when the
+    engine cannot run. A run folder another live grading holds is skipped with a line.
     SIGINT (or SIGTERM): the first starts no new job, the second kills the running ones
     (their folders are removed); the report then says `interrupted`. `scripts`: the options
     of every job's scripts.
@@ -127,44 +124,32 @@ def run_batch(
         lines, where, base = read_jobs(jobs), str(jobs), jobs.absolute().parent
     else:
         lines, where, base = validate_jobs(jobs), "job", (base or Path.cwd()).absolute()
+    runner = check_runner(runner_user)
     try:
-        results.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadJobs([f"results folder {results}: {exc.strerror}"]) from None
-    results = results.absolute()
-    planned = plan_jobs(lines, base, results, where=where)
-    check_runner(runner_user)
+        folders = RunFolders(results)
+    except FolderRefused as exc:
+        raise BadJobs([f"results folder {exc}"]) from None
     batch = _Batch(
-        results,
+        folders,
         reporter or make_reporter(),
-        Tally(total=len(planned)),
+        Tally(),
         timeout=timeout,
         script_timeout=script_timeout,
         runner_user=runner_user,
         scripts=scripts,
     )
-    todo = batch.sort(planned, force=force, where=where, cache=cache)
-    batch.reporter.begin(batch.tally)
-    for job, source in batch.cache_hits:
-        batch.write_cached(job, source)
-    works = [batch.work(job) for job in todo]
-    interrupted = False
-    if works:
-        running = make_engine(engine, grade or _default_grade(), workers, ray_address)
-        try:
-            driven = drive(
-                running,
-                works,
-                batch.on_done,
-                say=batch.reporter.note,
-                tick=lambda: batch.reporter.tick(batch.tally),
-                on_start=lambda work: _prepare(Path(work.results)),
-            )
-        finally:
-            running.close()
-        interrupted = driven.interrupted
-        for key in driven.killed:
-            batch.killed(key)
+    try:
+        planned = plan_jobs(lines, base, folders.root, runner, where=where)
+        batch.tally.total = len(planned)
+        todo = batch.sort(planned, force=force, where=where, cache=cache)
+        batch.reporter.begin(batch.tally)
+        todo += [job for job, source in batch.cache_hits if not batch.write_cached(job, source)]
+        interrupted = batch.grade(
+            todo, engine, grade or HeldGrade(folders.token), workers, ray_address
+        )
+    finally:
+        batch.release()
+        folders.close()
     report = BatchReport(batch.tally, tuple(batch.outcomes), interrupted, time.monotonic() - start)
     batch.reporter.end(report.last_line)
     return report
@@ -172,7 +157,7 @@ def run_batch(
 
 @dataclass
 class _Batch:
-    results: Path
+    folders: RunFolders
     reporter: Reporter
     tally: Tally
     timeout: int
@@ -183,32 +168,39 @@ class _Batch:
     cache_hits: list[tuple[Planned, str]] = field(default_factory=list)
     by_key: dict[int, Planned] = field(default_factory=dict)
     followers: dict[str, deque[Planned]] = field(default_factory=dict)
+    holds: dict[int, Hold] = field(default_factory=dict)
+    lost: set[int] = field(default_factory=set)
 
     # ------------------------------------------------------------------ before running
 
     def sort(
         self, planned: list[Planned], *, force: bool, where: str, cache: bool
     ) -> list[Planned]:
-        """Skip what is done, refuse what holds another grade, find cache hits; the jobs to
-        grade (one per digest when caching: the others follow it)."""
+        """Skip what is done or held by another grading, refuse what holds another grade or
+        is no run folder, find cache hits; the jobs to grade (one per digest when caching:
+        the others follow it)."""
         refused: list[str] = []
         fresh: list[Planned] = []
         for job in planned:
-            found = _summary(job.folder)
-            if found is not None and found.get("digest") == job.digest:
-                self.finish(job, "skipped", _status(found))
-            elif (found is not None or _foreign(job.folder)) and not force:
-                what = "a grade with another digest" if found is not None else "other files"
-                refused.append(
-                    f"{where}:{job.line}: {job.folder} holds {what} (--force grades it again)"
-                )
+            try:
+                found = self.folders.look(job.parts)
+            except FolderRefused as exc:
+                refused.append(f"{where}:{job.line}: {exc}")
+                continue
+            problem = found.refusal(job.folder, job.digest, force=force)
+            if problem is not None:
+                refused.append(f"{where}:{job.line}: {problem}")
+            elif found.held:
+                self.held(job)
+            elif found.summary is not None and found.done(job.digest):
+                self.finish(job, "skipped", summary_status(found.summary))
             else:
                 fresh.append(job)
         if refused:
             raise BadJobs(refused)
         if not cache:
             return fresh
-        index = _graded_index(self.results)
+        index = self.index()
         todo: list[Planned] = []
         for job in fresh:
             if job.digest in index:
@@ -219,6 +211,16 @@ class _Batch:
                 self.followers[job.digest] = deque()
                 todo.append(job)
         return todo
+
+    def index(self) -> dict[str, str]:
+        """digest → run folder (relative) of every graded, non-error run of ours."""
+        index: dict[str, str] = {}
+        for relative, doc in self.folders.graded():
+            digest = doc.get("digest")
+            usable = doc.get("cached_from") is None and summary_status(doc) != "error"
+            if usable and isinstance(digest, str):
+                index.setdefault(digest, relative)
+        return index
 
     def work(self, job: Planned) -> Work:
         """Describe the job's grading (its folder is made ready when it starts)."""
@@ -239,61 +241,136 @@ class _Batch:
 
     # ------------------------------------------------------------------ while running
 
+    def grade(
+        self,
+        todo: list[Planned],
+        engine: EngineName,
+        grade: GradeFunction,
+        workers: int | None,
+        ray_address: str | None,
+    ) -> bool:
+        """Grade `todo` on the engine; whether it was interrupted."""
+        works = [self.work(job) for job in todo]
+        if not works:
+            return False
+        running = make_engine(engine, grade, workers, ray_address)
+        try:
+            driven = drive(
+                running,
+                works,
+                self.on_done,
+                say=self.reporter.note,
+                tick=lambda: self.reporter.tick(self.tally),
+                on_start=self.start,
+            )
+        finally:
+            running.close()
+        for key in driven.killed:
+            self.killed(key)
+        return driven.interrupted
+
+    def start(self, work: Work) -> None:
+        """Make the job's run folder ready and hold it, just before its grading starts; a
+        folder another grading took meanwhile is left to it (the worker then writes
+        nothing)."""
+        job = self.by_key[work.key]
+        try:
+            self.holds[work.key] = self.folders.prepare(job.parts)
+        except (FolderHeld, FolderRefused, OSError) as exc:
+            self.lost.add(work.key)
+            self.reporter.note(f"not graded {job.label}: {exc}")
+
     def on_done(self, done: Done) -> list[Work]:
         """Write the summary of a finished grading, then its followers' cached folders (or,
-        when it ended in `error`, hand the next follower to the engine)."""
+        when it ended in `error` or another grading took its folder, hand the next follower
+        to the engine)."""
         job = self.by_key[done.key]
+        waiting = self.followers.get(job.digest, deque())
+        if done.key in self.lost:
+            self.held(job)
+            return [self.work(waiting.popleft())] if waiting else []
         if done.result is None:
             self.killed(done.key)
             return []
-        _write(
-            job.folder / SUMMARY,
-            summary_document(
+        held = self.holds.pop(done.key)
+        try:
+            doc = summary_document(
                 job.task, job.job, job.run_id, done.result, job.digest, containment=done.containment
-            ),
-        )
-        _unmark(job.folder)
+            )
+            self.folders.write(held, SUMMARY, _json(doc))
+            held.unmark()
+        finally:
+            held.release()
         status = done.result.patch_result.status
         self.finish(job, "graded", status, seconds=done.seconds)
-        waiting = self.followers.get(job.digest, deque())
         if status == "error" and waiting:
             return [self.work(waiting.popleft())]
-        source = _relative(job.folder, self.results)
+        source = job.folder.relative_to(self.folders.root).as_posix()
         while waiting:
-            self.write_cached(waiting.popleft(), source)
+            follower = waiting.popleft()
+            if not self.write_cached(follower, source):
+                return [self.work(follower)]
         return []
 
-    def write_cached(self, job: Planned, source: str) -> None:
-        """Fill a cached job's folder from the graded run `source` (relative to results)."""
-        graded = self.results / source
-        doc = _summary(graded)
-        assert doc is not None  # the index and on_done only name runs with a summary
-        patch = PatchResult.model_validate(doc["patch_result"])
-        runtime = doc.get("runtime_result") or {}
-        result = cached_result(patch, job.job, bool(runtime.get("evaluator_timeout")))
-        _prepare(job.folder)
-        _write_bytes(job.folder / "result.json", result.to_json())
+    def write_cached(self, job: Planned, source: str) -> bool:
+        """Fill a cached job's folder from the graded run `source` (relative to results);
+        False when `source` holds no summary of ours any more: the job is to be graded."""
+        doc = self.folders.summary(source)
+        if doc is None:
+            return False
         try:
-            patch_bytes = (graded / "final.patch").read_bytes()
-        except OSError:
-            patch_bytes = job.patch
-        _write_bytes(job.folder / "final.patch", patch_bytes)
-        mode = doc.get("containment") if doc.get("containment") in ("full", "weak") else None
-        summary = summary_document(
-            job.task, job.job, job.run_id, result, job.digest, source, containment=mode
-        )
-        _write(job.folder / SUMMARY, summary)
-        _unmark(job.folder)
+            held = self.folders.prepare(job.parts)
+        except (FolderHeld, FolderRefused, OSError) as exc:
+            self.reporter.note(f"not graded {job.label}: {exc}")
+            self.held(job)
+            return True
+        try:
+            patch = PatchResult.model_validate(doc["patch_result"])
+            runtime = doc.get("runtime_result") or {}
+            result = cached_result(patch, job.job, bool(runtime.get("evaluator_timeout")))
+            self.folders.write(held, "result.json", result.to_json())
+            patch_bytes = self.folders.read(source, "final.patch")
+            self.folders.write(
+                held, "final.patch", job.patch if patch_bytes is None else patch_bytes
+            )
+            mode = doc.get("containment")
+            summary = summary_document(
+                job.task,
+                job.job,
+                job.run_id,
+                result,
+                job.digest,
+                source,
+                containment=mode if mode in ("full", "weak") else None,
+            )
+            self.folders.write(held, SUMMARY, _json(summary))
+            held.unmark()
+        finally:
+            held.release()
         self.finish(job, "cached", patch.status, cached_from=source)
+        return True
 
     def killed(self, key: int) -> None:
         """A grading killed by the second interrupt: its folder is removed."""
         job = self.by_key.get(key)
-        if job is None or any(o.folder == job.folder for o in self.outcomes):
+        held = self.holds.pop(key, None)
+        if job is None or held is None or any(o.folder == job.folder for o in self.outcomes):
             return
-        files.remove_tree(job.folder)
+        self.folders.remove(held)
         self.outcomes.append(JobOutcome(job.label, job.folder, "killed", None))
         self.reporter.note(f"killed {job.label}: its folder was removed")
+
+    def held(self, job: Planned) -> None:
+        """A job whose run folder another live grading holds: not graded here."""
+        self.tally.add("skipped", "error")
+        self.outcomes.append(JobOutcome(job.label, job.folder, "held", None))
+        self.reporter.finished(self.tally, f"held {job.label} (being written by another grading)")
+
+    def release(self) -> None:
+        """Let go of every run folder still held."""
+        for held in self.holds.values():
+            held.release()
+        self.holds.clear()
 
     def finish(
         self,
@@ -320,70 +397,5 @@ class _Batch:
 # ---------------------------------------------------------------------------- folders
 
 
-def _prepare(folder: Path) -> None:
-    if folder.exists() or folder.is_symlink():
-        files.remove_tree(folder)
-    folder.mkdir(parents=True)
-    (folder / INCOMPLETE).touch()
-
-
-def _unmark(folder: Path) -> None:
-    (folder / INCOMPLETE).unlink(missing_ok=True)
-
-
-def _write(path: Path, doc: Mapping[str, Any]) -> None:
-    _write_bytes(path, json.dumps(doc, indent=1).encode() + b"\n")
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    files.atomic_write(path, data)
-
-
-def _summary(folder: Path) -> dict[str, Any] | None:
-    """The run folder's summary; None when it has none (or it is not a JSON object)."""
-    try:
-        with open(folder / SUMMARY, "rb") as handle:
-            doc = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _status(doc: Mapping[str, Any]) -> Status:
-    patch = doc.get("patch_result")
-    status = patch.get("status") if isinstance(patch, dict) else None
-    return status if status in ("passed", "failed") else "error"
-
-
-def _foreign(folder: Path) -> bool:
-    """The folder holds something other than the leftover of an interrupted batch job."""
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return bool(names) and INCOMPLETE not in names
-
-
-def _relative(folder: Path, results: Path) -> str:
-    return folder.relative_to(results).as_posix()
-
-
-def _graded_index(results: Path) -> dict[str, str]:
-    """digest → run folder (relative) of every graded, non-error run under `results`."""
-    index: dict[str, str] = {}
-    for here, dirs, names in os.walk(results):
-        if SUMMARY not in names:
-            continue
-        dirs[:] = []  # nothing below a run folder is a run
-        folder = Path(here)
-        if INCOMPLETE in names:
-            continue
-        doc = _summary(folder)
-        if doc is None or doc.get("cached_from") is not None or _status(doc) == "error":
-            continue
-        digest = doc.get("digest")
-        if isinstance(digest, str) and (folder / "result.json").is_file():
-            index.setdefault(digest, _relative(folder, results))
-    return index
+def _json(doc: Mapping[str, Any]) -> bytes:
+    return json.dumps(doc, indent=1).encode() + b"\n"

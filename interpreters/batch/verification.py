@@ -24,12 +24,16 @@ from interpreters.batch.engines import (
     check_engine,
     make_engine,
 )
-from interpreters.batch.jobs import BadJobs, check_runner
-from interpreters.grading import grade_patch
-from interpreters.real import files
+from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
+from interpreters.batch.jobs import BadJobs, check_runner, task_repo
+from interpreters.grading import HeldGrade
+from interpreters.real.holding import Hold
+from interpreters.real.runner import Runner
+from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.script_options import ScriptOptions
 from interpreters.taskfolder import load_task
 from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
+from ssegrade.ssebench import task_problems
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
@@ -107,29 +111,26 @@ class _Subject:
     runs: list[ControlResult] = field(default_factory=list)
 
 
-def _default_grade() -> GradeFunction:
-    return grade_patch
-
-
-def _load(task_dir: Path, repo: Path | None) -> _Subject | str:
+def _load(task_dir: Path, repo: Path | None, runner: Runner) -> _Subject | str:
     task_dir = task_dir.absolute()
     loaded = load_task(task_dir)
     if not is_successful(loaded):
         return loaded.failure().message
     task = loaded.unwrap()
     if repo is None:
-        if task.source is None:
-            return f"{task_dir}: no project: give --repo or set `source` in config.yaml"
-        repo = task_dir / task.source
-    if not repo.is_dir():
+        found = task_repo(task, task_dir, runner)
+        if isinstance(found, str):
+            return f"{task_dir}: {found}"
+        repo = found
+    elif not repo.is_dir():
         return f"{task_dir}: project not found: {repo}"
     reference: bytes | None = None
     missing: str | None = None
     if task.files.patch is not None:
         try:
-            reference = (task_dir / task.files.patch).read_bytes()
-        except OSError as exc:
-            missing = f"reference patch {task.files.patch} cannot be read ({exc.strerror})"
+            reference = read_regular(task_dir / task.files.patch)
+        except NotReadable as exc:
+            missing = f"reference patch {task.files.patch} cannot be read ({exc.why})"
     return _Subject(task, task_dir, repo.absolute(), reference, missing)
 
 
@@ -152,15 +153,19 @@ def verify_tasks(
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
     times each into `results/<task id>/<control>/<n>/` and judge them.
 
-    The project graded is `repo`, else each task's `source`; `scripts` are the options of
-    every script. Raises `BadJobs` (one line per problem) before anything runs when a task
-    cannot be loaded.
+    The project graded is `repo`, else each task's `source`, read as root only when the
+    account the task speaks for could read it (`interpreters.batch.jobs.task_repo`);
+    `scripts` are the options of every script. Raises `BadJobs` (one line per problem)
+    before anything runs when a task cannot be loaded, `results` is not private (a link,
+    another user's, writable by group or others) or another live grading holds one of its
+    run folders.
     """
     check_engine(engine)
+    runner = check_runner(runner_user)
     subjects: list[_Subject] = []
     problems: list[str] = []
     for task_dir in tasks:
-        loaded = _load(task_dir, repo)
+        loaded = _load(task_dir, repo, runner)
         if isinstance(loaded, str):
             problems.append(loaded)
         elif any(s.task.id == loaded.task.id for s in subjects):
@@ -169,19 +174,64 @@ def verify_tasks(
             subjects.append(loaded)
     if problems:
         raise BadJobs(problems)
-    check_runner(runner_user)
+    for subject in subjects:  # graded all the same; SSEBench itself could not run it
+        refused = task_problems(subject.task)
+        if refused:
+            config = subject.folder / "config.yaml"
+            say(f"warning: {config}: SSEBench's task model would refuse it: {'; '.join(refused)}")
+    try:
+        folders = RunFolders(results)
+    except FolderRefused as exc:
+        raise BadJobs([f"results folder {exc}"]) from None
+    try:
+        return _verify(
+            subjects,
+            folders,
+            repeat,
+            grade or HeldGrade(folders.token),
+            _Options(
+                workers, engine, ray_address, timeout, script_timeout, runner_user, say, scripts
+            ),
+        )
+    finally:
+        folders.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    workers: int | None
+    engine: EngineName
+    ray_address: str | None
+    timeout: int
+    script_timeout: int | None
+    runner_user: str | None
+    say: Callable[[str], None]
+    scripts: ScriptOptions | None = None
+
+
+def _verify(
+    subjects: list[_Subject],
+    folders: RunFolders,
+    repeat: int,
+    grade: GradeFunction,
+    options: _Options,
+) -> VerifyReport:
     works: list[Work] = []
     where: list[tuple[_Subject, Control, int]] = []
+    busy: list[str] = []
     for subject in subjects:
         for control in CONTROLS:
             patch = b"" if control == "empty" else subject.reference
             if patch is None:
                 continue
             for n in range(1, repeat + 1):
-                folder = results.absolute() / subject.task.id / control / str(n)
-                if folder.exists() or folder.is_symlink():
-                    files.remove_tree(folder)
-                folder.mkdir(parents=True)
+                parts = (subject.task.id, control, str(n))
+                folder = folders.root.joinpath(*parts)
+                try:
+                    if folders.look(parts).held:
+                        busy.append(f"{folder}: being written by another grading")
+                except FolderRefused as exc:
+                    busy.append(str(exc))
                 works.append(
                     Work(
                         key=len(works),
@@ -190,36 +240,57 @@ def verify_tasks(
                         repo=str(subject.repo),
                         results=str(folder),
                         runtime=RuntimeResult(),
-                        timeout=timeout,
-                        script_timeout=script_timeout,
-                        runner_user=runner_user,
-                        scripts=scripts,
+                        timeout=options.timeout,
+                        script_timeout=options.script_timeout,
+                        runner_user=options.runner_user,
+                        scripts=options.scripts,
                     )
                 )
                 where.append((subject, control, n))
+    if busy:
+        raise BadJobs(busy)
+    holds: dict[int, Hold] = {}
+
+    def start(work: Work) -> None:
+        subject, control, n = where[work.key]
+        try:
+            holds[work.key] = folders.prepare((subject.task.id, control, str(n)))
+        except (FolderHeld, FolderRefused, OSError) as exc:
+            options.say(f"{subject.task.id} {control} {n}: {exc}")
 
     def on_done(done: Done) -> list[Work]:
         subject, control, n = where[done.key]
         folder = Path(works[done.key].results)
+        held = holds.pop(done.key, None)
         if done.result is None:
-            files.remove_tree(folder)
+            if held is not None:
+                folders.remove(held)
             return []
+        if held is not None:
+            held.unmark()
+            held.release()
         run = ControlResult(control, n, folder, done.result, done.seconds, _check_records(folder))
         subject.runs.append(run)
         finished = sum(len(s.runs) for s in subjects)
-        say(
+        options.say(
             f"[{finished}/{len(works)}] {subject.task.id} {control} {n}: "
             f"{done.result.patch_result.status} ({done.seconds:.1f} s)"
         )
         return []
 
-    running = make_engine(engine, grade or _default_grade(), workers, ray_address)
+    running = make_engine(options.engine, grade, options.workers, options.ray_address)
     try:
-        driven = drive(running, works, on_done, say=say)
+        try:
+            driven = drive(running, works, on_done, say=options.say, on_start=start)
+        finally:
+            running.close()
+        for key in driven.killed:
+            held = holds.pop(key, None)
+            if held is not None:
+                folders.remove(held)
     finally:
-        running.close()
-    for key in driven.killed:
-        files.remove_tree(Path(works[key].results))
+        for held in holds.values():
+            held.release()
     expected = 2 * repeat
     judged = []
     for s in subjects:

@@ -1,200 +1,47 @@
-"""The daemon's HTTP API (SPEC §9): FastAPI routes over a `Service`, and its OpenAPI document.
+"""The daemon's HTTP app (SPEC §9): both APIs over a `Service`, errors, limits, OpenAPI.
 
 Interpreter layer. One app per listener: the same routes everywhere, the listener's kind
-(`agent` or `admin`) decides what a request may do. Request and reply bodies are the models of
-`ssegrade.protocol`, so the OpenAPI document (`openapi_document`, published as `docs/openapi.json`)
-is generated from them. Every error is `{"error": "<message>"}`: 400 for a request the API
-cannot take (malformed body, unknown action, bad PoC), 403 for one it forbids, 404 for a document
-that does not exist yet, 413 for a body over 1 MiB, 503 while the daemon stops, 500 when the
-daemon itself failed.
+(`agent` or `admin`) decides what a request may do. Two route sets share the service: SSEBench's
+wire at the root (`routes_ssebench`), key for key as SSEBench's SDK, MCP server, evaluator and
+entrypoint read it, and ssegrade's own API under `/ssegrade` (`routes_ssegrade`), which
+ssegrade's client asks for. The OpenAPI document (`openapi_document`, published as
+`docs/openapi.json`) is generated from the models of both. Every error is
+`{"error": "<message>"}`.
 
-The `Service` blocks (one action at a time), so each handler runs it in a worker thread drawn
-from its listener's own small pool: requests queued on the agent-facing socket never take the
-threads the admin socket needs. A body is read by `_BodyLimit` before any route sees it, and
-refused with 413 as soon as it passes `MAX_BODY` bytes.
+A body is read by `_BodyLimit` before any route sees it, and refused with 413 as soon as it
+passes `MAX_BODY` bytes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Any
 
-import anyio.to_thread
-from anyio import CapacityLimiter
-from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from interpreters.daemon import routes_ssebench, routes_ssegrade
 from interpreters.daemon.service import Refused, Service
-from ssegrade.effects import Action, ScriptResult
-from ssegrade.protocol import (
-    API_VERSION,
-    AgentExitedReply,
-    BencherRequest,
-    Capabilities,
-    DiffText,
-    ErrorBody,
-    FilesReply,
-    Listener,
-    PrepareReply,
-    ProjectView,
-    VersionReply,
-)
-from ssegrade.result import EvaluationResult
+from ssegrade.protocol import API_VERSION, Listener
 
 __all__ = ["MAX_BODY", "create_app", "openapi_document"]
 
 MAX_BODY = 1 << 20
 """The largest request body taken, in bytes; a larger one is refused with 413."""
 
-_THREADS = {"agent": 4, "admin": 8}
-"""Worker threads per listener: an agent's queued requests wait for these, never the admin's."""
-
-T = TypeVar("T")
-
 _TITLE = "ssegrade daemon"
 _DESCRIPTION = (
     "The task daemon of ssegrade: JSON over HTTP/1.1 on an agent-facing Unix socket (mode 0666, "
     "optionally also TCP on 127.0.0.1) and an admin socket (mode 0600). The same routes are "
     "served on every listener; what an agent-facing listener may do depends on the difficulty "
-    'level and on the phase. Errors are `{"error": "<message>"}`.'
+    "level and on the phase. The routes at the root are SSEBench's daemon API, key for key; "
+    "the routes under `/ssegrade` are ssegrade's own, with its extra fields. Errors are "
+    '`{"error": "<message>"}`.'
 )
-
-
-@dataclass(frozen=True, slots=True)
-class _Asker:
-    service: Service
-    listener: Listener
-    threads: CapacityLimiter
-
-    async def call(self, work: Callable[..., T], *args: Any) -> T:
-        """Run `work(*args)` in one of this listener's worker threads."""
-        return await anyio.to_thread.run_sync(functools.partial(work, *args), limiter=self.threads)
-
-
-async def _asker(request: Request) -> _Asker:
-    service = request.app.state.service
-    listener = request.app.state.listener
-    if not isinstance(service, Service) or listener not in ("agent", "admin"):
-        raise RuntimeError("the app was created without a service")
-    # A limiter belongs to the event loop that uses it (tests run one loop per request).
-    pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CapacityLimiter]
-    pools = request.app.state.threads
-    loop = asyncio.get_running_loop()
-    threads = pools.get(loop)
-    if threads is None:
-        threads = pools[loop] = CapacityLimiter(_THREADS[listener])
-    return _Asker(service, listener, threads)
-
-
-Asker = Annotated[_Asker, Depends(_asker)]
-
-
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    meaning = {
-        400: "The request cannot be taken: malformed body, unknown action, bad PoC.",
-        403: "Forbidden on this listener, at this difficulty level, or after the agent phase.",
-        404: "The document does not exist (yet).",
-        413: "The request body is larger than 1 MiB.",
-        503: "The daemon is stopping.",
-    }
-    return {status: {"model": ErrorBody, "description": meaning[status]} for status in statuses}
-
-
-router = APIRouter()
-
-
-@router.get("/version", response_model=VersionReply)
-async def get_version(asker: Asker) -> VersionReply:
-    """The daemon's version and API version."""
-    return asker.service.version_info()
-
-
-@router.get("/project", response_model=ProjectView)
-async def get_project(asker: Asker) -> ProjectView:
-    """The public view of the task's `config.yaml`: never the reference patch nor the hidden
-    tests."""
-    return asker.service.project()
-
-
-@router.get("/capabilities", response_model=Capabilities)
-async def get_capabilities(asker: Asker) -> Capabilities:
-    """What the task has (`can_build`, `can_run_poc`, `poc_count`, `has_function_test`,
-    `has_intent_test`), the difficulty level, the actions this listener may call now, the
-    task's checks and PoCs."""
-    return asker.service.capabilities(asker.listener)
-
-
-@router.get("/diff", response_model=DiffText, responses=_errors(403, 503))
-async def get_diff(asker: Asker) -> DiffText:
-    """The live tree's patch against the baseline, captured exactly as grading captures it.
-    403 on an agent-facing listener after the agent phase (also for a request still waiting
-    for its turn when the phase ends)."""
-    return await asker.call(asker.service.diff, asker.listener)
-
-
-@router.get("/files", response_model=FilesReply, responses=_errors(403, 503))
-async def get_files(asker: Asker) -> FilesReply:
-    """The paths the live patch changes, as git lists them: `status` (added, deleted,
-    modified), line counts, and ssegrade's `kind` (added, deleted, modified, mode_changed,
-    type_changed), modes and `binary`. 403 on an agent-facing listener after the agent
-    phase."""
-    return await asker.call(asker.service.files, asker.listener)
-
-
-@router.get("/result", response_model=EvaluationResult, responses=_errors(404))
-async def get_result(asker: Asker) -> Response:
-    """The grade (`result.json`) once grading has written it, byte for byte; 404 before."""
-    result = await asker.call(asker.service.result)
-    return Response(result.to_json(), media_type="application/json")
-
-
-@router.get("/final_diff", response_model=DiffText, responses=_errors(404))
-async def get_final_diff(asker: Asker) -> DiffText:
-    """The patch grading captured (`final.patch`); 404 before `POST /prepare_grading`."""
-    return await asker.call(asker.service.final_diff)
-
-
-@router.post("/tool/bencher", response_model=ScriptResult, responses=_errors(400, 403, 413, 503))
-async def post_bencher(
-    asker: Asker,
-    action: Annotated[Action, Query(description="The bencher action to run.")],
-    request: Annotated[BencherRequest | None, Body()] = None,
-) -> ScriptResult:
-    """Run one bencher action (one at a time). On an agent-facing listener: only during the
-    agent phase, only the actions the difficulty level allows, never `grading: true` (403).
-    `run_poc` takes a PoC the task names (400 otherwise) and answers code -1 before any build.
-    A script's failure is a normal reply (`code` != 0)."""
-    return await asker.call(
-        asker.service.bencher, asker.listener, action, request or BencherRequest()
-    )
-
-
-@router.post("/prepare_grading", response_model=PrepareReply, responses=_errors(403, 503))
-async def post_prepare_grading(asker: Asker) -> PrepareReply:
-    """Admin only (403 elsewhere): start a fresh runner session, capture the patch, write
-    `final.patch` and `commits.log`, apply it to the grading repo. A second call starts a fresh
-    session again and answers the same outcome without applying twice."""
-    return await asker.call(asker.service.prepare_grading, asker.listener)
-
-
-@router.post("/admin/agent_exited", response_model=AgentExitedReply, responses=_errors(403))
-async def post_agent_exited(asker: Asker) -> AgentExitedReply:
-    """Admin only (403 elsewhere): end the agent phase; every agent-facing tool is refused
-    from now on, agent requests still waiting for their turn included."""
-    return await asker.call(asker.service.agent_exited, asker.listener)
-
-
-@router.get("/reference/patch", response_model=DiffText, responses=_errors(403, 404))
-async def get_reference_patch(asker: Asker) -> DiffText:
-    """Admin only (403 elsewhere): the task's reference fix; 404 when the task has none."""
-    return await asker.call(asker.service.reference_patch, asker.listener)
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -294,7 +141,8 @@ def create_app(service: Service | None, listener: Listener) -> FastAPI:
     app.state.service = service
     app.state.listener = listener
     app.state.threads = weakref.WeakKeyDictionary()  # a thread limiter per event loop
-    app.include_router(router)
+    app.include_router(routes_ssebench.router)
+    app.include_router(routes_ssegrade.router)
     app.add_middleware(_BodyLimit)
     app.add_exception_handler(Refused, _refused)
     app.add_exception_handler(RequestValidationError, _invalid)

@@ -4,27 +4,38 @@ Interpreter layer. The agent phase's `LocalSystem` copies from the agent's live 
 logs into `results/agent-phase/`; the grading session's copies from the grading repo and writes
 `final.patch`, `commits.log` and the logs of grading into the results folder. Each session has
 its own scratch folder (copies, staged files, the runner's HOME and TMPDIR), so starting the
-grading session discards everything the agent phase left there.
+grading session discards everything the agent phase left there. It also reads the task's
+files for `GET /project`, the agent side's dialog file (never through a link the agent made),
+and holds the agent's shell (`bash` tool).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
+from interpreters.daemon.shell import AgentShell, ShellError
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import ContainmentPolicy, EnvPolicy, Runner
-from ssegrade.effects import CaptureError
+from ssegrade.effects import CaptureError, ScriptResult
 from ssegrade.run import Interpreter
 
-__all__ = ["AGENT_PHASE_RESULTS", "LocalBackend"]
+__all__ = ["AGENT_PHASE_RESULTS", "DIALOG", "MAX_DIALOG", "LocalBackend"]
 
 AGENT_PHASE_RESULTS = "agent-phase"
 """Subfolder of the results folder holding the logs of the agent phase's actions."""
+DIALOG = "dialog.jsonl"
+"""The agent side's dialog file, in the archive folder (`SSE_ARCHIVE`)."""
+MAX_DIALOG = 16 << 20
+"""A larger dialog file is read up to this many bytes."""
+_AGENT_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass
@@ -41,6 +52,10 @@ class LocalBackend:
     """The scripts' environment (its `hidden` names the admin folder too)."""
     memory: int | None = None
     containment: ContainmentPolicy | None = None
+    agent_shell: AgentShell | None = None
+    """The `bash` tool's shell; None: the tool answers that it has none."""
+    archive: Path | None = None
+    """The archive folder the agent side writes its dialog into."""
     _agent: LocalSystem | None = field(default=None, init=False, repr=False)
     _grading: LocalSystem | None = field(default=None, init=False, repr=False)
 
@@ -123,3 +138,44 @@ class LocalBackend:
     def reference_patch(self) -> bytes | None:
         """The bytes of the task's reference fix, or None when it has none."""
         return None if self.reference is None else self.reference.read_bytes()
+
+    def task_text(self, path: str) -> str:
+        """A file of the task folder as text (U+FFFD for odd bytes); empty when unreadable."""
+        try:
+            return (self.places.task / path).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def dialog(self) -> bytes | None:
+        """The dialog file of the archive folder, read without following a final link and
+        without blocking on a FIFO; None when it is missing, a link or not a regular file."""
+        if self.archive is None:
+            return None
+        try:
+            fd = os.open(self.archive / DIALOG, _AGENT_FILE)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                return None
+            raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            chunks: list[bytes] = []
+            size = 0
+            while size < MAX_DIALOG and (chunk := os.read(fd, min(1 << 20, MAX_DIALOG - size))):
+                chunks.append(chunk)
+                size += len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def shell(self, command: str, limit: float) -> ScriptResult:
+        """Run a command in the agent's shell (`ShellError` when there is none)."""
+        if self.agent_shell is None:
+            raise ShellError("the daemon has no bash tool")
+        return self.agent_shell.run(command, limit)
+
+    def close_shell(self) -> None:
+        """Kill the agent's shell for good."""
+        if self.agent_shell is not None:
+            self.agent_shell.close()

@@ -1,7 +1,11 @@
-"""An httpx client of the daemon API over a Unix socket (or TCP), speaking `ssegrade.protocol`.
+"""An httpx client of ssegrade's daemon API over a Unix socket (or TCP), speaking
+`ssegrade.protocol`.
 
-Interpreter layer. Every reply is validated into its model; an error reply, a broken connection
-or an unreadable body raises `DaemonError` with one line that says which request failed.
+Interpreter layer. It asks for ssegrade's own API, under `/ssegrade` (`PREFIX`), whose replies
+carry ssegrade's fields (durations, kills, log files, outcomes); SSEBench's wire at the root is
+for SSEBench's clients. Every reply is validated into its model; an error reply, a broken
+connection or an unreadable body raises `DaemonError` with one line that says which request
+failed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ssegrade.effects import Action, ScriptResult
 from ssegrade.protocol import (
+    PREFIX,
     AgentExitedReply,
     BencherRequest,
     Capabilities,
@@ -88,14 +93,19 @@ class DaemonClient:
         json: Any = None,
         timeout: httpx.Timeout | None = None,
     ) -> httpx.Response:
-        """Send one request; an error status or a transport failure raises `DaemonError`.
+        """Send one request to ssegrade's API (`path` below `/ssegrade`); an error status or a
+        transport failure raises `DaemonError`.
 
         `timeout` replaces the client's for this request (`httpx.Timeout(None)`: no limit).
         """
         what = f"{method} {path}"
         try:
             reply = self._client.request(
-                method, path, params=params, json=json, timeout=timeout or self._client.timeout
+                method,
+                PREFIX + path,
+                params=params,
+                json=json,
+                timeout=timeout or self._client.timeout,
             )
         except httpx.TimeoutException as exc:
             raise DaemonError(f"{what}: no reply from the daemon at {self.where} in time") from exc

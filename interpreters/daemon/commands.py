@@ -113,6 +113,22 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
 @runner_option
 @script_env_options
 @containment_options
+@click.option(
+    "--agent-user",
+    envvar="SSE_AGENT_USER",
+    default="model",
+    show_default=True,
+    help="The account the agent's bash tool runs as (root only; never root) [env SSE_AGENT_USER].",
+)
+@click.option(
+    "--archive",
+    envvar="SSE_ARCHIVE",
+    default="/tmp/sse-archive",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The agent side's archive folder, whose dialog.jsonl GET /agent/dialog serves "
+    "[env SSE_ARCHIVE].",
+)
 @click.option("--openapi", is_flag=True, help="Print the OpenAPI document of the API and exit.")
 def daemon(
     *,
@@ -126,6 +142,8 @@ def daemon(
     baseline_dir: Path | None,
     script_timeout: int,
     runner_user: str | None,
+    agent_user: str,
+    archive: Path,
     openapi: bool,
     **scripts: Any,
 ) -> None:
@@ -158,6 +176,8 @@ def daemon(
             baseline_dir=baseline_dir,
             script_timeout=script_timeout,
             runner_user=runner_user,
+            agent_user=agent_user,
+            archive=archive,
             scripts=ScriptOptions.of(**scripts),
         )
     )

@@ -27,6 +27,7 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
+from interpreters.real.private import trusted
 from ssegrade.effects import Bench, Effect, PrepareGrading
 from ssegrade.preview import SpillLog
 from ssegrade.protocol import prepared_result
@@ -78,8 +79,9 @@ class PreviewInterpreter:
     errors met, for the command to report.
 
     Without `log_dir`, the first long log makes a new private folder (mode 0700, a name no one
-    can guess) in the temporary folder. A given `log_dir` must be a folder this user owns,
-    not a symlink; each log is a new file in it, created without following any link.
+    can guess) in the temporary folder. A given `log_dir` must be a folder this user owns and
+    no one else may write to, not a symlink; each log is a new file in it, created without
+    following any link.
     """
 
     client: DaemonClient
@@ -121,6 +123,9 @@ class PreviewInterpreter:
         if os.fstat(fd).st_uid != os.geteuid():
             os.close(fd)
             raise PermissionError(errno.EPERM, "the log folder belongs to another user", folder)
+        if not trusted(os.fstat(fd)):
+            os.close(fd)
+            raise PermissionError(errno.EPERM, "others may write to the log folder", folder)
         return folder, fd
 
     def _spill(self, name: str, text: str) -> Result[str, str]:

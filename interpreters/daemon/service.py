@@ -9,8 +9,11 @@ programs (`ssegrade.bencher`) over a system interpreter that a `Backend` provide
 
 Every request that does work takes its turn (`_work`), so one bencher action (or capture) runs at
 a time; the HTTP layer calls these methods from worker threads. A request waiting for its turn
-is refused as soon as it may no longer run: an agent-facing one with 403 once the agent phase
-ends, any one with 503 once the daemon stops; the phase is checked again when the turn comes.
+is refused as soon as it may no longer run: an agent-facing tool call with 403 once the agent
+phase ends, any one with 503 once the daemon stops; the phase is checked again when the turn
+comes. On the admin socket, once `POST /prepare_grading` has started the grading session, every
+bencher action runs in it, whether the call says `grading` or not (as SSEBench's evaluator
+calls `run_poc`). The agent's `bash` tool has its own shell and lock (`interpreters.daemon.shell`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ssegrade.bencher import BenchSession, bench, prepare
 from ssegrade.difficulty import Level
 from ssegrade.effects import Action, CaptureError, ScriptResult
 from ssegrade.protocol import (
+    ADMIN_ONLY,
     AGENT_PHASE_OVER,
     AgentExitedReply,
     BencherRequest,
@@ -38,11 +42,13 @@ from ssegrade.protocol import (
     PrepareCaptureFailed,
     PrepareSucceeded,
     ProjectView,
+    Refusal,
     VersionReply,
     bencher_reply,
     capabilities,
     changed_files,
     encode_patch,
+    gate,
     prepare_reply,
     public_project,
     refusal,
@@ -56,12 +62,14 @@ __all__ = ["Backend", "Refused", "Service"]
 
 
 class Refused(Exception):
-    """A request the daemon refuses: the HTTP status and one line saying why."""
+    """A request the daemon refuses: the HTTP status and one line saying why; `reason` says
+    which gate refused a tool call (so that each API words it its own way)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, reason: Refusal | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.reason = reason
 
 
 class Backend(Protocol):
@@ -102,6 +110,22 @@ class Backend(Protocol):
         """The task's reference fix (`files.patch`), or None when the task has none."""
         ...
 
+    def task_text(self, path: str) -> str:
+        """A file of the task folder (config path) as text; the empty text when unreadable."""
+        ...
+
+    def dialog(self) -> bytes | None:
+        """The agent side's dialog file (`dialog.jsonl`), or None when there is none."""
+        ...
+
+    def shell(self, command: str, limit: float) -> ScriptResult:
+        """Run a command in the agent's persistent shell; `ShellError` when it cannot."""
+        ...
+
+    def close_shell(self) -> None:
+        """Kill the agent's shell for good."""
+        ...
+
 
 NOT_PREPARED = "grading is not prepared: POST /prepare_grading first"
 STOPPING = "the daemon is stopping"
@@ -116,6 +140,7 @@ class Service:
     level: Level
     backend: Backend
     version: str
+    source: str = ""
     script_timeout: float = 3600.0
     say: Callable[[str], None] = field(default=lambda _line: None, repr=False)
     agent_phase: bool = True
@@ -132,26 +157,32 @@ class Service:
 
     # ------------------------------------------------------------------ helpers
 
-    def _may_run(self, listener: Listener) -> None:
+    def _may_run(self, listener: Listener, tool: bool) -> None:
         if self.stopping:
             raise Refused(503, STOPPING)
-        self._agent_tools_open(listener)
+        if tool:
+            self._agent_tools_open(listener)
 
     @contextmanager
     def _work(
-        self, listener: Listener, session: Literal["agent", "grading"] | None = None
+        self,
+        listener: Listener,
+        session: Literal["agent", "grading"] | None = None,
+        *,
+        tool: bool = True,
     ) -> Iterator[None]:
         """Wait for this request's turn, then hold it; refused while waiting as soon as the
-        request may no longer run, and checked again when the turn comes."""
+        request may no longer run (a `tool` call closes with the agent phase), and checked
+        again when the turn comes."""
         with self._turn:
-            self._may_run(listener)
+            self._may_run(listener, tool)
             waiting = listener == "admin"
             self._admins_waiting += waiting
             try:
                 # The admin socket goes first: an agent's queued requests never delay grading.
                 while self._busy or (listener == "agent" and self._admins_waiting):
                     self._turn.wait()
-                    self._may_run(listener)
+                    self._may_run(listener, tool)
             finally:
                 self._admins_waiting -= waiting
             self._busy = True
@@ -164,13 +195,19 @@ class Service:
                 self._running = None
                 self._turn.notify_all()
 
-    def _admin_only(self, listener: Listener, what: str) -> None:
+    def admin_only(self, listener: Listener) -> None:
+        """Refuse (403) an admin-only endpoint reached on an agent-facing listener."""
         if listener != "admin":
-            raise Refused(403, f"{what} is served only on the admin socket")
+            raise Refused(403, ADMIN_ONLY)
 
     def _agent_tools_open(self, listener: Listener) -> None:
         if listener == "agent" and not self.agent_phase:
-            raise Refused(403, AGENT_PHASE_OVER)
+            raise Refused(403, AGENT_PHASE_OVER, "phase")
+
+    def grading_session(self, listener: Listener, grading: bool) -> bool:
+        """Whether a bencher call runs in the grading session: asked for, or made on the admin
+        socket once grading has started."""
+        return grading or (listener == "admin" and self._grading is not None)
 
     def _limit(self, listener: Listener, request: BencherRequest) -> float:
         """The evaluator (admin) sets its own limit; an agent's is capped by the daemon's."""
@@ -215,7 +252,7 @@ class Service:
 
     def reference_patch(self, listener: Listener) -> DiffText:
         """`GET /reference/patch` (admin only): the task's reference fix."""
-        self._admin_only(listener, "GET /reference/patch")
+        self.admin_only(listener)
         data = self.backend.reference_patch()
         if data is None:
             raise Refused(404, "the task has no reference patch")
@@ -224,16 +261,18 @@ class Service:
     # ------------------------------------------------------------------ captures
 
     def diff(self, listener: Listener) -> DiffText:
-        """`GET /diff`: the live tree's patch against the baseline, as grading captures it."""
-        with self._work(listener):
+        """`GET /diff`: the live tree's patch against the baseline, as grading captures it
+        (on every listener, in either phase)."""
+        with self._work(listener, tool=False):
             captured = self.backend.live_patch()
         if isinstance(captured, Failure):
             raise Refused(500, captured.failure().message)
         return encode_patch(captured.unwrap())
 
     def files(self, listener: Listener) -> FilesReply:
-        """`GET /files`: the paths the live patch changes, with how, as git lists them."""
-        with self._work(listener):
+        """`GET /files`: the paths the live patch changes, with how, as git lists them (on
+        every listener, in either phase)."""
+        with self._work(listener, tool=False):
             listed = self.backend.live_files()
         if isinstance(listed, Failure):
             raise Refused(500, listed.failure().message)
@@ -244,20 +283,24 @@ class Service:
 
     # ------------------------------------------------------------------ actions
 
+    def _refuse_tool(self, listener: Listener, action: Action | None, grading: bool) -> None:
+        refused = gate(self.level, listener, self.agent_phase, action, grading)
+        if refused is not None:
+            message = refusal(self.level, listener, self.agent_phase, action, grading)
+            raise Refused(403, message or str(refused), refused)
+
     def bencher(self, listener: Listener, action: Action, request: BencherRequest) -> ScriptResult:
         """`POST /tool/bencher`: one bencher action, gated for agent-facing listeners."""
-        message = refusal(self.level, listener, self.agent_phase, action, request.grading)
-        if message is not None:
-            raise Refused(403, message)
+        self._refuse_tool(listener, action, request.grading)
         poc = resolve_poc(self.task, self.folder, action, request.poc)
         if not isinstance(poc, Success):
             raise Refused(400, poc.failure())
         limit = self._limit(listener, request)
-        with self._work(listener, "grading" if request.grading else "agent"):
-            message = refusal(self.level, listener, self.agent_phase, action, request.grading)
-            if message is not None:  # the agent phase ended while this call waited
-                raise Refused(403, message)
-            if request.grading:
+        grading = self.grading_session(listener, request.grading)
+        with self._work(listener, "grading" if grading else "agent"):
+            # the agent phase may have ended while this call waited
+            self._refuse_tool(listener, action, request.grading)
+            if grading:
                 session = self._grading
                 if session is None or not isinstance(session.prepared, Success):
                     return ScriptResult(code=-1, stderr=NOT_PREPARED)
@@ -267,10 +310,20 @@ class Service:
                 system = self.backend.agent_system(limit)
             result = run(bench(session, action, poc.unwrap()), system)
         what = f"{action} {poc.unwrap()}" if poc.unwrap() else action
-        where = "grading session" if request.grading else "live tree"
+        where = "grading session" if grading else "live tree"
         how = "killed" if result.killed else f"exit {result.code}"
         self.say(f"{listener}: {what} on the {where}: {how} ({result.seconds:.1f}s)")
         return bencher_reply(result, listener)
+
+    def bash(self, listener: Listener, command: str) -> ScriptResult:
+        """`POST /tool/bash`: a command in the agent's shell; agent-facing listeners may call
+        it during the agent phase only. `ShellError` when the shell is gone or cannot start."""
+        self._refuse_tool(listener, None, grading=False)
+        if self.stopping:
+            raise Refused(503, STOPPING)
+        result = self.backend.shell(command, self.script_timeout)
+        self.say(f"{listener}: bash: exit {result.code}")
+        return result
 
     def prepare_grading(
         self, listener: Listener
@@ -280,7 +333,7 @@ class Service:
         The first call ends the agent phase's session (its copies and caches are discarded);
         a later call starts a fresh runner session again but never applies the patch twice.
         """
-        self._admin_only(listener, "POST /prepare_grading")
+        self.admin_only(listener)
         with self._work(listener, "grading"):
             if self._grading is None:
                 self.backend.begin_grading()
@@ -293,14 +346,16 @@ class Service:
         return reply
 
     def agent_exited(self, listener: Listener) -> AgentExitedReply:
-        """`POST /admin/agent_exited` (admin only): close the agent-facing tools for good and
-        abort an agent action still running."""
-        self._admin_only(listener, "POST /admin/agent_exited")
+        """`POST /admin/agent_exited` (admin only): close the agent-facing tools for good, kill
+        the agent's shell and abort an agent action still running. Calling it again changes
+        nothing."""
+        self.admin_only(listener)
         with self._turn:
             self.agent_phase = False
             self._turn.notify_all()  # agent requests waiting for their turn are refused now
             running = self._running
         self.say("the agent exited: agent-facing tools are closed")
+        self.backend.close_shell()
         if running == "agent":
             self.backend.abort()
         return AgentExitedReply()
@@ -313,6 +368,7 @@ class Service:
             self.stopping = True
             self._turn.notify_all()  # requests waiting for their turn are refused now
             running = self._running
+        self.backend.close_shell()
         if running is not None:
             self.backend.abort()
 

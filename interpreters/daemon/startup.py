@@ -29,6 +29,7 @@ from interpreters.daemon.server import (
     serve,
 )
 from interpreters.daemon.service import Service
+from interpreters.daemon.shell import AgentShell
 from interpreters.grading import keep_repo_copy
 from interpreters.real import files, git
 from interpreters.real.local import Places
@@ -61,6 +62,8 @@ class Settings:
     baseline_dir: Path | None
     script_timeout: float
     runner_user: str | None
+    agent_user: str = "model"
+    archive: Path | None = None
     scripts: ScriptOptions = field(default_factory=ScriptOptions)
 
 
@@ -121,7 +124,7 @@ def run_daemon(settings: Settings) -> None:
         contained = choose(scripts.containment)
     except ContainmentRefused as exc:
         raise BadInput(str(exc)) from None
-    results = make_results(settings.results)
+    results = make_results(settings.results, share=True)
     try:
         check_admin_folder(admin_socket)
     except SocketError as exc:
@@ -146,6 +149,7 @@ def run_daemon(settings: Settings) -> None:
         if locked:
             say(f"made {len(locked)} paths of the task's hidden material readable by root only")
         reference = task_dir / task.files.patch if task.files.patch else None
+        hidden = (str(admin_socket.parent),)
         service = Service(
             task=task,
             folder=str(task_dir),
@@ -155,11 +159,16 @@ def run_daemon(settings: Settings) -> None:
                 who,
                 reference=reference,
                 say=say,
-                env=replace(scripts.env, hidden=(str(admin_socket.parent),)),
+                env=replace(scripts.env, hidden=hidden),
                 memory=scripts.memory,
                 containment=scripts.containment,
+                agent_shell=AgentShell(
+                    source, settings.agent_user, (*hidden, str(results), str(base.path))
+                ),
+                archive=settings.archive,
             ),
             version=version(),
+            source=str(source),
             script_timeout=settings.script_timeout,
             say=say,
         )

@@ -2,10 +2,10 @@
 
 The evaluator's trees do not change while it grades, so work that no script's outcome decides
 is done in the background: the next check's fresh copy (patch applied) while a script runs,
-the patch check against the grading repo while the proof runs, the archive of the source tree
-from the end of the capture on (a child process). Discarded trees are removed at the end.
-Copies made ahead and trees on their way out wait in a private folder under names no one can
-guess. The order of checks, their results and logs are the same as without working ahead.
+the patch check against the grading repo while the proof runs (the archive of the source tree,
+started at the end of the capture, is `ResultsWriter`'s). Discarded trees are removed at the
+end. Copies made ahead and trees on their way out wait in a private folder under names no one
+can guess. The order of checks, their results and logs are the same as without working ahead.
 """
 
 from __future__ import annotations
@@ -68,7 +68,6 @@ class WorkAhead:
     _checked: tuple[bytes, Future[Result[None, ApplyError]]] | None = field(
         init=False, default=None
     )
-    _archive: files.ArchiveProcess | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.private.mkdir(mode=0o711)
@@ -168,20 +167,6 @@ class WorkAhead:
             self.check()
             raise
 
-    # ------------------------------------------------------------ the archive
-
-    def start_archive(self, source: Path, dest: Path) -> None:
-        """Write the archive of `source` to `dest` from now on, in a child process (it shares
-        no lock with this one and stops at a kill); nothing when it cannot start."""
-        if self._archive is None:
-            with contextlib.suppress(OSError):  # then written in the foreground at the end
-                self._archive = files.start_archive(source, dest)
-
-    def take_archive(self) -> files.ArchiveProcess | None:
-        """The archive started ahead, if any, for the caller to finish."""
-        started, self._archive = self._archive, None
-        return started
-
     # ------------------------------------------------------------ the end
 
     def close(self, remove: bool = True) -> None:
@@ -192,9 +177,6 @@ class WorkAhead:
         trash, self._trash = self._trash, []
         if remove:
             self._removals += [self._pool.submit(files.remove_tree, path) for path in trash]
-        if self._archive is not None:
-            self._archive.stop()
-            self._archive = None
         self._pool.shutdown(wait=True)
         for removal in self._removals:
             error = removal.exception()

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from returns.pipeline import is_successful
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 
 from interpreters.real import files, git
 from interpreters.real.ahead import WorkAhead
-from interpreters.real.results import ARCHIVE_NAME, ResultsWriter, archive_whole
+from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
 from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
@@ -32,7 +32,6 @@ from ssegrade import (
     ApplyDiff,
     ApplyError,
     Archive,
-    ArchiveError,
     Capture,
     CaptureError,
     CaptureTree,
@@ -142,6 +141,7 @@ class LocalSystem:
     def close(self, remove: bool = True) -> None:
         """Stop and wait for the background work; remove what it left in the scratch folder,
         unless the caller will (`remove=False`: it removes the scratch folder whole)."""
+        self._writer.stop_archive()  # only when grading ended without writing its result
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.close(remove)
@@ -243,7 +243,9 @@ class LocalSystem:
                 self._remove(Path(workspace.path))
                 return None
             case Archive():
-                return self._archived()
+                if self._ahead is not None:
+                    self._ahead.checks_over()
+                return self._writer(effect)
             case CheckStarted() | CheckFinished() | Notify() | WriteResult():
                 return self._writer(effect)
             case _:
@@ -260,23 +262,8 @@ class LocalSystem:
             if patch.strip():  # the check only reads the grading repo: it overlaps the proof
                 self._ahead.start_check(patch, self._git_check)
             # No check touches the source tree: it is already as it will be after grading.
-            self._ahead.start_archive(self.places.source, self.places.results / ARCHIVE_NAME)
+            self._writer.start_archive()
         return captured
-
-    def _archived(self) -> Result[None, ArchiveError]:
-        started = None
-        if self._ahead is not None:
-            self._ahead.checks_over()
-            started = self._ahead.take_archive()
-        if started is None:
-            if self.places.source is None:
-                return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
-            dest = self.places.results / ARCHIVE_NAME
-            return archive_whole(self.places.source, dest, self._check)
-        finished = started.finish(None if self.deadline is None else self.deadline.left())
-        if is_successful(finished):
-            return Success(None)
-        return Failure(ArchiveError(finished.failure()))
 
     def _git_check(self, patch: bytes) -> Result[None, ApplyError]:
         return git.check_patch(self.places.repo, patch, until=self._until())

@@ -2,15 +2,18 @@
 `checks.jsonl`, `logs/notes.log`, the archive of the source tree and `result.json`.
 
 Every write is safe against links planted in the results folder: appends never follow one,
-whole files are written atomically.
+whole files are written atomically. The archive never holds the grade back: it is written by a
+child process, started at the latest when grading asks for it, and waited for only once
+`result.json` is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -29,6 +32,7 @@ from ssegrade import (
     TimeLimitReached,
     WriteResult,
 )
+from ssegrade.program import GradingInterrupted
 
 __all__ = ["ARCHIVE_NAME", "ResultsWriter", "archive_whole", "check_label", "describe_check"]
 
@@ -82,20 +86,67 @@ class ResultsWriter:
     """Shows that a check began (e.g. a live elapsed time); default: a line through `say`."""
     check: Callable[[], None] = lambda: None
     """Raises `TimeLimitReached` once the grading's deadline has passed: the archive stops."""
+    _archive: files.ArchiveProcess | None = field(init=False, default=None)
+    _asked: bool = field(init=False, default=False)
+    """Whether grading asked for the archive (`Archive` answered that it is under way)."""
 
     def note(self, message: str) -> None:
         """Append a line to `logs/notes.log`."""
         _append(self.results / "logs" / "notes.log", f"{message}\n")
 
+    def _not_archived(self, why: object) -> None:
+        message = f"{ARCHIVE_NAME} not written: {why}"
+        self.say(message)
+        self.note(message)
+
+    def start_archive(self) -> None:
+        """Start writing the archive of the source tree in a child process, unless one is under
+        way or there is no source tree; nothing when it cannot start (`Archive` then writes it
+        itself). Only for a tree that no longer changes."""
+        if self.source is not None and self._archive is None:
+            with contextlib.suppress(OSError):
+                self._archive = files.start_archive(self.source, self.results / ARCHIVE_NAME)
+
+    def finish_archive(self) -> None:
+        """Wait for the archive under way, if any, until the deadline; a failure is noted. An
+        archive grading did not ask for (it reached its time limit first) is stopped: the
+        grading program noted why."""
+        started, self._archive = self._archive, None
+        if started is None:
+            return
+        if not self._asked:
+            started.stop()
+            return
+        try:
+            finished = started.wait(self.check)
+        except (TimeLimitReached, GradingInterrupted) as stopped:  # the grade is written
+            self._not_archived(stopped)
+            return
+        if not is_successful(finished):
+            self._not_archived(finished.failure())
+
+    def stop_archive(self) -> None:
+        """Stop the archive under way, if any, leaving nothing of it."""
+        started, self._archive = self._archive, None
+        if started is not None:
+            started.stop()
+            if self._asked:
+                self._not_archived("grading ended before it was finished")
+
     def __call__(self, effect: Effect[Any]) -> object:
-        """Answer `Archive`, `CheckFinished`, `Notify` or `WriteResult`."""
+        """Answer `Archive` (the archive under way: finished once `result.json` is written),
+        `CheckStarted`, `CheckFinished`, `Notify` or `WriteResult`."""
         if not isinstance(effect, Reported):
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
             case Archive():
                 if self.source is None:
                     return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
-                return archive_whole(self.source, self.results / ARCHIVE_NAME, self.check)
+                self.start_archive()
+                if self._archive is None:  # no child process: written here, before the grade
+                    return archive_whole(self.source, self.results / ARCHIVE_NAME, self.check)
+                self._asked = True
+                return Success(None)  # under way; waited for once result.json is written
             case CheckStarted(name=name, poc=poc):
                 label = check_label(name, poc)
                 (self.started or self.say)(f"{label}: running…")
@@ -110,7 +161,12 @@ class ResultsWriter:
                 self.note(message)
                 return None
             case WriteResult(result=result):
-                files.atomic_write(self.results / "result.json", result.to_json())
+                try:
+                    files.atomic_write(self.results / "result.json", result.to_json())
+                except BaseException:
+                    self.stop_archive()
+                    raise
+                self.finish_archive()
                 return None
             case _:
                 assert_never(effect)

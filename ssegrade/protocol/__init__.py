@@ -1,12 +1,20 @@
 """The daemon protocol (SPEC §9): request and reply documents, and the rules that decide a request.
 
+The daemon serves two APIs over the same state: SSEBench's wire at the root (`/version`,
+`/tool/{name}`, …), exactly as SSEBench's own clients read it, and ssegrade's own under
+`/ssegrade` (durations, kills, log files, outcomes), which ssegrade's client asks for.
+
 Pure core, one concept per module:
 
-- `ssegrade.protocol.documents`: the pydantic models the daemon server and its clients (the
-  evaluator's remote interpreter, `test-patch`) speak, from which the OpenAPI document of the
-  API is generated; a bencher reply is `ssegrade.effects.ScriptResult` itself;
-- `ssegrade.protocol.rules`: who may call which action (`refusal`), which PoC a request names
-  (`resolve_poc`), the public view of a task (`public_project`, `capabilities`);
+- `ssegrade.protocol.documents`: ssegrade's own documents (under `/ssegrade`), which the
+  evaluator's remote interpreter and `test-patch` speak; a bencher reply is
+  `ssegrade.effects.ScriptResult` itself;
+- `ssegrade.protocol.wire`: SSEBench's own daemon wire, key for key (what its SDK, MCP server,
+  evaluator and entrypoint read), and the replies built for it;
+- `ssegrade.protocol.calls`: SSEBench's tool calls read, with its 500 texts;
+- `ssegrade.protocol.rules`: who may call which action (`gate`, with each API's words:
+  `refusal`, `ssebench_refusal`), which PoC a request names (`resolve_poc`), the public view of
+  a task (`public_project`, `capabilities`);
 - `ssegrade.protocol.answers`: how the grading effects' answers travel
   (`bencher_reply`, `prepare_reply`/`prepared_result`) and patches as JSON;
 - `ssegrade.protocol.changes`: how git's list of the changed files reads (`changed_files`).
@@ -22,6 +30,7 @@ from ssegrade.protocol.answers import (
 from ssegrade.protocol.changes import changed_files
 from ssegrade.protocol.documents import (
     API_VERSION,
+    PREFIX,
     AgentExitedReply,
     BencherRequest,
     Capabilities,
@@ -41,16 +50,22 @@ from ssegrade.protocol.documents import (
     VersionReply,
 )
 from ssegrade.protocol.rules import (
+    ADMIN_ONLY,
     AGENT_PHASE_OVER,
+    Refusal,
     capabilities,
+    gate,
     public_project,
     refusal,
     resolve_poc,
+    ssebench_refusal,
 )
 
 __all__ = [
+    "ADMIN_ONLY",
     "AGENT_PHASE_OVER",
     "API_VERSION",
+    "PREFIX",
     "AgentExitedReply",
     "BencherRequest",
     "Capabilities",
@@ -67,15 +82,18 @@ __all__ = [
     "PrepareSucceeded",
     "ProjectScripts",
     "ProjectView",
+    "Refusal",
     "VersionReply",
     "bencher_reply",
     "capabilities",
     "changed_files",
     "decode_patch",
     "encode_patch",
+    "gate",
     "prepare_reply",
     "prepared_result",
     "public_project",
     "refusal",
     "resolve_poc",
+    "ssebench_refusal",
 ]

@@ -1,10 +1,12 @@
-"""The daemon protocol's documents (SPEC §9): what each request carries and each reply holds.
+"""ssegrade's own daemon API (SPEC §9): what each request carries and each reply holds, under
+`/ssegrade` (`PREFIX`).
 
-Pure core. The daemon server and its clients (the evaluator's remote interpreter, `test-patch`)
-speak these pydantic models, and the OpenAPI document of the API is generated from them. Replies
-keep the field names of SSEBench's original daemon (`can_build`…, `diff`, `code`/`stdout`/
-`stderr`), with ssegrade's own fields beside them. A bencher reply is the `Bench` answer itself,
-`ssegrade.effects.ScriptResult`: one model for one document.
+Pure core. The daemon server and ssegrade's clients (the evaluator's remote interpreter,
+`test-patch`) speak these pydantic models, and the OpenAPI document of the API is generated
+from them. Replies start with the field names of SSEBench's daemon (`can_build`…, `diff`,
+`code`/`stdout`/`stderr`) and add ssegrade's own; SSEBench's clients read the root routes
+instead (`ssegrade.protocol.wire`), which carry the original's keys only. A bencher reply is
+the `Bench` answer itself, `ssegrade.effects.ScriptResult`: one model for one document.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ssegrade.checks import Action, Check
 
 __all__ = [
     "API_VERSION",
+    "PREFIX",
     "AgentExitedReply",
     "BencherRequest",
     "Capabilities",
@@ -38,6 +41,10 @@ __all__ = [
 
 API_VERSION = 1
 """Bumped when a reply loses a field or changes its meaning; added fields keep the version."""
+
+PREFIX = "/ssegrade"
+"""Where ssegrade's own API is served: a client that wants ssegrade's fields asks here (the
+root routes are SSEBench's wire)."""
 
 Listener = Literal["agent", "admin"]
 """Who is asking: an agent-facing listener (Unix socket or TCP) or the admin socket."""

@@ -7,6 +7,7 @@ Pure core: the decisions of the API that need no I/O; the daemon's service appli
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import Literal
 
 from returns.result import Failure, Result, Success
 
@@ -16,23 +17,78 @@ from ssegrade.difficulty import ACTIONS, Level, allowed
 from ssegrade.protocol.documents import Capabilities, Listener, ProjectScripts, ProjectView
 from ssegrade.task import Task
 
-__all__ = ["AGENT_PHASE_OVER", "capabilities", "public_project", "refusal", "resolve_poc"]
+__all__ = [
+    "ADMIN_ONLY",
+    "AGENT_PHASE_OVER",
+    "Refusal",
+    "capabilities",
+    "gate",
+    "public_project",
+    "refusal",
+    "resolve_poc",
+    "ssebench_refusal",
+]
 
 AGENT_PHASE_OVER = "the agent phase is over: the agent-facing tools are closed"
+ADMIN_ONLY = "endpoint is only available on the admin socket"
+"""SSEBench's 403 text for an admin-only endpoint reached on an agent-facing listener."""
+
+Refusal = Literal["phase", "grading", "withheld"]
+"""Why a tool call is refused on an agent-facing listener: the agent phase is over, it asks
+for the grading session, or the difficulty level withholds the action."""
 
 
 def _in_order(checks: frozenset[Check]) -> list[Check]:
     return [check.name for check in grading_order() if check.name in checks]
 
 
-def refusal(
-    level: Level, listener: Listener, agent_phase: bool, action: Action, grading: bool
-) -> str | None:
-    """Why a bencher call is forbidden (403, SPEC §9); None when it may run.
+def gate(
+    level: Level, listener: Listener, agent_phase: bool, action: Action | None, grading: bool
+) -> Refusal | None:
+    """Why a tool call is forbidden (403, SPEC §9), in the order SSEBench's daemon asks; None
+    when it may run. `action` is None for a tool the level does not gate (`bash`).
 
     The admin listener may always call every action, on either session. An agent-facing
     listener may call only during the agent phase, never on the grading session, and only the
     actions its difficulty level allows.
+
+    >>> from ssegrade.difficulty import LEVELS
+    >>> gate(LEVELS[4], "agent", True, None, False) is None
+    True
+    >>> gate(LEVELS[4], "agent", False, "build", True)
+    'phase'
+    """
+    if listener == "admin":
+        return None
+    if not agent_phase:
+        return "phase"
+    if grading:
+        return "grading"
+    if action is not None and not allowed(level, action):
+        return "withheld"
+    return None
+
+
+def ssebench_refusal(refused: Refusal, action: str) -> str:
+    """SSEBench's 403 text for a refused tool call.
+
+    >>> ssebench_refusal("withheld", "run_poc")
+    "action 'run_poc' is not available at the current difficulty level"
+    """
+    match refused:
+        case "phase":
+            return "tools are unavailable after the agent phase"
+        case "grading":
+            return "grading checks are only available on the admin socket"
+        case "withheld":
+            return f"action '{action}' is not available at the current difficulty level"
+
+
+def refusal(
+    level: Level, listener: Listener, agent_phase: bool, action: Action | None, grading: bool
+) -> str | None:
+    """Why a bencher call is forbidden, in ssegrade's words (403 under `/ssegrade`); None
+    when it may run (`gate` says which rule refuses it).
 
     >>> from ssegrade.difficulty import LEVELS
     >>> refusal(LEVELS[4], "admin", False, "build", True) is None
@@ -42,15 +98,15 @@ def refusal(
     >>> refusal(LEVELS[0], "agent", False, "build", False)
     'the agent phase is over: the agent-facing tools are closed'
     """
-    if listener == "admin":
-        return None
-    if not agent_phase:
-        return AGENT_PHASE_OVER
-    if grading:
-        return "grading runs only through the admin socket"
-    if not allowed(level, action):
-        return f"{action} is not available at difficulty level {level.number} ({level.name})"
-    return None
+    match gate(level, listener, agent_phase, action, grading):
+        case None:
+            return None
+        case "phase":
+            return AGENT_PHASE_OVER
+        case "grading":
+            return "grading runs only through the admin socket"
+        case "withheld":
+            return f"{action} is not available at difficulty level {level.number} ({level.name})"
 
 
 def resolve_poc(

@@ -5,6 +5,7 @@ Pure core, one concept per module; other tools import this package alone:
 - `ssegrade.report.summary`: one `summary.json`/`result.json` → a small `RunRecord`
   (`parse_run`), its grade read as `ssegrade.result.PatchResult`;
 - `ssegrade.report.select`: which runs count, folded one run at a time (`Selector`);
+- `ssegrade.report.rules`: ssegrade's rules and SSEBench's report's (`--rules ssebench`);
 - `ssegrade.report.aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,
   `aggregate`);
 - `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment;
@@ -27,10 +28,12 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
+from ssegrade.report.rules import DIFFERENCE, Rules
 from ssegrade.report.select import Selection, Selector, natural_key, run_order
 from ssegrade.report.summary import ReadError, RunFolder, RunRecord, parse_run, poc_passed
 
 __all__ = [
+    "DIFFERENCE",
     "Comparison",
     "Excluded",
     "Interval",
@@ -38,6 +41,7 @@ __all__ = [
     "Report",
     "Row",
     "RowKey",
+    "Rules",
     "RunFolder",
     "RunRecord",
     "RunsMode",

@@ -6,16 +6,21 @@ over any iterable of run records. The rules of the shares (SPEC §11):
 - a check's share is taken over the kept runs whose task has that check (the denominator
   rule); a check the task has that did not run counts as not passed;
 - a PoC check passes when every PoC ran and passed;
-- the pass share counts the runs whose status is `passed`.
+- the pass share counts the runs whose status is `passed`;
+- rows are sorted by pass share.
+
+Under SSEBench's rules (`--rules ssebench`, `ssegrade.report.rules`) every share is over all the
+kept runs of its row, a PoC check passes when `pov_passed` equals `pov_total`, and rows come in
+the order SSEBench's report gives them.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.checks import grading_order
 from ssegrade.report.model import (
     Excluded,
     Interval,
@@ -27,8 +32,9 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
+from ssegrade.report.rules import Rules, counted
 from ssegrade.report.select import Selection, Selector
-from ssegrade.report.summary import RunRecord, poc_passed
+from ssegrade.report.summary import RunRecord
 from ssegrade.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
 from ssegrade.task import Check
 
@@ -36,7 +42,10 @@ __all__ = ["aggregate", "summarize"]
 
 
 def aggregate(
-    records: Iterable[RunRecord], runs: RunsMode = "latest", errors_as_failures: bool = False
+    records: Iterable[RunRecord],
+    runs: RunsMode = "latest",
+    errors_as_failures: bool = False,
+    rules: Rules = "ssegrade",
 ) -> Report:
     """The report of the given runs (SPEC §11); see `ssegrade.report.select` for the rules.
 
@@ -63,7 +72,7 @@ def aggregate(
     >>> aggregate(runs, errors_as_failures=True).rows[0].passed.of
     1
     """
-    selector = Selector(runs, errors_as_failures)
+    selector = Selector(runs, errors_as_failures, rules)
     seen: set[tuple[str, str, str, str]] = set()
     for rec in records:
         key = (rec.task, rec.model, rec.agent, rec.run_id)
@@ -79,16 +88,10 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return math.fsum(known) / len(known) if known else None
 
 
-def _passes(rec: RunRecord, check: CheckSpec) -> bool:
-    if check.name == "poc":
-        return poc_passed(rec.patch)
-    return getattr(rec.patch, check.fields[0]) is True
-
-
 def _shares(
-    kept: Sequence[RunRecord], has: dict[str, frozenset[Check]]
+    kept: Sequence[RunRecord], has: dict[str, frozenset[Check]], rules: Rules
 ) -> tuple[Share, Share, Share, Share, Share]:
-    """(build, poc, func, intent, passed) over `kept`, each over the runs that have the check."""
+    """(build, poc, func, intent, passed) over `kept`, each check as `rules` counts it."""
     order = grading_order()
     counts = {check.name: [0, 0] for check in order}
     passed = 0
@@ -96,16 +99,19 @@ def _shares(
         passed += rec.patch.status == "passed"
         task_has = has[rec.task]
         for check in order:
-            if check.name in task_has:
+            within, ok = counted(rec, check, task_has, rules)
+            if within:
                 tally = counts[check.name]
                 tally[1] += 1
-                tally[0] += _passes(rec, check)
+                tally[0] += ok
     b, p, f, i = (Share.of_counts(*counts[check.name]) for check in order)
     return b, p, f, i, Share.of_counts(passed, len(kept))
 
 
-def _row(key: RowKey, kept: Sequence[RunRecord], has: dict[str, frozenset[Check]]) -> Row:
-    build, poc, func, intent, passed = _shares(kept, has)
+def _row(
+    key: RowKey, kept: Sequence[RunRecord], has: dict[str, frozenset[Check]], rules: Rules
+) -> Row:
+    build, poc, func, intent, passed = _shares(kept, has, rules)
     per_task: dict[str, list[int]] = {}
     for rec in kept:
         tally = per_task.setdefault(rec.task, [0, 0])
@@ -194,21 +200,36 @@ def _excluded(rec: RunRecord) -> Excluded:
     )
 
 
+def _row_order(selection: Selection) -> Callable[[Row], tuple[object, ...]]:
+    """ssegrade's rows by pass share (highest first), then (model, agent); SSEBench's by the
+    order in which models, then agents, first appear among the kept runs sorted by (task,
+    model, agent), as its report lists them."""
+    if selection.rules != "ssebench":
+        return lambda row: (-(row.passed.share or 0.0), row.model, row.agent)
+    models: dict[str, int] = {}
+    agents: dict[str, int] = {}
+    for _, rec in sorted(selection.kept, key=lambda i: (i[1].task, i[1].model, i[1].agent)):
+        models.setdefault(rec.model, len(models))
+        agents.setdefault(rec.agent, len(agents))
+    return lambda row: (models[row.model], agents[row.agent])
+
+
 def summarize(selection: Selection) -> Report:
     """The report of a selection: rows, per-task rows, kept runs and excluded runs."""
     has = selection.checks
+    rules = selection.rules
     by_row: dict[RowKey, list[RunRecord]] = defaultdict(list)
     by_task: dict[str, list[RunRecord]] = defaultdict(list)
     for _, rec in selection.kept:
         by_row[(rec.model, rec.agent)].append(rec)
         by_task[rec.task].append(rec)
     rows = sorted(
-        (_row(key, recs, has) for key, recs in by_row.items()),
-        key=lambda row: (-(row.passed.share or 0.0), row.model, row.agent),
+        (_row(key, recs, has, rules) for key, recs in by_row.items()),
+        key=_row_order(selection),
     )
     task_rows = []
     for task, recs in sorted(by_task.items()):
-        build, poc, func, intent, passed = _shares(recs, has)
+        build, poc, func, intent, passed = _shares(recs, has, rules)
         task_rows.append(
             TaskRow(
                 task=task,
@@ -230,6 +251,7 @@ def summarize(selection: Selection) -> Report:
         by_task=tuple(task_rows),
         set_aside=selection.set_aside,
         errors_as_failures=selection.errors_as_failures,
+        rules=rules,
         containment=dict(
             sorted(
                 Counter(

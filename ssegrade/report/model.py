@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ssegrade.report.rules import Rules
 from ssegrade.result import Status
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
 from ssegrade.task import Check
@@ -172,8 +173,9 @@ class Report(_Out):
 
     `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
     task, model and agent exists; `errors_as_failures` says whether error runs were counted as
-    failed instead of left out; `containment` counts the runs kept and left out by the mode
-    their scripts ran in (`full`, `weak`, `unknown`).
+    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`);
+    `containment` counts the runs kept and left out by the mode their scripts ran in
+    (`full`, `weak`, `unknown`).
     """
 
     runs: RunsMode
@@ -185,6 +187,7 @@ class Report(_Out):
     clustered_interval: str = CLUSTERED_NAME
     set_aside: int = 0
     errors_as_failures: bool = False
+    rules: Rules = "ssegrade"
     containment: dict[str, int] = {}
 
 

@@ -13,6 +13,8 @@ The rules:
   as excluded (older runs are set aside, never promoted);
 - `all` keeps every graded run and lists every reference and `error` run as excluded;
 - with `errors_as_failures`, an `error` run is graded, as failed;
+- under SSEBench's rules (`ssegrade.report.rules`), run ids are compared as text, and an
+  `error` run is one whose grade says so;
 - graded runs of a group are numbered as trials 1, 2, … from the oldest, so a run has the same
   trial number in both modes;
 - which checks a task has comes from its config when any run carries it, else from the check
@@ -27,6 +29,7 @@ from datetime import UTC, datetime
 
 from ssegrade.checks import grading_order
 from ssegrade.report.model import RunsMode
+from ssegrade.report.rules import Rules, is_error, ssebench_order
 from ssegrade.report.summary import RunRecord
 from ssegrade.task import Check
 
@@ -101,6 +104,7 @@ class Selection:
     checks: dict[str, frozenset[Check]]
     set_aside: int
     errors_as_failures: bool
+    rules: Rules = "ssegrade"
 
 
 class Selector:
@@ -115,11 +119,23 @@ class Selector:
     ((), ['run-10'], 1)
     """
 
-    __slots__ = ("_all", "_configured", "_errors", "_excluded", "_groups", "_observed", "_seen")
+    __slots__ = (
+        "_all",
+        "_configured",
+        "_errors",
+        "_excluded",
+        "_groups",
+        "_observed",
+        "_rules",
+        "_seen",
+    )
 
-    def __init__(self, runs: RunsMode = "latest", errors_as_failures: bool = False) -> None:
+    def __init__(
+        self, runs: RunsMode = "latest", errors_as_failures: bool = False, rules: Rules = "ssegrade"
+    ) -> None:
         self._all = runs == "all"
         self._errors = errors_as_failures
+        self._rules: Rules = rules
         self._groups: dict[GroupKey, _Latest | list[RunRecord]] = {}
         self._excluded: list[RunRecord] = []
         self._configured: dict[str, frozenset[Check]] = {}
@@ -129,7 +145,12 @@ class Selector:
     def graded(self, rec: RunRecord) -> bool:
         """Whether the run takes part in the shares: not a reference run, and not an `error`
         run unless errors count as failures."""
-        return not rec.reference and (self._errors or rec.patch.status != "error")
+        return not rec.reference and (self._errors or not is_error(rec, self._rules))
+
+    def _newer(self, rec: RunRecord, than: RunRecord) -> bool:
+        if self._rules == "ssebench":
+            return ssebench_order(rec) > ssebench_order(than)
+        return newer(rec, than)
 
     def add(self, rec: RunRecord) -> None:
         """Fold one run in."""
@@ -151,7 +172,7 @@ class Selector:
             return
         assert isinstance(latest, _Latest)
         latest.graded += graded
-        if newer(rec, latest.best):
+        if self._newer(rec, latest.best):
             latest.best = rec
 
     def _note_checks(self, rec: RunRecord) -> None:
@@ -172,7 +193,7 @@ class Selector:
         excluded = list(self._excluded)
         for group in self._groups.values():
             if isinstance(group, list):
-                group.sort(key=run_order)
+                group.sort(key=ssebench_order if self._rules == "ssebench" else run_order)
                 kept.extend(enumerate(group, start=1))
             elif self.graded(group.best):
                 kept.append((group.graded, group.best))
@@ -189,4 +210,5 @@ class Selector:
             checks=checks,
             set_aside=self._seen - len(kept) - len(excluded),
             errors_as_failures=self._errors,
+            rules=self._rules,
         )

@@ -9,10 +9,13 @@ The shapes read (SPEC §11, facts of the SSEBench runner):
 - `summary.json`: `task` is the task config (`id`, `scripts`, `files` tell which checks the task
   has); `config` is the **run config** (`agent`, `model`, `reference_run`, and others such as
   `mode`, `timeout`, `difficulty`, which are ignored); `patch_result`, `runtime_result`, `spend`,
-  `run_id`, `started_at`; `ssegrade batch` adds `digest` and, for a reused result,
-  `cached_from`.
+  `run_id`, `started_at`; `ssegrade batch` adds `digest`, `spend_recorded` (false: the
+  job gave no spend, the 0.0 written is unknown) and, for a reused result, `cached_from`.
 - `result.json`: `patch_result`, `runtime_result` and, once the SSEBench runner has rewritten it,
   `config`, the same run config.
+
+The task, model and agent a document names must be its folder's; a bare grade in
+`<task>/<empty|reference>/<n>/` is a run of `ssegrade verify`: both are left out (SPEC §16).
 
 `patch_result` is read as `ssegrade.result.PatchResult`, without its `error_log`
 (`WITHOUT_LOG`); a document that does not read so, such as one without a `status`, is read
@@ -31,9 +34,11 @@ from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
 from ssegrade.result import WITHOUT_LOG, PatchResult
+from ssegrade.ssebench import summary_problem
 from ssegrade.task import Check, checks_of
 
 __all__ = [
+    "CONTROLS",
     "ReadError",
     "RunFolder",
     "RunRecord",
@@ -87,6 +92,7 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     patch_result: _Grade
     runtime_result: _Runtime | None
     spend: float | None
+    spend_recorded: bool | None
     started_at: datetime | None
     cached_from: str | None
     containment: str | None
@@ -144,9 +150,11 @@ class RunFolder:
 
 @dataclass(frozen=True, slots=True)
 class ReadError:
-    """Why one run document could not be used; `message` is one line."""
+    """Why one run document could not be used; `message` is one line. `left_out` names a
+    rule that leaves a readable run out (`folder`, `verification`): counted, not warned of."""
 
     message: str
+    left_out: str | None = None
 
 
 class RunRecord(NamedTuple):
@@ -158,8 +166,9 @@ class RunRecord(NamedTuple):
     None when it is unknown (then the report infers it from the runs of the same task).
     `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
-    grade a batch reused for this run; `containment` the mode its scripts ran in (`full`,
-    `weak`), None when its summary does not say.
+    grade a batch reused for this run; `status_given` whether the grade said its status (else
+    it was derived); `containment` the mode its scripts ran in (`full`, `weak`), None when its
+    summary does not say.
     """
 
     task: str
@@ -174,6 +183,7 @@ class RunRecord(NamedTuple):
     checks: frozenset[Check] | None = None
     folder: str = ""
     cached_from: str | None = None
+    status_given: bool = True
     containment: str | None = None
 
 
@@ -207,23 +217,52 @@ def _task_checks(task: _Task) -> frozenset[Check]:
     return _INTERNED.setdefault(found, found)
 
 
-def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
+CONTROLS = ("empty", "reference")
+"""The controls of `ssegrade verify`, whose runs are `<task id>/<control>/<n>/`."""
+
+
+def _misplaced(doc: _Summary[PatchResult], folder: RunFolder) -> str | None:
+    """Why the document is not the run its folder says (None: it is)."""
+    run = doc.get("config") or {}
+    task = doc.get("task") or {}
+    said = (
+        ("task", task.get("id"), folder.task),
+        ("model", run.get("model") or doc.get("model"), folder.model),
+        ("agent", run.get("agent") or doc.get("agent"), folder.agent),
+    )
+    for what, named, place in said:
+        if named is not None and named != place:
+            return f"its {what} is {named!r}, not its folder's {place!r}"
+    return None
+
+
+def parse_run(
+    data: bytes, folder: RunFolder, *, ssebench: bool = False
+) -> Result[RunRecord, ReadError]:
     """Read one run's `summary.json` or `result.json` bytes into a record.
 
-    Task id, model and agent come from the document when it names them (task config `id`, run
-    config `model` and `agent`), from the folder otherwise; the run id is the folder's name. A
-    missing `status` is derived with the status rule (`PatchResult.lenient`); a missing time
-    zone on `started_at` means UTC.
+    Task id, model and agent are the folder's; a document that names others (task config
+    `id`, run config `model` and `agent`) is not the run its folder says, and is left out, as
+    is a bare grade (no task, no run config) in `<task>/<empty|reference>/<n>/`, a run of
+    `ssegrade verify` (both: `left_out`). The run id is the folder's name. A missing `status`
+    is derived with the status rule (`PatchResult.lenient`); a missing time zone on
+    `started_at` means UTC. With `ssebench`, a summary SSEBench's run summary model would
+    refuse is not a run (`ssegrade.ssebench.summary_problem`).
 
-    >>> folder = RunFolder("t", "m", "a", "r1")
+    >>> folder = RunFolder("t", "openai/gpt-5", "a", "r1")
     >>> doc = b'{"config": {"model": "openai/gpt-5", "mode": "sandbox", "timeout": 3600},'
     >>> doc += b' "patch_result": {"build_success": false}}'
     >>> rec = parse_run(doc, folder).unwrap()
-    >>> rec.model, rec.agent, rec.patch.status, rec.folder
-    ('openai/gpt-5', 'a', 'failed', 't/m/a/r1')
+    >>> rec.model, rec.agent, rec.patch.status, rec.folder, rec.status_given
+    ('openai/gpt-5', 'a', 'failed', 't/openai/gpt-5/a/r1', False)
+    >>> parse_run(doc, RunFolder("t", "m", "a", "r1")).failure().left_out
+    'folder'
+    >>> parse_run(b'{"patch_result": {"status": "passed"}}', RunFolder("x", "t", "empty", "1"))
+    <Failure: ReadError(message='a run of ssegrade verify', left_out='verification')>
     >>> parse_run(b'{"patch_result": 3}', folder).failure().message
     'patch_result: Input should be an object'
     """
+    given = True
     try:
         doc = _SUMMARY.validate_json(data, context=WITHOUT_LOG)
     except ValidationError:
@@ -231,11 +270,21 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
             doc = _LENIENT.validate_json(data, context=WITHOUT_LOG)
         except ValidationError as exc:
             return Failure(ReadError(_first_error(exc)))
+        given = False
     patch = doc.get("patch_result")
     if patch is None:
         return Failure(ReadError("patch_result: Field required"))
+    misplaced = _misplaced(doc, folder)
+    if misplaced is not None:
+        return Failure(ReadError(misplaced, left_out="folder"))
     run = doc.get("config") or {}
     task = doc.get("task")
+    if task is None and not run and folder.agent in CONTROLS and folder.run_id.isdigit():
+        return Failure(ReadError("a run of ssegrade verify", left_out="verification"))
+    if ssebench:
+        problem = summary_problem(data)
+        if problem is not None:
+            return Failure(ReadError(f"not a run summary SSEBench's report reads ({problem})"))
     started = doc.get("started_at")
     if started is not None and started.tzinfo is None:
         started = started.replace(tzinfo=UTC)
@@ -245,18 +294,19 @@ def parse_run(data: bytes, folder: RunFolder) -> Result[RunRecord, ReadError]:
     runtime = doc.get("runtime_result") or {}
     return Success(
         RunRecord(
-            task=(task.get("id") if task is not None else None) or folder.task,
-            model=run.get("model") or doc.get("model") or folder.model,
-            agent=run.get("agent") or doc.get("agent") or folder.agent,
+            task=folder.task,
+            model=folder.model,
+            agent=folder.agent,
             run_id=folder.run_id,
             patch=patch,
             started_at=started,
             reference=bool(reference),
-            spend=doc.get("spend"),
+            spend=None if doc.get("spend_recorded") is False else doc.get("spend"),
             agent_seconds=runtime.get("agent_duration"),
             checks=_task_checks(task) if task is not None else None,
             folder=folder.path,
             cached_from=doc.get("cached_from"),
+            status_given=given,
             containment=doc.get("containment"),
         )
     )

@@ -28,6 +28,10 @@ ARCHIVE_LEVEL = 1
 archive is a record, not a distribution."""
 
 
+WAIT_SLICE = 0.2
+"""Seconds between two checks while `ArchiveProcess.wait` waits: how late a deadline is seen."""
+
+
 def _never() -> None:
     return None
 
@@ -108,6 +112,21 @@ class ArchiveProcess:
             with contextlib.suppress(OSError):
                 os.unlink(self.tmp)
         return Success(None)
+
+    def wait(self, check: Check) -> Result[None, str]:
+        """Wait until it ends, calling `check` every `WAIT_SLICE` seconds meanwhile: what `check`
+        raises stops the archive, leaving nothing, and is raised again. Then as `finish`."""
+        try:
+            while True:
+                try:
+                    self.process.wait(WAIT_SLICE)
+                    break
+                except subprocess.TimeoutExpired:
+                    check()
+        except BaseException:
+            self.stop()
+            raise
+        return self.finish(None)
 
     def stop(self) -> None:
         """Kill it and remove what it wrote."""

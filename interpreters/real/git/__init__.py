@@ -8,6 +8,7 @@ it.
 |---|---|
 | `command` | one hermetic git command in a fresh scratch folder, killed at its deadline |
 | `repository` | the baseline's private repository: record, load, check the base tree out |
+| `kept_index` | the baseline's index, whose stat data spare a capture the unchanged files |
 | `staging` | a tree staged over the base in a private index |
 | `capture_tree` | the capture: the patch and the agent's commit messages |
 | `proof` | the fidelity proof of a captured patch |

@@ -41,12 +41,14 @@ DIFF_OPTIONS = (
 
 
 def capture(
-    source: Path, baseline: Baseline, *, until: float | None = None
+    source: Path, baseline: Baseline, *, until: float | None = None, rehash: bool = False
 ) -> Result[Capture, CaptureError]:
     """Capture the patch from the baseline's base to `source` as it is now (SPEC §4).
 
     Answers the patch (`git diff-tree` with fixed options, empty when nothing changed), both tree
     ids, the agent's commit messages since the initial commit, and the paths git left out.
+    Only the files whose stat data changed since the baseline are hashed, when it kept its
+    index; with `rehash`, every file is (the same capture, at the cost of the whole tree).
     Every git command is killed at `until` (a `time.monotonic()` instant), failing the capture.
     """
     source = Path(os.path.abspath(source))
@@ -59,7 +61,10 @@ def capture(
             repo = s.top / "repo"
             lay_out(repo)
             base = baseline.base_tree
-            new, left_out = stage(s, source, base, repo=repo, alternates=baseline.objects)
+            start = None if rehash else baseline.index
+            new, left_out = stage(
+                s, source, base, repo=repo, alternates=baseline.objects, start=start
+            )
             admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
             patch = s.git(["diff-tree", *DIFF_OPTIONS, base, new], env=admin).stdout
             log = _commits_log(s, source, baseline.commit)

@@ -30,7 +30,9 @@ def changed_files(source: Path, baseline: Baseline) -> Result[bytes, CaptureErro
             repo = s.top / "repo"
             lay_out(repo)
             base = baseline.base_tree
-            new, _left_out = stage(s, source, base, repo=repo, alternates=baseline.objects)
+            new, _left_out = stage(
+                s, source, base, repo=repo, alternates=baseline.objects, start=baseline.index
+            )
             admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
             listing = s.git(
                 ["diff-tree", "-r", "-z", "--raw", "--numstat", "--no-renames", base, new],

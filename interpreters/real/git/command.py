@@ -38,12 +38,24 @@ CONFIG = b"""\
 \tautocrlf = false
 \tfsmonitor = false
 \tuntrackedCache = false
+\ttrustctime = true
+\tcheckStat = default
+\tignoreStat = false
+\tsplitIndex = false
+\tpreloadIndex = true
+[index]
+\tversion = 2
+\tskipHash = false
+[feature]
+\tmanyFiles = false
 [gc]
 \tauto = 0
 [advice]
 \taddEmbeddedRepo = false
 """
-"""`config` of every private repository."""
+"""`config` of every private repository. The stat settings make git compare every field of
+an entry's stat data with the file's (ctime included) and keep its index in a format
+`kept_index` reads; no untracked cache or fsmonitor answers for the tree."""
 
 TIMEOUT_SECONDS = 3600.0
 """Limit of one git command when no deadline is given."""

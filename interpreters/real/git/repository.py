@@ -19,6 +19,7 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
+from interpreters.real.git import kept_index
 from interpreters.real.git.command import (
     GitError,
     GitFailure,
@@ -33,6 +34,7 @@ from interpreters.real.git.staging import stage
 
 _REPO = "repo.git"
 _META = "baseline.json"
+_INDEX = "index"
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _LOOSE_DIR = re.compile(r"[0-9a-f]{2}")
 _LOOSE_FILE = re.compile(r"[0-9a-f]{38}(?:[0-9a-f]{24})?")
@@ -59,6 +61,13 @@ class Baseline:
     def objects(self) -> Path:
         """The object store of the private repository."""
         return self.repository / "objects"
+
+    @property
+    def index(self) -> Path | None:
+        """The kept index (`kept_index`), when the base was staged from the tree; None for a
+        baseline taken from the root commit, or recorded before indexes were kept."""
+        path = self.path / _INDEX
+        return path if path.is_file() and not path.is_symlink() else None
 
     @property
     def repo_copy(self) -> Path | None:
@@ -119,8 +128,9 @@ def record_baseline(
         baseline = _record(source, into, from_root=from_root)
     except (GitError, OSError, ValueError) as exc:
         shutil.rmtree(into / _REPO, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            (into / _META).unlink()
+        for name in (_META, _INDEX):
+            with contextlib.suppress(OSError):
+                (into / name).unlink()
         if created:
             with contextlib.suppress(OSError):
                 into.rmdir()
@@ -180,8 +190,18 @@ def _record(source: Path, into: Path, *, from_root: bool) -> Baseline:
         else:
             stage_repo = s.top / "repo"
             lay_out(stage_repo)
+            since = kept_index.trust_since()
             base, _left_out = stage(s, source, commit, repo=stage_repo, alternates=repo / "objects")
             _import_objects(s.work / "objects", repo / "objects")
+            index = s.work / "index"
+            kept_index.keep(
+                s,
+                index,
+                into / _INDEX,
+                env=s.environment(stage_repo, index=index, alternates=repo / "objects"),
+                since=since,
+                oid_length=len(base),
+            )
         # One transaction; update-ref also checks that both objects are there.
         updates = f"update refs/ssegrade/initial {commit}\nupdate refs/ssegrade/base {base}\n"
         if landing == repo:

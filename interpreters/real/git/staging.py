@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from interpreters.real.git import kept_index
 from interpreters.real.git.command import Scratch
 
 _GITLINK = b"160000"
@@ -52,13 +53,22 @@ def _special(top: Path, path: bytes) -> bool:
 
 
 def stage(
-    s: Scratch, source: Path, base: str, *, repo: Path, alternates: Path
+    s: Scratch,
+    source: Path,
+    base: str,
+    *,
+    repo: Path,
+    alternates: Path,
+    start: Path | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """Stage `source` over `base` in a fresh private index (SPEC §4); answer the tree id written
     and the paths left out.
 
-    Root (or we) runs the steps that need the base's objects; the reader runs those that read
-    the tree. New objects go to `s.work/objects`; `alternates` holds the base's.
+    The index starts as a copy of `start`, the baseline's kept index (`kept_index`), when one
+    is given: only files whose stat data changed since are hashed, into objects that are thrown
+    away (stored, not compressed). Otherwise it starts from `read-tree <base>` and every file is
+    hashed. Root (or we) runs the steps that need the base's objects; the reader runs those that
+    read the tree. New objects go to `s.work/objects`; `alternates` holds the base's.
     """
     index = s.work / "index"
     objects = s.work / "objects"
@@ -66,21 +76,26 @@ def stage(
     reader = s.environment(repo, index=index, work_tree=source, objects=objects)
     oid_length = len(base)
 
-    s.git(["read-tree", base], env=admin)
-    # Gitlinks of the base leave the index while the tree is read: `add` would otherwise run
-    # `git status` inside each checked-out nested repository, with that repository's config.
-    listing = split_z(s.git(["ls-files", "--stage", "-z"], env=admin).stdout)
-    base_links = [entry.split(b"\t", 1)[1] for entry in listing if entry.startswith(_GITLINK)]
-    if base_links:
-        removals = b"".join(_removal(path, oid_length) for path in base_links)
-        s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
+    if start is not None:
+        kept_index.copy(start, index)  # the base without its gitlinks, with stat data
+    else:
+        s.git(["read-tree", base], env=admin)
+        # Gitlinks of the base leave the index while the tree is read: `add` would otherwise
+        # run `git status` inside each checked-out nested repository, with its config.
+        staged = split_z(s.git(["ls-files", "--stage", "-z"], env=admin).stdout)
+        base_links = [entry.split(b"\t", 1)[1] for entry in staged if entry.startswith(_GITLINK)]
+        if base_links:
+            removals = b"".join(_removal(path, oid_length) for path in base_links)
+            s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
     s.hand_over(index)
 
-    # The index has no stat data: refresh hashes every file without writing objects, so `add`
+    # Refresh hashes every file whose stat data differ from the index's (all of them after
+    # `read-tree`) without writing objects (the reader may not see the base's), so `add`
     # then writes only the blobs that changed.
     tree_args: dict[str, Any] = {"env": reader, "cwd": source, "as_reader": True}
     s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
-    s.git(["add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
+    thrown = [] if start is None else ["-c", "core.looseCompression=0"]
+    added = s.git([*thrown, "add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
 
     # Nested repositories stay out of the patch: every gitlink the index gained, changed or
     # lost goes back to the base's entry (or away when the base had none).
@@ -103,9 +118,13 @@ def stage(
 
     # What git left out: tracked paths still unlike the tree ("C": unreadable, or now a fifo,
     # socket or device, which leaves the index) and untracked paths it did not add ("?").
-    listing = split_z(
-        s.git(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], **tree_args).stdout
-    )
+    # Nothing, when `add` met no error and no gitlink came or went: then the listing (another
+    # walk of the tree) is spared to a capture that starts from stat data.
+    listing: list[bytes] = []
+    if start is None or added.code != 0 or fixes:
+        listing = split_z(
+            s.git(["ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"], **tree_args).stdout
+        )
     left = {entry[2:] for entry in listing}
     special = [entry[2:] for entry in listing if entry[:2] == b"C " and _special(source, entry[2:])]
     if special:

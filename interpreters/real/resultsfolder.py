@@ -1,0 +1,129 @@
+"""A results folder made ready for one grading: private, held by that grading, without an
+earlier grade.
+
+Interpreter side (files). `hold` is what `evaluate`, the daemon and `grade_patch` do before
+grading (`interpreters.setup` turns its refusals into one line and exit 2): the folder is made
+private (`interpreters.real.private`), held (`interpreters.real.holding`), and refused when it
+holds an earlier grade, unless forced, which clears it in an order that a kill at any moment
+cannot turn into a valid-looking grade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Collection
+from pathlib import Path
+
+from interpreters.real import holding
+from interpreters.real.holding import FolderHeld, Hold
+from interpreters.real.private import FolderRefused, make_private
+
+__all__ = ["DEFAULT_RESULTS", "NotReady", "hold"]
+
+DEFAULT_RESULTS = Path("/var/lib/ssebench/results")
+"""The results folder when none is named; its parent is private too, as in the task
+container."""
+
+
+class NotReady(Exception):
+    """The results folder cannot be used for this grading: one line saying why."""
+
+
+def hold(
+    results: Path,
+    entries: Collection[str],
+    *,
+    force: bool = False,
+    share: bool = False,
+    join: bool = False,
+    token: str | None = None,
+) -> Hold:
+    """Make `results` ready and hold it; `entries` are the names a grading writes there.
+
+    The folder is private: mode 0700, made if needed (the parent of `DEFAULT_RESULTS` too);
+    refused when it is a link, another user's, or writable by group or others. It is held by
+    this grading: refused while another live grading holds it. A folder holding a grade
+    (`result.json`), the `checks.jsonl` of a grading that died, or the `.incomplete` mark of
+    one cut short is refused unless `force`, which first marks it incomplete and removes
+    `result.json` and `summary.json`, then the rest of `entries`, and only in a folder that
+    holds nothing else: the logs of two gradings never mix, and a kill never leaves an
+    earlier grade looking valid.
+
+    How it is held: claimed alone; with `share`, claimed then shared (the daemon, beside
+    which `evaluate --daemon` grades); with `join`, claimed, or else joined when whoever
+    holds it shares it (`evaluate --daemon`); with `token`, only joined beside the batch
+    driver that claimed it with that token. `NotReady` (one line) when it cannot be used.
+    """
+    results = results.absolute()
+    try:
+        if results == DEFAULT_RESULTS:
+            os.close(make_private(results.parent))
+        folder = make_private(results)
+    except FolderRefused as exc:
+        raise NotReady(f"results folder {exc}") from None
+    try:
+        if token is not None:
+            held = holding.join(folder, results, token)
+        else:
+            held = _claim(folder, results, share=share, join=join)
+    except FolderHeld as exc:
+        raise NotReady(f"results folder {exc}") from None
+    try:
+        _ready(held, entries, force=force, prepared=token is not None)
+    except BaseException:
+        held.release()
+        raise
+    return held
+
+
+def _claim(folder: int, results: Path, *, share: bool, join: bool) -> Hold:
+    spare = os.dup(folder)
+    try:
+        held = holding.claim(folder, results, secrets.token_hex(16))
+    except FolderHeld:
+        if not join:
+            os.close(spare)
+            raise
+        return holding.join(spare, results, None)
+    os.close(spare)
+    if share:
+        held.share()
+    return held
+
+
+def _temp_name(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _ready(held: Hold, entries: Collection[str], *, force: bool, prepared: bool) -> None:
+    """Refuse or clear an earlier grade; `prepared`: the holder marked the folder itself."""
+    results = held.path
+    try:
+        names = set(os.listdir(held.folder)) - {holding.LOCK}
+    except OSError as exc:
+        raise NotReady(f"results folder {results}: {exc.strerror}") from exc
+    if prepared:
+        names.discard(holding.INCOMPLETE)
+    graded = sorted(names & {"result.json", "checks.jsonl", holding.INCOMPLETE})
+    if force:
+        strangers = sorted(
+            n for n in names if n not in entries and n != holding.INCOMPLETE and not _temp_name(n)
+        )
+        if strangers:
+            raise NotReady(
+                f"--force: {results} is not a results folder (it holds {strangers[0]!r}): "
+                "not clearing it"
+            )
+        try:
+            held.clear()
+        except OSError as exc:
+            raise NotReady(f"--force: cannot clear {results}: {exc.strerror or exc}") from exc
+    elif graded:
+        raise NotReady(
+            f"results folder {results} already holds {graded[-1]}: "
+            "choose a new folder, or --force to clear it"
+        )
+    with contextlib.suppress(FileExistsError):
+        os.mkdir("logs", 0o700, dir_fd=held.folder)

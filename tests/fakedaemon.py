@@ -1,0 +1,170 @@
+"""A daemon over fake systems, in process: the service, both APIs' apps and a client of each.
+
+For the daemon's API tests (`tests/test_daemon_api.py`, ssegrade's API under `/ssegrade`;
+`tests/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` answers the system
+side from two `FakeWorld`s (the live tree's and grading's) and records what it was asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import httpx
+from fastapi import FastAPI
+from returns.result import Failure, Result, Success
+
+from interpreters.daemon.app import create_app
+from interpreters.daemon.service import Service
+from interpreters.daemon.shell import ShellError
+from interpreters.fake import FakeWorld
+from ssegrade.difficulty import LEVELS, Level
+from ssegrade.effects import CaptureError, ScriptResult
+from ssegrade.protocol import PREFIX
+from ssegrade.run import Interpreter
+from ssegrade.task import Task
+
+TASK = Task.model_validate(
+    {
+        "id": "demo-1",
+        "project": "demo",
+        "language": "c",
+        "scripts": {"build": "build.sh", "run": "run.sh", "test": "test.sh"},
+        "files": {
+            "poc": ["pocs/a.bin", "pocs/b.bin"],
+            "future_test": "hidden/future.diff",
+            "patch": "secret/fix.diff",
+        },
+        "task_description": {"issue": "crash on a.bin", "crash_report": ["report.txt"]},
+        "private_note": "not for the agent",
+    }
+)
+FOLDER = "/ssebench"
+
+
+@dataclass
+class FakeBackend:
+    """A `Backend` over two fake worlds: the agent phase's (live tree) and grading's."""
+
+    live: FakeWorld = field(default_factory=FakeWorld)
+    graded: FakeWorld = field(default_factory=FakeWorld)
+    reference: bytes | None = b"diff --git a/x b/x\n"
+    limits: list[float] = field(default_factory=list)
+    begun: int = 0
+    aborted: int = 0
+    unreadable: set[str] = field(default_factory=set)
+    listing: bytes = b""
+    broken: bool = False
+    texts: dict[str, str] = field(default_factory=dict)
+    dialog_file: bytes | None = None
+    commands: list[str] = field(default_factory=list)
+    shell_closed: int = 0
+
+    def agent_system(self, limit: float) -> Interpreter:
+        self.limits.append(limit)
+        return self.live
+
+    def begin_grading(self) -> None:
+        self.begun += 1
+
+    def grading_system(self, limit: float) -> Interpreter:
+        self.limits.append(limit)
+        return self.graded
+
+    def abort(self) -> None:
+        self.aborted += 1
+
+    def live_patch(self) -> Result[bytes, CaptureError]:
+        if self.broken:
+            return Failure(CaptureError("the live tree cannot be captured"))
+        return Success(self.live.patch)
+
+    def live_files(self) -> Result[bytes, CaptureError]:
+        if self.broken:
+            return Failure(CaptureError("the live tree cannot be listed"))
+        return Success(self.listing)
+
+    def results_file(self, name: str) -> bytes | None:
+        if name in self.unreadable:
+            raise PermissionError(f"cannot read {name}")
+        return self.graded.artifacts.get(name)
+
+    def reference_patch(self) -> bytes | None:
+        return self.reference
+
+    def task_text(self, path: str) -> str:
+        return self.texts.get(path, "")
+
+    def dialog(self) -> bytes | None:
+        if "dialog.jsonl" in self.unreadable:
+            raise PermissionError("cannot read dialog.jsonl")
+        return self.dialog_file
+
+    def shell(self, command: str, limit: float) -> ScriptResult:
+        if self.shell_closed:
+            raise ShellError("bash process has died")
+        self.commands.append(command)
+        return ScriptResult(code=0, stdout=f"ran {command}\n", seconds=0.5)
+
+    def close_shell(self) -> None:
+        self.shell_closed += 1
+
+
+class InProcess:
+    """A synchronous client of an app in process (httpx's ASGI transport, one loop a call);
+    every path is below `prefix` (ssegrade's API by default, "" for SSEBench's wire)."""
+
+    def __init__(self, app: FastAPI, prefix: str = PREFIX) -> None:
+        self.app = app
+        self.prefix = prefix
+
+    def request(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        path = self.prefix + path
+
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+                return await client.request(method, path, **kwargs)  # type: ignore[arg-type]
+
+        return asyncio.run(send())
+
+    def get(self, path: str, **kwargs: object) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: object) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+
+@dataclass
+class Api:
+    """A service and one test client per listener."""
+
+    service: Service
+    backend: FakeBackend
+    agent: InProcess
+    admin: InProcess
+
+    def client(self, listener: str) -> InProcess:
+        return self.agent if listener == "agent" else self.admin
+
+
+def make_api(
+    level: Level = LEVELS[0], backend: FakeBackend | None = None, prefix: str = PREFIX
+) -> Api:
+    """A service over `backend` and a client of each listener, asking below `prefix`."""
+    backend = backend or FakeBackend()
+    service = Service(
+        task=TASK,
+        folder=FOLDER,
+        level=level,
+        backend=backend,
+        version="9.9",
+        script_timeout=60,
+        source="/src/demo",
+    )
+    return Api(
+        service,
+        backend,
+        InProcess(create_app(service, "agent"), prefix),
+        InProcess(create_app(service, "admin"), prefix),
+    )
