@@ -9,7 +9,6 @@ Python API for a recorded patch (what `evaluate --patch`, `verify` and `batch` d
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import ContainmentPolicy, EnvPolicy, start_guardian
+from interpreters.real.runner import ContainmentPolicy, EnvPolicy, release_scratch, scratch_folder
 from interpreters.real.support import find_support_folders
 from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.setup import (
@@ -98,16 +97,15 @@ def grade_here(
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `hold_results`): capture the
     agent's tree, or take the recorded patch; the grading repo is never modified. `record`
-    keeps the grading's trace; scripts are contained as `containment` asks. A guardian
-    process removes the scratch folder, and whatever the grading left running if this
+    keeps the grading's trace; scripts are contained as `containment` asks. This process's
+    guardian removes the scratch folder, and whatever the grading left running if this
     process dies (see `interpreters.real.runner.guardian`).
 
     Raises `BadInput` for input that cannot be graded; once grading started, every failure
     is an `error` grade in `result.json`.
     """
     runtime = runtime if runtime is not None else RuntimeResult()
-    scratch = Path(tempfile.mkdtemp(prefix="ssegrade-"))
-    guardian = start_guardian(scratch)
+    scratch = scratch_folder()
     scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
     notes: list[str] = []
 
@@ -165,7 +163,7 @@ def grade_here(
 
         return graded(results, runtime, local)
     finally:
-        guardian.done()  # the grade is written: its scratch goes in the background
+        release_scratch(scratch)  # the grade is written: its scratch goes in the background
 
 
 def _baseline(

@@ -11,7 +11,6 @@ removed at exit.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from interpreters.daemon.shell import AgentShell
 from interpreters.grading import keep_repo_copy
 from interpreters.real import files, git
 from interpreters.real.local import Places
-from interpreters.real.runner import ContainmentRefused, choose, start_guardian
+from interpreters.real.runner import ContainmentRefused, choose, release_scratch, scratch_folder
 from interpreters.real.support import find_support_folders
 from interpreters.setup import (
     BadInput,
@@ -129,8 +128,7 @@ def run_daemon(settings: Settings) -> None:
         check_admin_folder(admin_socket)
     except SocketError as exc:
         raise BadInput(str(exc)) from exc
-    state = Path(tempfile.mkdtemp(prefix="ssegrade-daemon-"))
-    guardian = start_guardian(state)  # removes it, and what runs, if the daemon is killed
+    state = scratch_folder("daemon")  # its guardian removes it, and what runs, on a kill
     try:
         state.chmod(0o711)  # the runner must reach its scratch folder below, and nothing else
         keep_copy = settings.repo is None and not Path("/ssebench-repo").is_dir()
@@ -180,5 +178,5 @@ def run_daemon(settings: Settings) -> None:
         serve(service, listening, say)
     finally:
         files.remove_tree(state)
-        guardian.done()
+        release_scratch(state)
     say("stopped")

@@ -10,7 +10,7 @@ Interpreter layer; Linux only.
 from interpreters.real.runner.account import DEFAULT_PATH, Runner, RunnerError, resolve_runner
 from interpreters.real.runner.environment import EnvPolicy, script_environment
 from interpreters.real.runner.guardian import OWNER_VAR
-from interpreters.real.runner.guarding import Guardian, start_guardian
+from interpreters.real.runner.guarding import release_scratch, scratch_folder
 from interpreters.real.runner.output import OUTPUT_KEPT, LogWriteError
 from interpreters.real.runner.policy import (
     DEFAULT_PIDS,
@@ -34,7 +34,6 @@ __all__ = [
     "ContainmentPolicy",
     "ContainmentRefused",
     "EnvPolicy",
-    "Guardian",
     "LogWriteError",
     "Mechanisms",
     "Runner",
@@ -43,8 +42,9 @@ __all__ = [
     "kill_session",
     "new_session",
     "probe",
+    "release_scratch",
     "resolve_runner",
     "run_script",
+    "scratch_folder",
     "script_environment",
-    "start_guardian",
 ]

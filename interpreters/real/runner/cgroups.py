@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from interpreters.real.runner.guardian import GROUP_PREFIX, owner_tag
+from interpreters.real.runner.guardian import GROUP_PREFIX, below, owner_tag
 
 __all__ = ["Cgroups", "find_cgroups", "make_group"]
 
@@ -72,11 +72,11 @@ def find_cgroups() -> tuple[Cgroups | None, str | None]:
             continue
         root, point, kind, options = fields[3], fields[4], tail[0], tail[2].split(",")
         if kind == "cgroup2" and "" in paths:
-            v2 = _below(point, root, paths[""])
+            v2 = below(point, root, paths[""])
         elif kind == "cgroup":
             for name in _CONTROLLERS:
                 if name in options and name in paths:
-                    v1[name] = _below(point, root, paths[name])
+                    v1[name] = below(point, root, paths[name])
     refused = "no cgroup hierarchy with the pids controller"
     if "pids" in v1:
         made = {}
@@ -100,11 +100,6 @@ def find_cgroups() -> tuple[Cgroups | None, str | None]:
         if "pids" not in v1:
             refused = f"cgroup v2: {why}"
     return None, refused
-
-
-def _below(point: str, root: str, path: str) -> Path:
-    relative = os.path.relpath(path, root) if path.startswith(root) else path.lstrip("/")
-    return Path(os.path.normpath(os.path.join(point, relative)))
 
 
 def _refusal(parent: Path) -> str | None:

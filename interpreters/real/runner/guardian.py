@@ -1,24 +1,26 @@
-"""What a grading leaves if its grader dies, and the guardian that removes it.
+"""What a grading process leaves if it dies, and the guardian that removes it.
 
 Interpreter layer (processes, `/proc`, cgroups, files); standard library only, because this
 file is also run on its own as the guardian process (`python -I -S guardian.py`), which must
 start in milliseconds.
 
-Every process that grades (an evaluator, a daemon, a batch worker) has an **owner tag**: its
-PID namespace, pid and start time (`4026531836-1234-98765`). Pids are reused, start times
-are not: a tag names one process for ever, and whether it is alive can be read from `/proc`.
-The cgroups of its script runs are named `ssegrade-<tag>-<token>`, and its scripts carry the
-tag in `SSEGRADE_OWNER`. When the owner is dead, what carries its tag is garbage: any
-ssegrade process may kill it and remove it (`remove_dead_groups`); a group whose owner lives,
-or lives in another PID namespace, is never touched.
+Every process that grades (an evaluator, a daemon, a batch driver or worker) has an **owner
+tag**: its PID namespace, pid and start time (`4026531836-1234-98765`). Pids are reused, start
+times are not: a tag names one process for ever, and whether it is alive can be read from
+`/proc` (a zombie is dead). Its run cgroups are named `ssegrade-<tag>-<token>`, its scratch
+folders `ssegrade-[<kind>-]<tag>-<random>` in its temporary folder, and its scripts carry the
+tag in `SSEGRADE_OWNER`. When the owner is dead, what carries its tag is garbage: any ssegrade
+process may kill and remove it; what a live owner, another PID namespace, another user or
+another program made is never touched.
 
-A **guardian** is a small process of its own (own session, no parent-death signal) started
-for each grading's scratch folder. It waits for the end of a pipe whose other end only the
-grader holds. When the grader says `done` and closes it, the guardian removes the scratch
-folder (the grade is not kept waiting for that). When the pipe ends without `done`, the
-grader died (kill -9): the guardian kills what carries the grader's tag (its cgroups'
-members, the processes marked with its tag, the processes working in the scratch folder) and
-then removes the scratch folder.
+A **guardian** is a small process of its own (own session, no parent-death signal), one per
+process that makes scratch folders, started before the first of them. It reads a pipe whose
+other end only that process holds: a line `-<folder>` asks it to remove that scratch folder
+in the background (the grade is not kept waiting for it). When the pipe ends, the process is
+gone (an exit, or a kill -9): the guardian kills what carries its tag (its cgroups' members,
+the processes marked with its tag, the processes working in its scratch folders), removes
+its cgroups and every scratch folder of its tag. When it starts, it removes the scratch
+folders that dead owners left (a guardian killed too, a reboot without a fresh /tmp).
 """
 
 from __future__ import annotations
@@ -26,41 +28,54 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import queue
+import re
+import secrets
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 __all__ = [
     "GROUP_PREFIX",
     "OWNER_VAR",
+    "cgroup_folders",
     "empty_group",
     "group_owner",
     "owner_alive",
     "owner_tag",
     "remove_dead_groups",
+    "remove_dead_scratch",
+    "scratch_owner",
 ]
 
 OWNER_VAR = "SSEGRADE_OWNER"
 """The variable every script carries: the owner tag of the process that started it."""
 
 GROUP_PREFIX = "ssegrade-"
-_DONE = b"done"
+_SCRATCH = re.compile(r"ssegrade-(?:[a-z]+-)?([0-9]+-[0-9]+-[0-9]+)-[A-Za-z0-9_]+\Z")
 _KILL_SECONDS = 10.0
 _TOOLS_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
 
-def process_start(pid: int) -> int | None:
-    """The start time of `pid` (clock ticks after boot), or None when there is no such
-    process."""
+def _stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of `/proc/<pid>/stat` after the command name (state first)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat_file:
             data = stat_file.read()
     except OSError:
         return None
-    fields = data[data.rindex(b")") + 2 :].split()
-    return int(fields[19])
+    return data[data.rindex(b")") + 2 :].split()
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of `pid` (clock ticks after boot), or None when there is no such
+    process."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[19])
 
 
 def pid_namespace() -> int:
@@ -75,15 +90,16 @@ def owner_tag(pid: int | None = None) -> str:
 
 
 def owner_alive(tag: str) -> bool | None:
-    """Whether the process `tag` names is alive; None when it cannot be told (another PID
-    namespace, or not a tag)."""
+    """Whether the process `tag` names is alive (a zombie is not); None when it cannot be
+    told (another PID namespace, or not a tag)."""
     parts = tag.split("-")
     if len(parts) != 3 or not all(part.isdigit() for part in parts):
         return None
     ns, pid, start = (int(part) for part in parts)
     if ns != pid_namespace():
         return None
-    return process_start(pid) == start
+    fields = _stat_fields(pid)
+    return fields is not None and int(fields[19]) == start and fields[0] not in (b"Z", b"X")
 
 
 def group_owner(name: str) -> str | None:
@@ -95,6 +111,13 @@ def group_owner(name: str) -> str | None:
     if len(parts) != 4 or not all(part.isdigit() for part in parts[:3]) or not parts[3]:
         return None
     return "-".join(parts[:3])
+
+
+def scratch_owner(name: str) -> str | None:
+    """The owner tag in a scratch folder's name `ssegrade-[<kind>-]<tag>-<random>`, else
+    None."""
+    found = _SCRATCH.match(name)
+    return found.group(1) if found else None
 
 
 def _members(group: Path) -> list[int]:
@@ -126,8 +149,8 @@ def empty_group(group: Path, deadline: float) -> str | None:
 
 def remove_dead_groups(parents: list[Path], only: str | None = None) -> list[str]:
     """Empty and remove, under each of `parents`, the run cgroups whose owner is dead (`only`:
-    those of that owner tag, which must be dead). Groups of live owners, of other PID
-    namespaces and of other programs are left alone. Answers what could not be removed."""
+    those of that owner tag, known dead). Groups of live owners, of other PID namespaces and
+    of other programs are left alone. Answers what could not be removed."""
     problems: list[str] = []
     deadline = time.monotonic() + _KILL_SECONDS
     for parent in parents:
@@ -139,12 +162,97 @@ def remove_dead_groups(parents: list[Path], only: str | None = None) -> list[str
             tag = group_owner(name)
             if tag is None or (only is not None and tag != only):
                 continue
-            if owner_alive(tag) is not False:
+            if only is None and owner_alive(tag) is not False:
                 continue
             why = empty_group(parent / name, deadline)
             if why is not None:
                 problems.append(f"{parent / name}: {why}")
     return problems
+
+
+def cgroup_folders() -> list[Path]:
+    """The folder of our own cgroup in every cgroup hierarchy mounted here (where run
+    cgroups are made)."""
+    try:
+        own = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    paths: dict[str, str] = {}
+    for line in own:
+        _, names, path = line.split(":", 2)
+        for name in names.split(",") if names else [""]:
+            paths[name] = path
+    found: set[Path] = set()
+    for line in mounts:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or len(tail) < 3 or tail[0] not in ("cgroup", "cgroup2"):
+            continue
+        root, point = fields[3], fields[4]
+        controllers = [""] if tail[0] == "cgroup2" else tail[2].split(",")
+        for name in controllers:
+            if name in paths:
+                found.add(below(point, root, paths[name]))
+    return sorted(found)
+
+
+def below(point: str, root: str, path: str) -> Path:
+    """The folder of cgroup `path` in a hierarchy mounted at `point` from its `root`."""
+    relative = os.path.relpath(path, root) if path.startswith(root) else path.lstrip("/")
+    return Path(os.path.normpath(os.path.join(point, relative)))
+
+
+# ---------------------------------------------------------------------------- scratch folders
+
+
+def remove_folder(folder: str) -> None:
+    """Remove `folder` whatever its modes, following no link (GNU `chmod -R` and `rm -rf`
+    never follow the links they meet)."""
+    if not os.path.lexists(folder):
+        return
+    if os.geteuid() != 0:  # root needs no permission bits; an ordinary user may
+        subprocess.run(["chmod", "-R", "u+rwx", "--", folder], env=_TOOLS_ENV, check=False)
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", folder], env=_TOOLS_ENV, check=False)
+
+
+def _ours(path: str) -> bool:
+    """Whether `path` is a folder of ours (not a link, not another user's)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def remove_dead_scratch(parent: str, only: str | None = None) -> int:
+    """Remove, in `parent`, the scratch folders of ours whose owner is dead (`only`: those of
+    that owner tag, known dead). Each is first renamed to a name of this process, so that
+    two removers never work on one folder and a remover that dies leaves a folder the next
+    one removes. Answers how many were removed."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return 0
+    mine, removed = None, 0
+    for name in names:
+        tag = scratch_owner(name)
+        if tag is None or (only is not None and tag != only):
+            continue
+        if only is None and owner_alive(tag) is not False:
+            continue
+        path = os.path.join(parent, name)
+        if not _ours(path):
+            continue
+        mine = mine or owner_tag()
+        trash = os.path.join(parent, f"ssegrade-trash-{mine}-{secrets.token_hex(6)}")
+        try:
+            os.rename(path, trash)
+        except OSError:
+            continue  # another remover took it
+        remove_folder(trash)
+        removed += 1
+    return removed
 
 
 # ---------------------------------------------------------------------------- the guardian
@@ -158,12 +266,12 @@ def _environ_has(pid: str, marker: bytes) -> bool:
         return False
 
 
-def _works_in(pid: str, folder: str) -> bool:
+def _works_in(pid: str, folders: list[str]) -> bool:
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
-    return cwd == folder or cwd.startswith(folder + "/")
+    return any(cwd == folder or cwd.startswith(folder + "/") for folder in folders)
 
 
 def _table() -> dict[str, str]:
@@ -172,20 +280,15 @@ def _table() -> dict[str, str]:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat_file:
-                data = stat_file.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2 :].split()
-        if fields[0] not in (b"Z", b"X"):
+        fields = _stat_fields(name)
+        if fields is not None and fields[0] not in (b"Z", b"X"):
             table[name] = fields[1].decode()
     return table
 
 
-def sweep_grading(tag: str, scratch: str | None) -> int:
-    """Kill, until none is left, the processes that carry `tag` or work in `scratch`, and
-    their descendants (never this process). Answers how many were killed."""
+def sweep_grading(tag: str, folders: list[str]) -> int:
+    """Kill, until none is left, the processes that carry `tag` or work in one of `folders`,
+    and their descendants (never this process). Answers how many were killed."""
     marker = f"{OWNER_VAR}={tag}".encode()
     me = str(os.getpid())
     killed: set[str] = set()
@@ -195,8 +298,7 @@ def sweep_grading(tag: str, scratch: str | None) -> int:
         hits = {
             pid
             for pid in table
-            if pid != me
-            and (_environ_has(pid, marker) or (scratch is not None and _works_in(pid, scratch)))
+            if pid != me and (_environ_has(pid, marker) or _works_in(pid, folders))
         }
         todo = list(hits)
         while todo:
@@ -215,43 +317,58 @@ def sweep_grading(tag: str, scratch: str | None) -> int:
     return len(killed)
 
 
-def remove_folder(folder: str) -> None:
-    """Remove `folder` whatever its modes, following no link (GNU `chmod -R` and `rm -rf`
-    never follow the links they meet)."""
-    if not os.path.lexists(folder):
-        return
-    if os.geteuid() != 0:  # root needs no permission bits; an ordinary user may
-        subprocess.run(["chmod", "-R", "u+rwx", "--", folder], env=_TOOLS_ENV, check=False)
-    subprocess.run(["rm", "-rf", "--one-file-system", "--", folder], env=_TOOLS_ENV, check=False)
+def _tagged(parent: str, tag: str) -> list[str]:
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return [os.path.join(parent, name) for name in names if scratch_owner(name) == tag]
 
 
-def guard(tag: str, scratch: str | None, parents: list[Path]) -> None:
-    """The guardian's work: wait for the end of stdin; clean up after the grader."""
-    said = b""
+def guard(tag: str, parent: str) -> None:
+    """The guardian's work: remove dead owners' scratch in `parent`, then the folders it is
+    asked to remove, until its pipe (stdin) ends; then clean up after the process `tag`."""
+    removals: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+    def remover() -> None:
+        remove_dead_scratch(parent)
+        while (folder := removals.get()) is not None:
+            if os.path.dirname(folder) == parent and scratch_owner(os.path.basename(folder)):
+                remove_folder(folder)
+
+    worker = threading.Thread(target=remover, name="remover")
+    worker.start()
+    pending = b""
     while True:
         try:
-            chunk = os.read(0, 64)
+            chunk = os.read(0, 4096)
         except InterruptedError:
             continue
         except OSError:
             break
         if not chunk:
             break
-        said += chunk
-    if said.strip() != _DONE:  # the grader died: nothing of its gradings may go on
-        remove_dead_groups(parents, only=tag)
-        sweep_grading(tag, scratch)
-        remove_dead_groups(parents, only=tag)
-    if scratch is not None:
-        remove_folder(scratch)
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.startswith(b"-"):
+                removals.put(os.fsdecode(line[1:]))
+    # The process is gone: nothing it started may go on.
+    groups = cgroup_folders()
+    remove_dead_groups(groups, only=tag)
+    sweep_grading(tag, _tagged(parent, tag))
+    remove_dead_groups(groups, only=tag)
+    removals.put(None)
+    remove_dead_scratch(parent, only=tag)
+    worker.join()
 
 
 def main(argv: list[str]) -> int:
-    """`guardian.py TAG SCRATCH|- [CGROUP_PARENT...]`, stdin the grader's pipe."""
+    """`guardian.py TAG TMPDIR`, stdin the pipe of the process `TAG`."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
-    tag, scratch, *parents = argv
-    guard(tag, None if scratch == "-" else scratch, [Path(p) for p in parents])
+    tag, parent = argv
+    guard(tag, parent)
     return 0
 
 

@@ -1,10 +1,11 @@
-"""Starting the guardian of a grading's scratch folder (the process is `guardian`'s).
+"""Scratch folders under the guard of this process's guardian (the process is `guardian`'s).
 
-Interpreter layer (processes). `start_guardian` runs the probe first (which removes the
-cgroups dead gradings left), then starts the guardian with this process's owner tag, the
-folder and the cgroup parents; `Guardian.done` tells it the grading ended, and it removes the
-folder in the background. If this process dies before, the pipe ends without `done`: the
-guardian kills what the grading left running and removes the folder.
+Interpreter layer (processes, files). `scratch_folder` starts this process's guardian when it
+has none (before any folder it must remove exists), then makes a folder named for this
+process's owner tag in the temporary folder; `release_scratch` hands a folder to the guardian
+to remove in the background. If this process dies, whenever that is, the pipe to its guardian
+ends: the guardian kills what its gradings left running and removes every scratch folder of
+its tag, also one made an instant before the death.
 """
 
 from __future__ import annotations
@@ -13,58 +14,57 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import guardian
 from interpreters.real.runner.account import TOOL_ENV
-from interpreters.real.runner.probe import probe
 
-__all__ = ["Guardian", "start_guardian"]
+__all__ = ["release_scratch", "scratch_folder"]
 
 
 @dataclass(slots=True)
-class Guardian:
-    """The guardian of one grading: `done` once the grading has ended."""
+class _Guardian:
+    """This process's guardian: its tag, its temporary folder, the pipe to it."""
 
-    folder: Path | None
+    pid: int
+    tag: str
+    parent: str
     pipe: int | None
     process: subprocess.Popen[bytes] | None
 
-    def done(self) -> None:
-        """The grading ended: the folder goes in the background (here and now when no
-        guardian could be started)."""
-        pipe, self.pipe = self.pipe, None
-        if pipe is None:
-            if self.folder is not None:
-                remove_tree(self.folder)
-            return
+    def alive(self) -> bool:
+        return self.pipe is not None and self.process is not None and self.process.poll() is None
+
+    def tell(self, line: bytes) -> bool:
+        """Send one line; False when the guardian is gone."""
+        if self.pipe is None:
+            return False
         try:
-            os.write(pipe, b"done")
+            os.write(self.pipe, line + b"\n")  # one write below PIPE_BUF: never interleaved
         except OSError:
-            if self.folder is not None:
-                remove_tree(self.folder)
-        finally:
-            os.close(pipe)
+            return False
+        return True
 
 
-def start_guardian(folder: Path | None) -> Guardian:
-    """Start the guardian of a grading whose scratch folder is `folder` (None: only what
-    the grading's scripts leave running is guarded)."""
-    offer = probe()
-    groups = offer.cgroups.parents.values() if offer.cgroups is not None else []
-    parents = sorted({os.fspath(parent) for parent in groups})
+_lock = threading.Lock()
+_guardians: dict[int, _Guardian] = {}
+
+
+def _start() -> _Guardian:
+    tag, parent = guardian.owner_tag(), os.path.realpath(tempfile.gettempdir())
     command = [
         sys.executable,
         "-I",
         "-S",
         os.fspath(Path(guardian.__file__ or "guardian.py")),
-        guardian.owner_tag(),
-        "-" if folder is None else os.fspath(folder),
-        *parents,
+        tag,
+        parent,
     ]
-    read, write = os.pipe()
+    read, write = os.pipe()  # not inherited: only this process holds the writing end
     try:
         process = subprocess.Popen(
             command,
@@ -77,8 +77,47 @@ def start_guardian(folder: Path | None) -> Guardian:
         )
     except OSError:
         os.close(write)
-        return Guardian(folder, None, None)
+        return _Guardian(os.getpid(), tag, parent, None, None)
     finally:
         with contextlib.suppress(OSError):
             os.close(read)
-    return Guardian(folder, write, process)
+    return _Guardian(os.getpid(), tag, parent, write, process)
+
+
+def _guardian() -> _Guardian:
+    """This process's guardian, started when it has none (or a forked child's parent's)."""
+    with _lock:
+        found = _guardians.pop(os.getpid(), None)
+        if found is not None and not found.alive():
+            _close(found)
+            found = None
+        for other in _guardians.values():  # a forked child: its parent's pipe is not its own
+            _close(other)
+        _guardians.clear()
+        _guardians[os.getpid()] = found = found or _start()
+        return found
+
+
+def _close(found: _Guardian) -> None:
+    pipe, found.pipe = found.pipe, None
+    if pipe is not None:
+        with contextlib.suppress(OSError):
+            os.close(pipe)
+
+
+def scratch_folder(kind: str = "") -> Path:
+    """A new private folder in the temporary folder, named for this process's owner tag
+    (`ssegrade-[<kind>-]<tag>-<random>`), under the guard of its guardian."""
+    guard = _guardian()
+    prefix = f"ssegrade-{kind}-" if kind else "ssegrade-"
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{guard.tag}-", dir=guard.parent))
+
+
+def release_scratch(folder: Path) -> None:
+    """`folder` (from `scratch_folder`) is no longer needed: the guardian removes it in the
+    background (here and now when there is no guardian)."""
+    with _lock:
+        found = _guardians.get(os.getpid())
+    absolute = os.path.join(os.path.realpath(folder.parent), folder.name)
+    if found is None or not found.tell(b"-" + os.fsencode(absolute)):
+        remove_tree(folder)
