@@ -42,13 +42,18 @@ def make_group(parent: Path, tag: str | None = None) -> Path:
     random token, mode 0755. Raises `OSError` when the kernel refuses."""
     tag = owner_tag() if tag is None else tag
     for _ in range(_TRIES):
-        group = parent / f"{GROUP_PREFIX}{tag}-{secrets.token_hex(6)}"
+        group = parent / f"{GROUP_PREFIX}{tag}-{_token()}"
         try:
             group.mkdir(mode=0o755)
         except FileExistsError:
             continue  # taken: another token
         return group
     raise OSError(errno.EEXIST, f"no free cgroup name after {_TRIES} tries", os.fspath(parent))
+
+
+def _token() -> str:
+    """The random part of a group's name."""
+    return secrets.token_hex(6)
 
 
 def find_cgroups() -> tuple[Cgroups | None, str | None]:

@@ -28,7 +28,7 @@ from interpreters.real.runner.policy import (
     Mechanisms,
 )
 
-__all__ = ["Offer", "choose", "probe"]
+__all__ = ["Offer", "choose", "decide", "probe"]
 
 _TOOLS = {"unshare": "util-linux unshare", "timeout": "coreutils timeout", "setpriv": "setpriv"}
 
@@ -73,9 +73,14 @@ def probe() -> Offer:
 
 
 def choose(policy: ContainmentPolicy) -> Mechanisms:
-    """The containment a run gets under `policy`; raises `ContainmentRefused` (one line)
-    when `full` is asked for, or is the default as root, and cannot be had."""
-    offer = probe()
+    """The containment a run gets here under `policy` (see `decide`)."""
+    return decide(probe(), policy)
+
+
+def decide(offer: Offer, policy: ContainmentPolicy) -> Mechanisms:
+    """The containment a run gets under `policy` when `offer` is what can be had; raises
+    `ContainmentRefused` (one line naming what is missing) when `full` is asked for, or is
+    the default as root, and cannot be had. `weak` is only ever chosen, never fallen into."""
     mode = policy.mode or ("full" if offer.root else "weak")
     if mode == "weak":
         why = "chosen with --containment weak" if offer.root else "not root"
@@ -86,7 +91,7 @@ def choose(policy: ContainmentPolicy) -> Mechanisms:
     if policy.network == "host":
         missing.pop("network namespace", None)
     if missing:
-        what = "; ".join(f"no {name} ({why})" for name, why in missing.items())
+        what = "; ".join(f"no {name} ({' '.join(why.split())})" for name, why in missing.items())
         raise ContainmentRefused(
             f"full containment cannot be had: {what}; --containment weak runs scripts without it"
         )
