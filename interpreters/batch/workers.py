@@ -1,67 +1,56 @@
 """The local engine: worker processes on this machine, one grading at a time each, tied to
 the driver.
 
-Interpreter layer (processes). Each worker is a spawned Python process that takes `Work`
-over a pipe and sends back `Done`. A worker dies with the driver: it takes a parent-death
-signal when it starts and also watches the driver's pidfd, so a kill -9 of the driver kills
-every worker, and with them their scripts (see `interpreters.real.runner.launcher`) while
-their guardians remove their scratch folders. A worker that dies (a kill -9 of it) loses only
-its own grading: the others go on, and a new worker takes the next one. Workers never take
-the terminal's SIGINT as theirs: they start with SIGINT ignored, in a process group of their
-own.
+Interpreter layer (processes). Each worker is a Python process that takes `Work` over a
+socket and sends back `Done`. A worker dies with the driver from its first instant: it is
+forked by the driver's launcher thread (which lives as long as the driver, see
+`interpreters.real.runner.launcher`) with a parent-death signal set before it runs anything,
+so a kill -9 of the driver kills every worker, even one still starting, and with them their
+scripts, while their guardians remove their scratch folders. A worker that dies (a kill -9
+of it) loses only its own grading: the others go on, and a new worker takes the next one.
+Workers never take the terminal's SIGINT as theirs: they start with SIGINT ignored, in a
+process group of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import multiprocessing
 import os
-import select
 import signal
-import threading
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
 
 from interpreters.batch.work import Done, GradeFunction, Work, run_work
+from interpreters.real.runner.launcher import launch
 from interpreters.real.runner.processes import kill_owned
 
-__all__ = ["LocalEngine"]
+__all__ = ["LocalEngine", "serve"]
 
 _KILL_GRACE = 30.0
 _PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+# What a worker runs: its socket is `fd`; the first message is the driver's import path.
+_WORKER = (
+    "import sys\n"
+    "from multiprocessing.connection import Connection\n"
+    "conn = Connection({fd})\n"
+    "sys.path[:] = conn.recv()\n"
+    "from interpreters.batch.workers import serve\n"
+    "serve(conn)\n"
+)
 
 
-def _tie_to(driver: int) -> None:
-    """Die with `driver`: a parent-death signal, and a thread that watches its pidfd (the
-    signal follows the driver's thread that started us; the pidfd, the driver itself)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != driver:
-        os._exit(1)  # the driver is already gone
-    try:
-        pidfd = os.pidfd_open(driver)
-    except OSError:
-        return
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        poller.poll()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
-
-
-def _worker(conn: Connection, driver: int, grade: GradeFunction) -> None:
-    """A worker's life: gradings from `conn` until it ends (or None comes)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)
-    _tie_to(driver)
+def serve(conn: Connection) -> None:
+    """A worker's life: the grading function, then gradings from `conn` until it ends (or
+    None comes); after each, whatever a script of it left (weak containment) is killed."""
+    grade: GradeFunction = conn.recv()
     while True:
         try:
             work = conn.recv()
@@ -72,24 +61,25 @@ def _worker(conn: Connection, driver: int, grade: GradeFunction) -> None:
         try:
             done = run_work(grade, work)
         finally:
-            kill_owned()  # whatever a script of this grading left (weak containment)
+            kill_owned()
         conn.send(done)
+
+
+def _tied(driver: int) -> None:
+    """In the worker, before it runs anything: die with the driver, ignore the terminal."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != driver:  # the driver died before the signal was set
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @dataclass(slots=True)
 class _Worker:
-    process: BaseProcess
+    process: subprocess.Popen[bytes]
     conn: Connection
+    exited: int  # a pidfd: readable once the worker has exited
     key: int | None = None
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -102,16 +92,29 @@ class LocalEngine:
     _busy: dict[int, _Worker] = field(default_factory=dict)
 
     def _spawn(self) -> _Worker:
-        context = multiprocessing.get_context("spawn")
-        ours, theirs = context.Pipe()
-        process = context.Process(
-            target=_worker, args=(theirs, os.getpid(), self.grade), name="ssegrade-worker"
-        )
-        process.daemon = True  # terminated if the driver exits with it still there
-        with _sigint_ignored():  # inherited until the worker ignores it for good
-            process.start()
-        theirs.close()
-        return _Worker(process, ours)
+        ours, theirs = Pipe()
+        driver, fd = os.getpid(), theirs.fileno()
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [sys.executable, "-c", _WORKER.format(fd=fd)],
+                stdin=subprocess.DEVNULL,
+                pass_fds=[fd],
+                preexec_fn=lambda: _tied(driver),  # noqa: PLW1509 - system calls only
+            )
+
+        try:
+            process = launch(start)
+        finally:
+            theirs.close()
+        exited = os.pidfd_open(process.pid)
+        worker = _Worker(process, ours, exited)
+        try:
+            ours.send(sys.path)
+            ours.send(self.grade)
+        except OSError:
+            pass  # it died at once: found dead by the next send or poll
+        return worker
 
     def start(self, work: Work) -> None:
         """Hand one grading to an idle worker (a new one when none is idle)."""
@@ -137,11 +140,11 @@ class LocalEngine:
             return []
         workers = list(self._busy.values())
         waits: list[Connection | int] = [w.conn for w in workers]
-        waits += [w.process.sentinel for w in workers]
+        waits += [w.exited for w in workers]
         ready = set(wait(waits, timeout))
         found = []
         for worker in workers:
-            if worker.conn in ready or worker.process.sentinel in ready:
+            if worker.conn in ready or worker.exited in ready:
                 found.append(self._collect(worker))
         return found
 
@@ -163,12 +166,14 @@ class LocalEngine:
         them, then SIGKILL those that did not answer."""
         keys = list(self._busy)
         for worker in self._busy.values():
-            worker.process.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.terminate()
         deadline = time.monotonic() + _KILL_GRACE
         while self._busy and time.monotonic() < deadline:
             self.poll(0.2)
         for worker in list(self._busy.values()):
-            worker.process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
             self._collect(worker)
         return keys
 
@@ -178,15 +183,19 @@ class LocalEngine:
             with contextlib.suppress(OSError):
                 worker.conn.send(None)
         for worker in [*self._idle, *self._busy.values()]:
-            worker.process.join(_KILL_GRACE if worker.key is None else 0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(_KILL_GRACE if worker.key is None else 0)
             _bury(worker)
         self._idle.clear()
         self._busy.clear()
 
 
 def _bury(worker: _Worker) -> None:
-    """Make sure `worker` is gone and reaped; close our end of its pipe."""
-    if worker.process.is_alive():
-        worker.process.kill()
-    worker.process.join()
+    """Make sure `worker` is gone and reaped; close our end of its socket."""
+    if worker.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            worker.process.kill()
+    worker.process.wait()
     worker.conn.close()
+    with contextlib.suppress(OSError):
+        os.close(worker.exited)
