@@ -1,8 +1,7 @@
 """`run_batch`: grade many recorded patches into run folders, resuming and reusing grades.
 
 Interpreter layer (SPEC §14). The jobs are checked first (nothing runs while one is bad); each
-job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (`interpreters.batch.folders`:
-private, reached without following a link, only our own files believed):
+job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (private, see `folders`):
 
 - a folder whose `summary.json` has the job's digest is skipped; another digest is refused
   unless `force`; a folder another live grading holds is skipped with a line;
@@ -78,10 +77,9 @@ class BatchReport:
 
     @property
     def exit_code(self) -> int:
-        """130 when interrupted, 1 when a job could not be graded (`error`), else 0."""
-        if self.interrupted:
-            return 130
-        return 1 if self.tally.ungraded else 0
+        """130 when interrupted, 1 when a job was not graded (`error`, its worker died)."""
+        lost = any(job.outcome == "killed" for job in self.jobs)
+        return 130 if self.interrupted else 1 if self.tally.ungraded or lost else 0
 
     @property
     def last_line(self) -> str:
@@ -351,7 +349,7 @@ class _Batch:
         return True
 
     def killed(self, key: int) -> None:
-        """A grading killed by the second interrupt: its folder is removed."""
+        """A grading killed (a second interrupt, its worker's death): its folder is removed."""
         job = self.by_key.get(key)
         held = self.holds.pop(key, None)
         if job is None or held is None or any(o.folder == job.folder for o in self.outcomes):
