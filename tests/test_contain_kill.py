@@ -354,3 +354,52 @@ def test_sigterm_of_batch_is_a_ctrl_c(tmp_path: Path, grading: Grading) -> None:
     again = ssegrade("batch", str(jobs), "--results", str(results), env=grading.env)
     assert again.returncode == 0, again.stderr
     assert again.stderr.strip().splitlines()[-1].startswith(f"{3 - len(graded)} graded")
+
+
+def _dead_tag() -> str:
+    proc = subprocess.Popen(["sleep", "300"])
+    tag = owner_tag(proc.pid)
+    proc.kill()
+    proc.wait()
+    return tag
+
+
+def test_scratch_of_dead_owners_is_removed_when_any_grading_starts(
+    grading: Grading, tmp_path: Path
+) -> None:
+    # What a grading whose guardian died with it (a kill -9 of the whole tree) leaves.
+    dead, live = _dead_tag(), owner_tag()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("not ssegrade's\n")
+    made = {
+        "dead": grading.tmpdir / f"ssegrade-{dead}-abcd1234",
+        "dead git": grading.tmpdir / f"ssegrade-git-{dead}-efgh5678",
+        "live": grading.tmpdir / f"ssegrade-{live}-ijkl9012",
+        "unnamed": grading.tmpdir / "ssegrade-mnop3456",
+    }
+    for folder in made.values():
+        (folder / "work" / "copy").mkdir(parents=True)
+        (folder / "work" / "copy" / "file").write_text("x\n")
+    link = grading.tmpdir / f"ssegrade-{dead}-link0000"
+    link.symlink_to(outside)
+    theirs = grading.tmpdir / f"ssegrade-{dead}-user0000"  # another user's: not ours to remove
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    code = (
+        "from interpreters.real.runner import release_scratch, scratch_folder\n"
+        "release_scratch(scratch_folder())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=grading.env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 30
+    while made["dead"].exists() or made["dead git"].exists():
+        assert time.monotonic() < deadline, sorted(os.listdir(grading.tmpdir))
+        time.sleep(0.02)
+    assert made["live"].is_dir()
+    assert made["unnamed"].is_dir()
+    assert link.is_symlink()
+    assert (outside / "kept").read_text() == "not ssegrade's\n"
+    assert theirs.is_dir()
