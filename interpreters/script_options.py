@@ -81,8 +81,8 @@ def containment_options(command: F) -> F:
         "--script-tmp-size",
         callback=_bytes,
         metavar="BYTES",
-        help=f"Size of each script's private /tmp and of its /dev/shm (K/M/G suffixes; "
-        f"default {DEFAULT_TMP_SIZE >> 30}G).",
+        help=f"Size of each script's private /tmp, /var/tmp and /dev/shm (K/M/G suffixes; "
+        f"default {DEFAULT_TMP_SIZE >> 30}G each).",
     )(command)
     command = click.option(
         "--script-network",

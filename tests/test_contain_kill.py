@@ -332,7 +332,8 @@ def test_a_batch_worker_killed_at_a_random_moment_loses_only_its_grading(
         assert folder.name in summaries  # the lost grading's folder was removed
 
 
-def test_sigterm_of_batch_is_a_ctrl_c(tmp_path: Path, grading: Grading) -> None:
+@pytest.mark.parametrize("group", [False, True], ids=["process", "group"])
+def test_sigterm_of_batch_is_a_ctrl_c(tmp_path: Path, grading: Grading, group: bool) -> None:
     jobs, results = batch_of(tmp_path, grading.token, 3)
     proc = start(["batch", str(jobs), "--results", str(results), "--workers", "2"], grading)
     deadline = time.monotonic() + 120
@@ -340,7 +341,10 @@ def test_sigterm_of_batch_is_a_ctrl_c(tmp_path: Path, grading: Grading) -> None:
         assert proc.poll() is None, "the batch ended before a script ran"
         assert time.monotonic() < deadline, "no script ever ran"
         time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)  # as a service manager stops it: the process alone
+    if group:  # as a service manager stops it: the process alone, or its process group
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=300) == 130
     run = results / "shell-001" / "unknown" / "unknown"
     graded = sorted(path.parent.name for path in run.glob("*/summary.json"))
