@@ -407,3 +407,27 @@ def test_scratch_of_dead_owners_is_removed_when_any_grading_starts(
     assert link.is_symlink()
     assert (outside / "kept").read_text() == "not ssegrade's\n"
     assert theirs.is_dir()
+
+
+def test_batch_and_verify_leave_no_scratch_folder_and_no_process(
+    tmp_path: Path, grading: Grading
+) -> None:
+    jobs, results = batch_of(tmp_path / "b", grading.token, 3)
+    batch = ssegrade("batch", str(jobs), "--results", str(results), env=grading.env, timeout=300)
+    assert batch.returncode == 0, batch.stderr
+    made = sleeping_task(tmp_path / "v", grading.token, value=None)
+    config = made.task / "config.yaml"
+    config.write_text(config.read_text().replace("poc:", "patch: fix.diff\n  poc:", 1))
+    (made.task / "fix.diff").write_text(fix_to("fixed"))
+    kept = tmp_path / "verified"
+    verify = ssegrade(
+        "verify",
+        str(made.task),
+        "--repo",
+        str(made.source),
+        "--results",
+        str(kept),
+        env=grading.env,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert settled(grading) == {}
