@@ -113,7 +113,7 @@ def render_csv(report: Report) -> str:
     """One CSV line per (model, agent) row: counts, share and Wilson bounds of every check,
     then cost per passed run, pass@k and pass^k for the k the report has."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\r\n")
     top_k = max((row.trials for row in report.rows), default=0)
     header = ["model", "agent", "runs", "tasks", "spend", "minutes", "cost_per_pass"]
     for key, _ in SHARES:
@@ -210,7 +210,7 @@ def render_runs_csv(report: Report) -> str:
     """One CSV line per run (`per_run_rows`), with a header; null is an empty cell, booleans
     are `true`/`false`."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(PER_RUN_FIELDS)
     for row in per_run_rows(report):
         writer.writerow(
