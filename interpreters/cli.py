@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import click
 from returns.pipeline import is_successful
@@ -19,10 +19,11 @@ from returns.pipeline import is_successful
 from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.progress import CheckProgress
 from interpreters.real import files, git
-from interpreters.real.runner import EnvPolicy
 from interpreters.setup import (
     BadInput,
     Interrupted,
+    ScriptOptions,
+    containment_options,
     load_inputs,
     make_results,
     repo_option,
@@ -192,6 +193,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 )
 @runner_option
 @script_env_options
+@containment_options
 @click.option(
     "--agent-duration",
     envvar="AGENT_DURATION",
@@ -253,6 +255,7 @@ def evaluate(
     patch_file: Path | None,
     force: bool,
     trace_file: Path | None,
+    **containment: Any,
 ) -> None:
     """Grade the agent's patch and write RESULTS/result.json.
 
@@ -272,6 +275,9 @@ def evaluate(
         raise BadInput("--patch and --daemon cannot be used together")
     if trace_file is not None and daemon_socket is not None:
         raise BadInput("--trace and --daemon cannot be used together")
+    scripts = ScriptOptions.of(
+        script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
+    )
     recorded = read_patch(patch_file) if patch_file is not None else None
     inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
@@ -305,9 +311,10 @@ def evaluate(
                 runtime=runtime,
                 say=_say,
                 started=_progress.started,
-                env=EnvPolicy(extra=script_env, clean=clean_env),
-                memory=script_memory,
+                env=scripts.env,
+                memory=scripts.memory,
                 record=recorder,
+                containment=scripts.containment,
             )
     _progress.close()
     click.echo(verdict_line(result))

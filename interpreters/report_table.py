@@ -276,6 +276,9 @@ def render_table(
         )
     if report.errors_as_failures:
         console.print(Text("Error runs are counted as failed (--errors-as-failures)."))
+    if set(report.containment) - {"unknown"}:
+        counts = ", ".join(f"{n} {mode}" for mode, n in report.containment.items())
+        console.print(Text(f"Containment of the runs' scripts: {counts}."))
     repeated = [row for row in report.rows if row.trials > 1 or row.clustered is not None]
     if repeated:
         console.print(_trials_table(repeated, wide))

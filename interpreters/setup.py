@@ -6,7 +6,6 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 
 from __future__ import annotations
 
-import re
 import signal
 import traceback
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from interpreters.real import files, git, holding, resultsfolder
 from interpreters.real.holding import Hold
 from interpreters.real.resultsfolder import DEFAULT_RESULTS
 from interpreters.real.runner import Runner, resolve_runner
+from interpreters.script_options import ScriptOptions, containment_options, script_env_options
 from interpreters.taskfolder import load_task, lock_hidden, resolve_source
 from ssegrade import EvaluationResult, RuntimeResult, Task, verdict
 from ssegrade.program import GradingInterrupted
@@ -33,6 +33,8 @@ __all__ = [
     "BadInput",
     "Inputs",
     "Interrupted",
+    "ScriptOptions",
+    "containment_options",
     "graded",
     "grading_repo",
     "hold_results",
@@ -118,53 +120,6 @@ def runner_option(command: F) -> F:
     """`--runner-user NAME`."""
     return click.option(
         "--runner-user", help="User that runs task scripts when root (default sse-runner)."
-    )(command)
-
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _env_pairs(
-    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
-) -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    for item in values:
-        name, equals, value = item.partition("=")
-        if not equals or not _ENV_NAME.match(name):
-            raise click.BadParameter(f"{item!r} is not NAME=VALUE")
-        pairs.append((name, value))
-    return tuple(pairs)
-
-
-def _memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
-    text = value.strip().upper()
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    digits = text[:-1] if scale > 1 else text
-    if not digits.isdigit() or int(digits) <= 0:
-        raise click.BadParameter(f"{value!r} is not a number of bytes (e.g. 2G, 512M)")
-    return int(digits) * scale
-
-
-def script_env_options(command: F) -> F:
-    """`--script-env NAME=VALUE` (repeatable), `--clean-env`, `--script-memory BYTES`."""
-    command = click.option(
-        "--script-memory",
-        callback=_memory,
-        help="Memory limit of each script, bytes (K/M/G suffixes), where a cgroup can be made.",
-    )(command)
-    command = click.option(
-        "--clean-env",
-        is_flag=True,
-        help="Scripts get only PATH and the locale, not this environment.",
-    )(command)
-    return click.option(
-        "--script-env",
-        multiple=True,
-        callback=_env_pairs,
-        metavar="NAME=VALUE",
-        help="Add or override a variable of the scripts' environment (repeatable).",
     )(command)
 
 

@@ -283,14 +283,17 @@ def summary_document(
     digest: str,
     cached_from: str | None = None,
     guard: GuardReport | None = None,
+    *,
+    containment: str | None = None,
 ) -> dict[str, Any]:
     """The `summary.json` of a batch run (SPEC §11, §14), shaped as SSEBench's run summary model
     reads it: the task config (in its task model's keys), the run config, the grade, the
     agent's facts from the job line (a job without `spend` gets 0.0, and `spend_recorded`
-    false, which ssegrade's report reads as unknown); then the digest, the patch guard's report
-    (`guard`, SPEC §15; absent when none was written) and, for a cached run, where the grade
-    comes from. `agent`, `model` and `reference_run` are also written at the top level, where
-    readers that take `config` for the task config (as in `result.json`) find them."""
+    false, which ssegrade's report reads as unknown); then the digest, the containment its
+    scripts ran in (`full`, `weak`; null when none ran), the patch guard's report (`guard`,
+    SPEC §15; absent when none was written) and, for a cached run, where the grade comes from.
+    `agent`, `model` and `reference_run` are also written at the top level, where readers that
+    take `config` for the task config (as in `result.json`) find them."""
     run_config = job.run_config().model_dump(mode="json")
     doc: dict[str, Any] = {
         "task": task_document(task),
@@ -303,6 +306,7 @@ def summary_document(
         "run_id": run_id,
         "started_at": start_time(job.started_at),
         "digest": digest,
+        "containment": containment,
     }
     if job.spend is None:
         doc["spend_recorded"] = False

@@ -21,7 +21,14 @@ from interpreters.batch.engines import EngineName, EngineUnavailable
 from interpreters.batch.jobs import BadJobs
 from interpreters.batch.run import run_batch
 from interpreters.batch.verification import TaskVerification, verify_tasks
-from interpreters.setup import BadInput, runner_option
+from interpreters.real.runner import ContainmentRefused, choose
+from interpreters.setup import (
+    BadInput,
+    ScriptOptions,
+    containment_options,
+    runner_option,
+    script_env_options,
+)
 from ssegrade import Flag
 
 __all__ = ["batch", "verify"]
@@ -42,7 +49,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 
 
 def _engine_options(command: F) -> F:
-    """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`."""
+    """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`, the
+    runner, and the scripts' environment and containment options."""
     for option in reversed(
         [
             click.option(
@@ -77,10 +85,24 @@ def _engine_options(command: F) -> F:
                 help="Time limit of each script, seconds (default: the time left).",
             ),
             runner_option,
+            script_env_options,
+            containment_options,
         ]
     ):
         command = option(command)
     return command
+
+
+def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
+    """The scripts' options; with local workers, `BadInput` at once when the containment
+    asked for cannot be had here (rather than an `error` grade for every job)."""
+    scripts = ScriptOptions.of(**options)
+    if engine == "local":
+        try:
+            choose(scripts.containment)
+        except ContainmentRefused as exc:
+            raise BadInput(str(exc)) from None
+    return scripts
 
 
 def _refuse(problems: tuple[str, ...]) -> NoReturn:
@@ -142,6 +164,7 @@ def verify(
     results: Path | None,
     fmt: str,
     output: Path | None,
+    **options: Any,
 ) -> None:
     """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
     its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
@@ -153,6 +176,7 @@ def verify(
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
     """
+    scripts = _scripts(engine, options)
     scratch = results is None
     if results is None:
         results = Path(tempfile.mkdtemp(prefix="ssegrade-verify-"))
@@ -170,6 +194,7 @@ def verify(
             script_timeout=script_timeout,
             runner_user=runner_user,
             say=_say,
+            scripts=scripts,
         )
     if fmt == "json":
         text = json.dumps({"tasks": [t.to_json() for t in report.tasks]}, indent=1) + "\n"
@@ -240,6 +265,7 @@ def batch(
     runner_user: str | None,
     no_cache: bool,
     force: bool,
+    **options: Any,
 ) -> None:
     """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
     `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
@@ -254,6 +280,7 @@ def batch(
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results /shared/results --engine ray --ray-address head:6379
     """
+    scripts = _scripts(engine, options)
     with _bad_input():
         report = run_batch(
             jobs,
@@ -266,5 +293,6 @@ def batch(
             timeout=timeout,
             script_timeout=script_timeout,
             runner_user=runner_user,
+            scripts=scripts,
         )
     raise click.exceptions.Exit(report.exit_code)

@@ -1,8 +1,7 @@
 """`run_batch`: grade many recorded patches into run folders, resuming and reusing grades.
 
 Interpreter layer (SPEC §14). The jobs are checked first (nothing runs while one is bad); each
-job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (`interpreters.batch.folders`:
-private, reached without following a link, only our own files believed):
+job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (private, see `folders`):
 
 - a folder whose `summary.json` has the job's digest is skipped; another digest is refused
   unless `force`; a folder another live grading holds is skipped with a line;
@@ -47,6 +46,7 @@ from interpreters.grading import HeldGrade
 from interpreters.real.holding import INCOMPLETE, FolderHeld, Hold
 from interpreters.real.private import FolderRefused
 from interpreters.real.results import GUARD_NAME, parse_guard
+from interpreters.script_options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Job, Tally, cached_result, summary_document
 
@@ -78,10 +78,9 @@ class BatchReport:
 
     @property
     def exit_code(self) -> int:
-        """130 when interrupted, 1 when a job could not be graded (`error`), else 0."""
-        if self.interrupted:
-            return 130
-        return 1 if self.tally.ungraded else 0
+        """130 when interrupted, 1 when a job was not graded (`error`, its worker died)."""
+        lost = any(job.outcome == "killed" for job in self.jobs)
+        return 130 if self.interrupted else 1 if self.tally.ungraded or lost else 0
 
     @property
     def last_line(self) -> str:
@@ -104,6 +103,7 @@ def run_batch(
     runner_user: str | None = None,
     reporter: Reporter | None = None,
     grade: GradeFunction | None = None,
+    scripts: ScriptOptions | None = None,
 ) -> BatchReport:
     """Grade every job into `results` (SPEC §14) and answer what happened.
 
@@ -113,8 +113,9 @@ def run_batch(
     another digest (unless `force`) or is not a run folder, or `results` is not private
     (a link, another user's, writable by group or others); `EngineUnavailable` when the
     engine cannot run. A run folder another live grading holds is skipped with a line.
-    SIGINT: the first starts no new job, the second kills the running ones (their folders
-    are removed); the report then says `interrupted`.
+    SIGINT (or SIGTERM): the first starts no new job, the second kills the running ones
+    (their folders are removed); the report then says `interrupted`. `scripts`: the options
+    of every job's scripts.
     """
     start = time.monotonic()
     check_engine(engine)
@@ -134,6 +135,7 @@ def run_batch(
         timeout=timeout,
         script_timeout=script_timeout,
         runner_user=runner_user,
+        scripts=scripts,
     )
     try:
         planned = plan_jobs(lines, base, folders.root, runner, where=where)
@@ -160,6 +162,7 @@ class _Batch:
     timeout: int
     script_timeout: int | None
     runner_user: str | None
+    scripts: ScriptOptions | None = None
     outcomes: list[JobOutcome] = field(default_factory=list)
     cache_hits: list[tuple[Planned, str]] = field(default_factory=list)
     by_key: dict[int, Planned] = field(default_factory=dict)
@@ -232,6 +235,7 @@ class _Batch:
             timeout=self.timeout,
             script_timeout=self.script_timeout,
             runner_user=self.runner_user,
+            scripts=self.scripts,
         )
 
     # ------------------------------------------------------------------ while running
@@ -292,7 +296,13 @@ class _Batch:
         try:
             guard = parse_guard(self.folders.read(source, GUARD_NAME))
             doc = summary_document(
-                job.task, job.job, job.run_id, done.result, job.digest, guard=guard
+                job.task,
+                job.job,
+                job.run_id,
+                done.result,
+                job.digest,
+                guard=guard,
+                containment=done.containment,
             )
             self.folders.write(held, SUMMARY, _json(doc))
             held.unmark()
@@ -330,8 +340,16 @@ class _Batch:
                 held, "final.patch", job.patch if patch_bytes is None else patch_bytes
             )
             guard = parse_guard(self.folders.read(source, GUARD_NAME))  # same patch, same flags
+            mode = doc.get("containment")
             summary = summary_document(
-                job.task, job.job, job.run_id, result, job.digest, source, guard=guard
+                job.task,
+                job.job,
+                job.run_id,
+                result,
+                job.digest,
+                source,
+                guard=guard,
+                containment=mode if mode in ("full", "weak") else None,
             )
             self.folders.write(held, SUMMARY, _json(summary))
             held.unmark()
@@ -341,7 +359,7 @@ class _Batch:
         return True
 
     def killed(self, key: int) -> None:
-        """A grading killed by the second interrupt: its folder is removed."""
+        """A grading killed (a second interrupt, its worker's death): its folder is removed."""
         job = self.by_key.get(key)
         held = self.holds.pop(key, None)
         if job is None or held is None or any(o.folder == job.folder for o in self.outcomes):

@@ -31,6 +31,7 @@ from interpreters.real.holding import Hold
 from interpreters.real.results import read_guard
 from interpreters.real.runner import Runner
 from interpreters.real.untrusted import NotReadable, read_regular
+from interpreters.script_options import ScriptOptions
 from interpreters.taskfolder import load_task
 from ssegrade import CheckRecord, EvaluationResult, Flag, GuardReport, RuntimeResult, Task
 from ssegrade.ssebench import task_problems
@@ -161,15 +162,17 @@ def verify_tasks(
     runner_user: str | None = None,
     say: Callable[[str], None] = lambda _line: None,
     grade: GradeFunction | None = None,
+    scripts: ScriptOptions | None = None,
 ) -> VerifyReport:
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
     times each into `results/<task id>/<control>/<n>/` and judge them.
 
     The project graded is `repo`, else each task's `source`, read as root only when the
-    account the task speaks for could read it (`interpreters.batch.jobs.task_repo`).
-    Raises `BadJobs` (one line per problem) before anything runs when a task cannot be
-    loaded, `results` is not private (a link, another user's, writable by group or others)
-    or another live grading holds one of its run folders.
+    account the task speaks for could read it (`interpreters.batch.jobs.task_repo`);
+    `scripts` are the options of every script. Raises `BadJobs` (one line per problem)
+    before anything runs when a task cannot be loaded, `results` is not private (a link,
+    another user's, writable by group or others) or another live grading holds one of its
+    run folders.
     """
     check_engine(engine)
     runner = check_runner(runner_user)
@@ -200,7 +203,9 @@ def verify_tasks(
             folders,
             repeat,
             grade or HeldGrade(folders.token),
-            _Options(workers, engine, ray_address, timeout, script_timeout, runner_user, say),
+            _Options(
+                workers, engine, ray_address, timeout, script_timeout, runner_user, say, scripts
+            ),
         )
     finally:
         folders.close()
@@ -215,6 +220,7 @@ class _Options:
     script_timeout: int | None
     runner_user: str | None
     say: Callable[[str], None]
+    scripts: ScriptOptions | None = None
 
 
 def _verify(
@@ -251,6 +257,7 @@ def _verify(
                         timeout=options.timeout,
                         script_timeout=options.script_timeout,
                         runner_user=options.runner_user,
+                        scripts=options.scripts,
                     )
                 )
                 where.append((subject, control, n))

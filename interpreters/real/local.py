@@ -27,6 +27,7 @@ from interpreters.real.ahead import WorkAhead
 from interpreters.real.objects import answer_observation
 from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
+from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
 from ssegrade import (
     ApplyDiff,
@@ -96,6 +97,7 @@ class LocalSystem:
     started: Callable[[str], None] | None = None
     env: EnvPolicy | None = None
     memory: int | None = None
+    containment: ContainmentPolicy | None = None
     ahead: bool = False
     copies: int | None = None
     """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
@@ -377,6 +379,7 @@ class LocalSystem:
                 keep=self.places.support,
                 env=self._env_policy(),
                 memory=self.memory,
+                containment=self.containment,
             )
         finally:
             self._restore_support()

@@ -17,7 +17,7 @@ the order SSEBench's report gives them.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 from ssegrade.checks import grading_order
@@ -261,4 +261,12 @@ def summarize(selection: Selection) -> Report:
         set_aside=selection.set_aside,
         errors_as_failures=selection.errors_as_failures,
         rules=rules,
+        containment=dict(
+            sorted(
+                Counter(
+                    rec.containment if rec.containment in ("full", "weak") else "unknown"
+                    for rec in (*(rec for _, rec in selection.kept), *selection.excluded)
+                ).items()
+            )
+        ),
     )

@@ -184,7 +184,9 @@ class Report(_Out):
 
     `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
     task, model and agent exists; `errors_as_failures` says whether error runs were counted as
-    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`).
+    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`);
+    `containment` counts the runs kept and left out by the mode their scripts ran in
+    (`full`, `weak`, `unknown`).
     """
 
     runs: RunsMode
@@ -197,6 +199,7 @@ class Report(_Out):
     set_aside: int = 0
     errors_as_failures: bool = False
     rules: Rules = "ssegrade"
+    containment: dict[str, int] = {}
 
 
 class Comparison(_Out):

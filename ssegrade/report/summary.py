@@ -97,6 +97,7 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     started_at: datetime | None
     cached_from: str | None
     guard: object
+    containment: str | None
 
 
 def _leniently(data: object, handler: ValidatorFunctionWrapHandler) -> PatchResult:
@@ -168,8 +169,9 @@ class RunRecord(NamedTuple):
     `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
     grade a batch reused for this run; `status_given` whether the grade said its status (else
-    it was derived). `flags` are the kinds of flag the patch guard raised (empty: none), None
-    when the run carries no guard record.
+    it was derived); `containment` the mode its scripts ran in (`full`, `weak`), None when its
+    summary does not say. `flags` are the kinds of flag the patch guard raised (empty: none),
+    None when the run carries no guard record.
     """
 
     task: str
@@ -186,6 +188,7 @@ class RunRecord(NamedTuple):
     cached_from: str | None = None
     status_given: bool = True
     flags: tuple[str, ...] | None = None
+    containment: str | None = None
 
 
 def poc_passed(patch: PatchResult) -> bool:
@@ -309,6 +312,7 @@ def parse_run(
             cached_from=doc.get("cached_from"),
             status_given=given,
             flags=flag_kinds(doc.get("guard")),
+            containment=doc.get("containment"),
         )
     )
 
