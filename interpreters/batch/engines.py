@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from interpreters.batch.spawning import worker_context
 from interpreters.real import files
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
 
@@ -227,7 +228,7 @@ class LocalEngine:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.capacity,
-                mp_context=multiprocessing.get_context("spawn"),
+                mp_context=worker_context(self.grade),
                 initializer=_worker_start,
             )
         return self._pool
