@@ -28,6 +28,7 @@ __all__ = [
     "JobProblem",
     "Tally",
     "cached_result",
+    "describe_invalid",
     "duplicate_problems",
     "job_digest",
     "nested_problems",
@@ -139,18 +140,20 @@ class JobProblem:
 
 
 def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
-    """Parse a JSON Lines jobs file: the (line number, job) pairs and one problem per bad line.
+    """Parse a JSON Lines jobs file: the (line number, job) pairs and every problem of every
+    bad line, in line order.
 
     Blank lines are skipped. A line is bad when it is not a JSON object, lacks `task` or
-    `patch`, holds an unknown key (the nearest known one is named) or a value of the wrong type.
+    `patch`, holds an unknown key (the nearest known one is named) or a value of the wrong
+    type; each of these is one problem.
 
     >>> jobs, problems = parse_jobs(b'{"task": "t", "patch": "p"}\\n\\n{"task": "t"}\\n[1]\\n')
     >>> [(n, job.model) for n, job in jobs]
     [(1, 'unknown')]
     >>> [(p.line, p.message) for p in problems]
     [(3, 'patch: required key is missing'), (4, 'expected a JSON object')]
-    >>> parse_jobs(b'{"task": "t", "patch": "p", "modle": "m"}')[1][0].message
-    'modle: unknown key (did you mean model?)'
+    >>> [p.message for p in parse_jobs(b'{"task": "t", "modle": "m"}')[1]]
+    ['modle: unknown key (did you mean model?)', 'patch: required key is missing']
     """
     jobs: list[tuple[int, Job]] = []
     problems: list[JobProblem] = []
@@ -166,13 +169,14 @@ def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
             problems.append(JobProblem(number, "expected a JSON object"))
             continue
         unknown = sorted(key for key in doc if key not in JOB_KEYS)
-        if unknown:
-            problems.append(JobProblem(number, _unknown(unknown[0])))
-            continue
+        problems += [JobProblem(number, _unknown(key)) for key in unknown]
         try:
-            jobs.append((number, Job.model_validate(doc)))
+            job = Job.model_validate({k: v for k, v in doc.items() if k in JOB_KEYS})
         except ValidationError as exc:
-            problems.append(JobProblem(number, _describe(exc)))
+            problems += [JobProblem(number, why) for why in describe_invalid(exc)]
+            continue
+        if not unknown:
+            jobs.append((number, job))
     return jobs, problems
 
 
@@ -183,12 +187,23 @@ def _unknown(key: str) -> str:
     return f"{key}: unknown key" + (f" (did you mean {near[0]}?)" if near else "")
 
 
-def _describe(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    key = ".".join(str(part) for part in err["loc"])
-    if err["type"] == "missing":
-        return f"{key}: required key is missing"
-    return f"{key}: {err['msg'].removeprefix('Value error, ')}"
+def describe_invalid(exc: ValidationError) -> list[str]:
+    """One sentence per error of a job line the model refused: `key: why`.
+
+    >>> try:
+    ...     Job.model_validate({"task": 3})
+    ... except ValidationError as exc:
+    ...     describe_invalid(exc)
+    ['task: Input should be a valid string', 'patch: required key is missing']
+    """
+    found: list[str] = []
+    for err in exc.errors():
+        key = ".".join(str(part) for part in err["loc"])
+        if err["type"] == "missing":
+            found.append(f"{key}: required key is missing")
+        else:
+            found.append(f"{key}: {err['msg'].removeprefix('Value error, ')}")
+    return found
 
 
 def duplicate_problems(keys: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobProblem]:

@@ -114,14 +114,17 @@ def test_bad_lines_are_named_with_their_numbers_and_nothing_runs(tmp_path: Path)
     with jobs.open("a") as more:
         more.write('{"task": "t/task", "patch": "patches/none.patch", "repo": "t/source"}\n')
         more.write('{"task": "t/nowhere", "patch": "patches/a.patch"}\n')
+        more.write('{"task": "t/task", "patch": "patches/a.patch", "run_id": "a"\n')
     results = tmp_path / "results"
     done = ssegrade("batch", str(jobs), "--results", str(results))
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"ssegrade: error: {jobs}:2: patch: no such file: {tmp_path}/patches/none.patch",
         f"ssegrade: error: {jobs}:3: task: task folder not found: {tmp_path}/t/nowhere",
+        f"ssegrade: error: {jobs}:4: not JSON (Expecting ',' delimiter: line 1 column 61 "
+        "(char 60))",
     ]
-    assert not (results / "shell-001").exists()
+    assert not results.exists()
     jobs.write_text('{"task": "t/task", "patch": "patches/a.patch", "modle": "m"}\n')
     done = ssegrade("batch", str(jobs), "--results", str(results))
     assert (done.returncode, done.stderr) == (

@@ -17,6 +17,7 @@ private, reached without following a link, only our own files believed):
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -33,13 +34,14 @@ from interpreters.batch.engines import (
     check_engine,
     make_engine,
 )
-from interpreters.batch.folders import SUMMARY, RunFolders, summary_status
+from interpreters.batch.folders import SUMMARY, Found, RunFolders, summary_status
 from interpreters.batch.jobs import (
-    BadJobs,
+    JobProblem,
     Planned,
     check_runner,
     plan_jobs,
     read_jobs,
+    refuse,
     validate_jobs,
 )
 from interpreters.batch.progress import Reporter, make_reporter
@@ -118,34 +120,104 @@ def run_batch(
     start = time.monotonic()
     check_engine(engine)
     if isinstance(jobs, Path):
-        lines, where, base = read_jobs(jobs), str(jobs), jobs.absolute().parent
+        (lines, problems), where, base = read_jobs(jobs), str(jobs), jobs.absolute().parent
     else:
-        lines, where, base = validate_jobs(jobs), "job", (base or Path.cwd()).absolute()
+        (lines, problems), where = validate_jobs(jobs), "job"
+        base = (base or Path.cwd()).absolute()
     runner = check_runner(runner_user)
+    results = results.absolute()
+    planned, more = plan_jobs(lines, base, results, runner)
+    problems += more
+    head: list[str] = []
+    folders: RunFolders | None = None
+    if not problems or os.path.lexists(results):  # a bad batch makes no results folder
+        try:
+            folders = RunFolders(results)
+        except FolderRefused as exc:
+            head.append(f"results folder {exc}")
     try:
-        folders = RunFolders(results)
-    except FolderRefused as exc:
-        raise BadJobs([f"results folder {exc}"]) from None
+        looked = _look(folders, planned, force=force, problems=problems)
+        refuse(head, problems, where)
+        assert folders is not None
+        report = _run(
+            folders,
+            looked,
+            _Options(engine, workers, ray_address, cache, timeout, script_timeout, runner_user),
+            reporter or make_reporter(),
+            grade,
+            start,
+        )
+    finally:
+        if folders is not None:
+            folders.close()
+    return report
+
+
+def _look(
+    folders: RunFolders | None,
+    planned: list[Planned],
+    *,
+    force: bool,
+    problems: list[JobProblem],
+) -> list[tuple[Planned, Found]]:
+    """What each job's run folder holds now; a folder that holds another grade (unless
+    `force`) or is no run folder is one more problem of its line."""
+    looked: list[tuple[Planned, Found]] = []
+    if folders is None:
+        return looked
+    for job in planned:
+        try:
+            found = folders.look(job.parts)
+        except FolderRefused as exc:
+            problems.append(JobProblem(job.line, str(exc)))
+            continue
+        problem = found.refusal(job.folder, job.digest, force=force)
+        if problem is not None:
+            problems.append(JobProblem(job.line, problem))
+        looked.append((job, found))
+    return looked
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    engine: EngineName
+    workers: int | None
+    ray_address: str | None
+    cache: bool
+    timeout: int
+    script_timeout: int | None
+    runner_user: str | None
+
+
+def _run(
+    folders: RunFolders,
+    looked: list[tuple[Planned, Found]],
+    options: _Options,
+    reporter: Reporter,
+    grade: GradeFunction | None,
+    start: float,
+) -> BatchReport:
     batch = _Batch(
         folders,
-        reporter or make_reporter(),
-        Tally(),
-        timeout=timeout,
-        script_timeout=script_timeout,
-        runner_user=runner_user,
+        reporter,
+        Tally(total=len(looked)),
+        timeout=options.timeout,
+        script_timeout=options.script_timeout,
+        runner_user=options.runner_user,
     )
     try:
-        planned = plan_jobs(lines, base, folders.root, runner, where=where)
-        batch.tally.total = len(planned)
-        todo = batch.sort(planned, force=force, where=where, cache=cache)
+        todo = batch.sort(looked, cache=options.cache)
         batch.reporter.begin(batch.tally)
         todo += [job for job, source in batch.cache_hits if not batch.write_cached(job, source)]
         interrupted = batch.grade(
-            todo, engine, grade or HeldGrade(folders.token), workers, ray_address
+            todo,
+            options.engine,
+            grade or HeldGrade(folders.token),
+            options.workers,
+            options.ray_address,
         )
     finally:
         batch.release()
-        folders.close()
     report = BatchReport(batch.tally, tuple(batch.outcomes), interrupted, time.monotonic() - start)
     batch.reporter.end(report.last_line)
     return report
@@ -168,31 +240,17 @@ class _Batch:
 
     # ------------------------------------------------------------------ before running
 
-    def sort(
-        self, planned: list[Planned], *, force: bool, where: str, cache: bool
-    ) -> list[Planned]:
-        """Skip what is done or held by another grading, refuse what holds another grade or
-        is no run folder, find cache hits; the jobs to grade (one per digest when caching:
-        the others follow it)."""
-        refused: list[str] = []
+    def sort(self, looked: list[tuple[Planned, Found]], *, cache: bool) -> list[Planned]:
+        """Skip what is done or held by another grading, find cache hits; the jobs to grade
+        (one per digest when caching: the others follow it)."""
         fresh: list[Planned] = []
-        for job in planned:
-            try:
-                found = self.folders.look(job.parts)
-            except FolderRefused as exc:
-                refused.append(f"{where}:{job.line}: {exc}")
-                continue
-            problem = found.refusal(job.folder, job.digest, force=force)
-            if problem is not None:
-                refused.append(f"{where}:{job.line}: {problem}")
-            elif found.held:
+        for job, found in looked:
+            if found.held:
                 self.held(job)
             elif found.summary is not None and found.done(job.digest):
                 self.finish(job, "skipped", summary_status(found.summary))
             else:
                 fresh.append(job)
-        if refused:
-            raise BadJobs(refused)
         if not cache:
             return fresh
         index = self.index()
