@@ -291,14 +291,16 @@ def summary_document(
     result: EvaluationResult,
     digest: str,
     cached_from: str | None = None,
+    attempts: int | None = None,
 ) -> dict[str, Any]:
     """The `summary.json` of a batch run (SPEC §11, §14), shaped as SSEBench's run summary model
     reads it: the task config (in its task model's keys), the run config, the grade, the
     agent's facts from the job line (a job without `spend` gets 0.0, and `spend_recorded`
     false, which ssegrade's report reads as unknown); then the digest and, for a cached run,
-    where the grade comes from. `agent`, `model` and `reference_run` are also written at the
-    top level, where readers that take `config` for the task config (as in `result.json`)
-    find them."""
+    where the grade comes from, or, for a graded run, the number of attempts its grade took
+    (`ssegrade.batch_summary.next_attempt`). `agent`, `model` and `reference_run` are also
+    written at the top level, where readers that take `config` for the task config (as in
+    `result.json`) find them."""
     run_config = job.run_config().model_dump(mode="json")
     doc: dict[str, Any] = {
         "task": task_document(task),
@@ -316,6 +318,8 @@ def summary_document(
         doc["spend_recorded"] = False
     if cached_from is not None:
         doc["cached_from"] = cached_from
+    if attempts is not None:
+        doc["attempts"] = attempts
     return doc
 
 

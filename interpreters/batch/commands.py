@@ -219,7 +219,21 @@ def _table(tasks: tuple[TaskVerification, ...]) -> str:
 )
 @_engine_options
 @click.option("--no-cache", is_flag=True, help="Grade jobs whose digest was graded before.")
-@click.option("--force", is_flag=True, help="Grade again runs that hold another digest.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Grade every run again, also one graded before or holding another digest.",
+)
+@click.option(
+    "--max-attempts",
+    default=2,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Grade a run graded `error` again on resume, up to this many attempts in all.",
+)
+@click.option("--no-retry", is_flag=True, help="Keep runs graded `error` as they are.")
+@click.option("--label", help="A name for this batch, written in RESULTS/batch.json.")
 def batch(
     jobs: Path,
     results: Path,
@@ -231,6 +245,9 @@ def batch(
     runner_user: str | None,
     no_cache: bool,
     force: bool,
+    max_attempts: int,
+    no_retry: bool,
+    label: str | None,
 ) -> None:
     """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
     `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
@@ -254,6 +271,9 @@ def batch(
             ray_address=ray_address,
             cache=not no_cache,
             force=force,
+            retry=not no_retry,
+            max_attempts=max_attempts,
+            label=label,
             timeout=timeout,
             script_timeout=script_timeout,
             runner_user=runner_user,

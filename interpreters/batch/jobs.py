@@ -43,10 +43,12 @@ __all__ = [
     "Planned",
     "check_runner",
     "content_hash",
+    "jobs_digest",
     "plan_jobs",
     "read_jobs",
     "refuse",
     "repo_identity",
+    "ssegrade_version",
     "task_repo",
     "validate_jobs",
 ]
@@ -90,9 +92,9 @@ class Planned:
         return f"{self.task.id}/{self.job.model}/{self.job.agent}/{self.run_id}"
 
 
-def read_jobs(path: Path) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
-    """Parse a JSON Lines jobs file: its good lines and every problem of its bad ones;
-    `BadJobs` when the file cannot be read or holds no job at all."""
+def read_jobs(path: Path) -> tuple[list[tuple[int, Job]], list[JobProblem], str]:
+    """Parse a JSON Lines jobs file: its good lines, every problem of its bad ones, and the
+    sha256 of its bytes; `BadJobs` when the file cannot be read or holds no job at all."""
     try:
         data = read_regular(path)
     except NotReadable as exc:
@@ -100,7 +102,14 @@ def read_jobs(path: Path) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
     jobs, problems = parse_jobs(data)
     if not jobs and not problems:
         raise BadJobs([f"{path}: no jobs in the file"])
-    return jobs, problems
+    return jobs, problems, hashlib.sha256(data).hexdigest()
+
+
+def jobs_digest(jobs: Iterable[tuple[int, Job]]) -> str:
+    """The sha256 of jobs given in Python: of their JSON lines, as a jobs file would hold."""
+    return hashlib.sha256(
+        b"".join(j.model_dump_json().encode() + b"\n" for _, j in jobs)
+    ).hexdigest()
 
 
 def validate_jobs(
@@ -144,7 +153,8 @@ def task_repo(task: Task, task_dir: Path, runner: Runner) -> Path | str:
     return repo
 
 
-def _version() -> str:
+def ssegrade_version() -> str:
+    """The version of ssegrade installed (`unknown` when it is not installed)."""
     try:
         return importlib.metadata.version("ssegrade")
     except importlib.metadata.PackageNotFoundError:
@@ -158,7 +168,7 @@ def plan_jobs(
     every problem of the others: its task, its patch (a regular file, not a link), its
     grading repo (`task_repo` when the line names none), a run folder another line has, or
     one inside another line's."""
-    version = _version()
+    version = ssegrade_version()
     tasks: dict[Path, tuple[Task, str] | str] = {}
     repos: dict[Path, str] = {}
     sources: dict[Path, Path | str] = {}
