@@ -252,9 +252,11 @@ class HeldGrade:
     """`grade_patch` for a batch worker: the run folder is the one its driver made ready and
     holds with `token`; the worker holds it beside the driver while it grades. When the
     folder is not held so (another grading took it), nothing is written: the answer is an
-    `error` grade the driver leaves aside."""
+    `error` grade the driver leaves aside. The grading says each check (and its notes)
+    through `say` only with `checks`."""
 
     token: str
+    checks: bool = False
 
     def __call__(
         self,
@@ -282,7 +284,7 @@ class HeldGrade:
                 script_timeout=script_timeout,
                 runner_user=runner_user,
                 runtime=runtime,
-                say=say,
+                say=say if self.checks else None,
                 holder=self.token,
             )
         except ResultsUnavailable as exc:

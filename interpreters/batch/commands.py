@@ -19,6 +19,7 @@ from rich.console import Console
 
 from interpreters.batch.engines import EngineName, EngineUnavailable
 from interpreters.batch.jobs import BadJobs
+from interpreters.batch.progress import make_reporter
 from interpreters.batch.run import run_batch
 from interpreters.batch.verification import TaskVerification, verify_tasks
 from interpreters.setup import BadInput, runner_option
@@ -234,6 +235,10 @@ def _table(tasks: tuple[TaskVerification, ...]) -> str:
 )
 @click.option("--no-retry", is_flag=True, help="Keep runs graded `error` as they are.")
 @click.option("--label", help="A name for this batch, written in RESULTS/batch.json.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say each check of each grading, with its log."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Say only the last line.")
 def batch(
     jobs: Path,
     results: Path,
@@ -248,11 +253,15 @@ def batch(
     max_attempts: int,
     no_retry: bool,
     label: str | None,
+    verbose: bool,
+    quiet: bool,
 ) -> None:
     """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
     `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
     `agent_timeout`, `agent_exit_code`, `spend`, `started_at` optional; paths relative to
-    JOBS), resuming what an earlier run did and reusing grades of identical jobs.
+    JOBS), resuming what an earlier run did (and grading again what errored), reusing grades
+    of identical jobs. Says one line per finished job (a live bar on a terminal) and a last
+    line; RESULTS/batch.json says what the batch did.
 
     Exits 0 when every job was graded, 1 when one could not be (its error is in its
     result.json), 2 for bad input, 130 when interrupted.
@@ -262,6 +271,8 @@ def batch(
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results /shared/results --engine ray --ray-address head:6379
     """
+    if verbose and quiet:
+        raise click.UsageError("-v and -q cannot be used together")
     with _bad_input():
         report = run_batch(
             jobs,
@@ -277,5 +288,7 @@ def batch(
             timeout=timeout,
             script_timeout=script_timeout,
             runner_user=runner_user,
+            reporter=make_reporter(quiet=quiet),
+            checks=verbose,
         )
     raise click.exceptions.Exit(report.exit_code)

@@ -108,6 +108,7 @@ def run_batch(
     runner_user: str | None = None,
     label: str | None = None,
     reporter: Reporter | None = None,
+    checks: bool = False,
     grade: GradeFunction | None = None,
 ) -> BatchReport:
     """Grade every job into `results` (SPEC §14) and answer what happened.
@@ -123,7 +124,8 @@ def run_batch(
     is skipped with a line. SIGINT: the first starts no new job, the second kills the
     running ones (their folders are removed); the report then says `interrupted`. Once jobs
     ran, `results/batch.json` (named `label`) says what the batch did, also when it was
-    interrupted.
+    interrupted. `reporter` hears of each job (default: one line per job on stderr, or a
+    live bar on a terminal); with `checks`, each grading also says each check on stderr.
     """
     start = time.monotonic()
     started_at = datetime.now(UTC)
@@ -171,7 +173,7 @@ def run_batch(
         )
         interrupted = True  # unless it ends
         try:
-            interrupted = _grade(batch, looked, options, grade or HeldGrade(folders.token))
+            interrupted = _grade(batch, looked, options, grade or HeldGrade(folders.token, checks))
         finally:
             jobs_file = JobsFile(
                 path=str(jobs.absolute()) if isinstance(jobs, Path) else "<python>",
