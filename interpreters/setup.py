@@ -6,8 +6,10 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -310,19 +312,51 @@ class _Signals:
     first: int | None = None
 
 
+_AGAIN = 0.01
+"""Seconds after which an interrupt that could not be raised where it arrived is signalled
+again."""
+
+
+def _unraisable_here(frame: FrameType | None) -> bool:
+    """Whether Python code runs where an exception is printed as `Exception ignored in: …` and
+    never reaches the grading: a hook around a fork (`os.register_at_fork`'s, e.g. `logging`'s
+    lock, called from C by `os.fork` or by `subprocess` with `preexec_fn`) or a finalizer
+    (`__del__`). Any frame of the stack counts: the handler may run inside itself."""
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "logging" or frame.f_code.co_name == "__del__":
+            return True
+        caller = frame.f_back
+        if (
+            caller is not None
+            and caller.f_code.co_name == "_execute_child"
+            and caller.f_globals.get("__name__") == "subprocess"
+        ):
+            return True
+        frame = caller
+    return False
+
+
 @contextmanager
 def _interrupts_raise() -> Iterator[_Signals]:
     """The first SIGTERM or SIGINT raises `GradingInterrupted` where grading is; later ones
     are only noted, so that the result (and the clean-up) is written whole."""
     state = _Signals()
 
-    def interrupt(signum: int, _frame: FrameType | None) -> None:
-        if state.first is None:
-            state.first = signum
-            raise GradingInterrupted(signal.Signals(signum).name)
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if state.first is not None:
+            return
+        if _unraisable_here(frame):  # raised there, it would be lost: signalled again later
+            again = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
+        state.first = signum
+        raise GradingInterrupted(signal.Signals(signum).name)
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous: dict[signal.Signals, Any] = {}
     try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, interrupt)
         yield state
     finally:
         for sig, handler in previous.items():

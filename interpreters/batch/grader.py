@@ -263,14 +263,14 @@ class BatchGrader:
         return True
 
     def killed(self, key: int) -> None:
-        """A grading killed by the second interrupt: its folder is removed."""
+        """A grading killed by the second interrupt: its folder is removed (the last line
+        counts them)."""
         job = self.by_key.get(key)
         held = self.holds.pop(key, None)
         if job is None or held is None or any(o.folder == job.folder for o in self.outcomes):
             return
         self.folders.remove(held)
         self.outcomes.append(JobOutcome(job.label, job.folder, "killed", None))
-        self.reporter.note(f"killed {job.label}: its folder was removed")
 
     def held(self, job: Planned) -> None:
         """A job whose run folder another live grading holds: not graded here."""

@@ -74,8 +74,13 @@ class BatchReport:
 
     @property
     def last_line(self) -> str:
-        """`N graded, P passed, F failed, E error, C cached, S skipped in T s`."""
-        return self.tally.line(self.seconds)
+        """`N graded, P passed, F failed, E error, C cached, S skipped in T s`, and when
+        interrupted, `; interrupted` and how many running gradings were killed."""
+        line = self.tally.line(self.seconds)
+        killed = sum(1 for job in self.jobs if job.outcome == "killed")
+        if killed:
+            return f"{line}; interrupted: {killed} running gradings killed, folders removed"
+        return f"{line}; interrupted" if self.interrupted else line
 
 
 @dataclass(frozen=True, slots=True)
