@@ -23,6 +23,7 @@ from interpreters.real.runner import EnvPolicy
 from interpreters.setup import (
     BadInput,
     Interrupted,
+    discard_made,
     load_inputs,
     make_results,
     repo_option,
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        discard_made()  # a refused grading leaves no empty results folder
         click.echo(f"ssegrade: error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

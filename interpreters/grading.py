@@ -17,7 +17,7 @@ from pathlib import Path
 
 from returns.pipeline import is_successful
 
-from interpreters.real import files, git
+from interpreters.real import files, git, resultsfolder
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import EnvPolicy
 from interpreters.real.support import find_support_folders
@@ -225,6 +225,7 @@ def grade_patch(
             raise BadInput(f"grading repo not found: {repo}")
     except BadInput as exc:
         raise GradingInputError(exc.format_message()) from None
+    made = not os.path.lexists(results.absolute())
     try:
         held = hold_results(results, force=force, token=holder)
     except BadInput as exc:
@@ -242,6 +243,8 @@ def grade_patch(
             memory=script_memory,
         )
     except BadInput as exc:
+        if made:  # refused: no empty results folder is left behind
+            resultsfolder.discard_unused(held.path)
         raise GradingInputError(exc.format_message()) from None
     finally:
         held.release()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from interpreters.real.holding import Hold
 from interpreters.real.resultsfolder import DEFAULT_RESULTS
 from interpreters.real.runner import Runner, resolve_runner
 from interpreters.taskfolder import load_task, lock_hidden, resolve_source
+from interpreters.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, Task, verdict
 from ssegrade.program import GradingInterrupted
 
@@ -35,6 +35,7 @@ __all__ = [
     "BadInput",
     "Inputs",
     "Interrupted",
+    "discard_made",
     "graded",
     "grading_repo",
     "hold_results",
@@ -240,6 +241,8 @@ def lock_task(inputs: Inputs) -> list[str]:
 
 _KEPT: list[Hold] = []
 """The results folders `make_results` holds until this process ends."""
+_MADE: list[Path] = []
+"""Those of them it made."""
 
 
 def hold_results(
@@ -265,9 +268,19 @@ def make_results(
 ) -> Path:
     """`hold_results` for the rest of this process (`evaluate`; the daemon, which `share`s
     it with `evaluate --daemon`, which `join`s it): its absolute path."""
+    made = not os.path.lexists(results.absolute())
     hold = hold_results(results, force=force, share=share, join=join)
     _KEPT.append(hold)
+    if made:
+        _MADE.append(hold.path)
     return hold.path
+
+
+def discard_made() -> None:
+    """Remove the results folders `make_results` made, when grading never wrote into them
+    (it was refused: no baseline, no grading repo…): no empty folder is left behind."""
+    for path in _MADE:
+        resultsfolder.discard_unused(path)
 
 
 def grading_repo(
@@ -312,30 +325,6 @@ class _Signals:
     first: int | None = None
 
 
-_AGAIN = 0.01
-"""Seconds after which an interrupt that could not be raised where it arrived is signalled
-again."""
-
-
-def _unraisable_here(frame: FrameType | None) -> bool:
-    """Whether Python code runs where an exception is printed as `Exception ignored in: …` and
-    never reaches the grading: a hook around a fork (`os.register_at_fork`'s, e.g. `logging`'s
-    lock, called from C by `os.fork` or by `subprocess` with `preexec_fn`) or a finalizer
-    (`__del__`). Any frame of the stack counts: the handler may run inside itself."""
-    while frame is not None:
-        if frame.f_globals.get("__name__") == "logging" or frame.f_code.co_name == "__del__":
-            return True
-        caller = frame.f_back
-        if (
-            caller is not None
-            and caller.f_code.co_name == "_execute_child"
-            and caller.f_globals.get("__name__") == "subprocess"
-        ):
-            return True
-        frame = caller
-    return False
-
-
 @contextmanager
 def _interrupts_raise() -> Iterator[_Signals]:
     """The first SIGTERM or SIGINT raises `GradingInterrupted` where grading is; later ones
@@ -345,10 +334,8 @@ def _interrupts_raise() -> Iterator[_Signals]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         if state.first is not None:
             return
-        if _unraisable_here(frame):  # raised there, it would be lost: signalled again later
-            again = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
-            again.daemon = True
-            again.start()
+        if unraisable_here(frame):  # raised there, it would be lost: signalled again later
+            signal_again(signum)
             return
         state.first = signum
         raise GradingInterrupted(signal.Signals(signum).name)

@@ -8,7 +8,6 @@ verification report to stdout (or `-o FILE`).
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,6 +128,9 @@ def _bad_input() -> Iterator[None]:
     help="Output format.",
 )
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report here.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say each check of each run, with its log."
+)
 def verify(
     tasks: tuple[Path, ...],
     repo: Path | None,
@@ -142,6 +144,7 @@ def verify(
     results: Path | None,
     fmt: str,
     output: Path | None,
+    verbose: bool,
 ) -> None:
     """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
     its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
@@ -153,11 +156,7 @@ def verify(
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
     """
-    scratch = results is None
-    if results is None:
-        results = Path(tempfile.mkdtemp(prefix="ssegrade-verify-"))
-    _say(f"results kept in {results}")
-    with _bad_input(), _removed_if_empty(results if scratch else None):
+    with _bad_input():
         report = verify_tasks(
             list(tasks),
             results,
@@ -170,6 +169,7 @@ def verify(
             script_timeout=script_timeout,
             runner_user=runner_user,
             say=_say,
+            checks=verbose,
         )
     if fmt == "json":
         text = json.dumps({"tasks": [t.to_json() for t in report.tasks]}, indent=1) + "\n"
@@ -187,26 +187,25 @@ def verify(
     raise click.exceptions.Exit(report.exit_code)
 
 
-@contextmanager
-def _removed_if_empty(folder: Path | None) -> Iterator[None]:
-    """Remove the scratch results folder when verification stops before writing anything."""
-    try:
-        yield
-    except BaseException:
-        if folder is not None and not any(folder.iterdir()):
-            folder.rmdir()
-        raise
-
-
 def _table(tasks: tuple[TaskVerification, ...]) -> str:
+    """The verdict of each task; under it each problem and flaky check, with the log of the
+    check that failed and its first lines."""
     if not tasks:
         return ""
     width = max(len("task"), *(len(t.task) for t in tasks))
+    pad = " " * width
     lines = [f"{'task':<{width}}  verdict"]
     for t in tasks:
-        lines.append(f"{t.task:<{width}}  {t.verification.verdict}")
-        lines += [f"{'':<{width}}  - {problem}" for problem in t.verification.problems]
-        lines += [f"{'':<{width}}  - flaky: {line}" for line in t.verification.flaky]
+        v = t.verification
+        lines.append(f"{t.task:<{width}}  {v.verdict}")
+        shown = {e.about: (e, head) for e, head in zip(v.evidence, t.heads, strict=True)}
+        for flaky, about in [(False, p) for p in v.problems] + [(True, f) for f in v.flaky]:
+            lines.append(f"{pad}  - {'flaky: ' if flaky else ''}{about}")
+            if about in shown:
+                evidence, head = shown[about]
+                where = f"{evidence.control} run {evidence.n}, {evidence.check}"
+                lines.append(f"{pad}    log ({where}): {evidence.log or 'none'}")
+                lines += [f"{pad}    | {line}" for line in head]
     return "\n".join(lines) + "\n"
 
 
