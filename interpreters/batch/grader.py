@@ -43,6 +43,8 @@ class JobOutcome:
     outcome: Outcome
     status: Status | None
     cached_from: str | None = None
+    line: int = 0
+    """Its line in the jobs file (or its number among the jobs given in Python)."""
 
     @property
     def kind(self) -> RunKind | None:
@@ -270,12 +272,12 @@ class BatchGrader:
         if job is None or held is None or any(o.folder == job.folder for o in self.outcomes):
             return
         self.folders.remove(held)
-        self.outcomes.append(JobOutcome(job.label, job.folder, "killed", None))
+        self.outcomes.append(JobOutcome(job.label, job.folder, "killed", None, line=job.line))
 
     def held(self, job: Planned) -> None:
         """A job whose run folder another live grading holds: not graded here."""
         self.tally.add("skipped", "error")
-        self.outcomes.append(JobOutcome(job.label, job.folder, "held", None))
+        self.outcomes.append(JobOutcome(job.label, job.folder, "held", None, line=job.line))
         self.reporter.finished(self.tally, f"held {job.label} (being written by another grading)")
 
     def release(self) -> None:
@@ -297,7 +299,9 @@ class BatchGrader:
         """Count one finished job and say so: its verdict, its run folder, how long it took
         (or where its grade comes from)."""
         self.tally.add(outcome, status)
-        self.outcomes.append(JobOutcome(job.label, job.folder, outcome, status, cached_from))
+        self.outcomes.append(
+            JobOutcome(job.label, job.folder, outcome, status, cached_from, line=job.line)
+        )
         if outcome == "graded":
             again = f", attempt {attempt}" if attempt > 1 else ""
             detail = f"({seconds or 0.0:.1f} s{again})"

@@ -90,9 +90,6 @@ class _Options:
     ray_address: str | None
     cache: bool
     again: Retry
-    timeout: int
-    script_timeout: int | None
-    runner_user: str | None
     label: str | None
 
 
@@ -163,9 +160,6 @@ def run_batch(
             ray_address,
             cache,
             Retry(force=force, retry=retry, max_attempts=max_attempts),
-            timeout,
-            script_timeout,
-            runner_user,
             label,
         )
         batch = BatchGrader(
@@ -257,7 +251,7 @@ def _write_summary(
         interrupted=interrupted,
         outcomes=[
             (outcome.folder.relative_to(root).as_posix(), kind)
-            for outcome in batch.outcomes
+            for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
             if (kind := outcome.kind) is not None
         ],
     )
