@@ -24,6 +24,7 @@ from interpreters.setup import (
     Interrupted,
     ScriptOptions,
     containment_options,
+    discard_made,
     load_inputs,
     make_results,
     repo_option,
@@ -342,6 +343,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        discard_made()  # a refused grading leaves no empty results folder
         click.echo(f"ssegrade: error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

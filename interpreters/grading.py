@@ -16,7 +16,7 @@ from pathlib import Path
 
 from returns.pipeline import is_successful
 
-from interpreters.real import files, git
+from interpreters.real import files, git, resultsfolder
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import ContainmentPolicy, EnvPolicy, release_scratch, scratch_folder
 from interpreters.real.support import find_support_folders
@@ -230,6 +230,7 @@ def grade_patch(
             raise BadInput(f"grading repo not found: {repo}")
     except BadInput as exc:
         raise GradingInputError(exc.format_message()) from None
+    made = not os.path.lexists(results.absolute())
     try:
         held = hold_results(results, force=force, token=holder)
     except BadInput as exc:
@@ -248,6 +249,8 @@ def grade_patch(
             containment=containment,
         )
     except BadInput as exc:
+        if made:  # refused: no empty results folder is left behind
+            resultsfolder.discard_unused(held.path)
         raise GradingInputError(exc.format_message()) from None
     finally:
         held.release()
@@ -258,9 +261,11 @@ class HeldGrade:
     """`grade_patch` for a batch worker: the run folder is the one its driver made ready and
     holds with `token`; the worker holds it beside the driver while it grades. When the
     folder is not held so (another grading took it), nothing is written: the answer is an
-    `error` grade the driver leaves aside."""
+    `error` grade the driver leaves aside. The grading says each check (and its notes)
+    through `say` only with `checks`."""
 
     token: str
+    checks: bool = False
 
     def __call__(
         self,
@@ -296,7 +301,7 @@ class HeldGrade:
                 clean_env=clean_env,
                 script_memory=script_memory,
                 runtime=runtime,
-                say=say,
+                say=say if self.checks else None,
                 holder=self.token,
                 containment=containment,
             )

@@ -6,6 +6,7 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 
 from __future__ import annotations
 
+import os
 import signal
 import traceback
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from interpreters.real.resultsfolder import DEFAULT_RESULTS
 from interpreters.real.runner import Runner, resolve_runner
 from interpreters.script_options import ScriptOptions, containment_options, script_env_options
 from interpreters.taskfolder import load_task, lock_hidden, resolve_source
+from interpreters.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, Task, verdict
 from ssegrade.program import GradingInterrupted
 
@@ -35,6 +37,7 @@ __all__ = [
     "Interrupted",
     "ScriptOptions",
     "containment_options",
+    "discard_made",
     "graded",
     "grading_repo",
     "hold_results",
@@ -194,6 +197,8 @@ def lock_task(inputs: Inputs) -> list[str]:
 
 _KEPT: list[Hold] = []
 """The results folders `make_results` holds until this process ends."""
+_MADE: list[Path] = []
+"""Those of them it made."""
 
 
 def hold_results(
@@ -219,9 +224,19 @@ def make_results(
 ) -> Path:
     """`hold_results` for the rest of this process (`evaluate`; the daemon, which `share`s
     it with `evaluate --daemon`, which `join`s it): its absolute path."""
+    made = not os.path.lexists(results.absolute())
     hold = hold_results(results, force=force, share=share, join=join)
     _KEPT.append(hold)
+    if made:
+        _MADE.append(hold.path)
     return hold.path
+
+
+def discard_made() -> None:
+    """Remove the results folders `make_results` made, when grading never wrote into them
+    (it was refused: no baseline, no grading repo…): no empty folder is left behind."""
+    for path in _MADE:
+        resultsfolder.discard_unused(path)
 
 
 def grading_repo(
@@ -272,13 +287,19 @@ def _interrupts_raise() -> Iterator[_Signals]:
     are only noted, so that the result (and the clean-up) is written whole."""
     state = _Signals()
 
-    def interrupt(signum: int, _frame: FrameType | None) -> None:
-        if state.first is None:
-            state.first = signum
-            raise GradingInterrupted(signal.Signals(signum).name)
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if state.first is not None:
+            return
+        if unraisable_here(frame):  # raised there, it would be lost: signalled again later
+            signal_again(signum)
+            return
+        state.first = signum
+        raise GradingInterrupted(signal.Signals(signum).name)
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous: dict[signal.Signals, Any] = {}
     try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, interrupt)
         yield state
     finally:
         for sig, handler in previous.items():

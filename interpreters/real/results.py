@@ -193,8 +193,8 @@ class ResultsWriter:
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
             case Archive():
-                if self.source is None:
-                    return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
+                if self.source is None:  # a recorded patch: no tree to archive, nothing to say
+                    return Success(None)
                 self.start_archive()
                 if self._archive is None:  # no child process: written here, before the grade
                     return archive_whole(self.source, self.results / ARCHIVE_NAME, self.check)
