@@ -63,16 +63,15 @@ class StderrHandler(logging.Handler):
         logger.setLevel(min(h.level for h in _SHOWN) if self in _SHOWN else level)
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Write the record's line."""
+        """Write the record's line (ending the live display of a running check first)."""
         try:
             line = self.format(record)
-            if self.progress is None:
-                sys.stderr.write(line + "\n")
-                sys.stderr.flush()
-            elif getattr(record, RUNNING, False):
+            if self.progress is not None and getattr(record, RUNNING, False):
                 self.progress.started(line)
-            else:
-                self.progress.say(line)
+                return
+            self.settle()
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
         except Exception:  # noqa: BLE001 - logging's own rule: a handler never raises
             self.handleError(record)
 

@@ -68,3 +68,7 @@ def test_speaking_shows_the_level_asked_for_on_stderr_after_a_prefix(
     with speaking(level_of(verbose=True)):
         logging.getLogger("interpreters.elsewhere").debug("now shown")
     assert capsys.readouterr().err == "now shown\n"
+    with speaking(live=True):  # off a terminal, a check that began is one plain line too
+        writer(CheckStarted("build"))
+        writer(Notify("[bold]as written[/bold] :smile:"))
+    assert capsys.readouterr() == ("", "build: running…\n[bold]as written[/bold] :smile:\n")

@@ -9,27 +9,26 @@ ones, `interpreters.daemon.sessions.LocalSessions`, or fakes in tests), and read
 serves as effects too (`DaemonRead`, answered by `reads`: `interpreters.daemon.reads` or a
 fake).
 
-Every request that does work takes its turn (`_work`), so one bencher action (or capture) runs at
-a time; the HTTP layer calls these methods from worker threads. A request waiting for its turn
-is refused as soon as it may no longer run: an agent-facing tool call with 403 once the agent
-phase ends, any one with 503 once the daemon stops; the phase is checked again when the turn
-comes. On the admin socket, once `POST /prepare_grading` has started the grading session, every
-bencher action runs in it, whether the call says `grading` or not (as SSEBench's evaluator
-calls `run_poc`). The agent's `bash` tool has its own shell and lock (`interpreters.daemon.shell`).
+Every request that does work takes its turn (`interpreters.daemon.turns`), so one bencher action
+(or capture) runs at a time; the HTTP layer calls these methods from worker threads. A request
+waiting for its turn is refused as soon as it may no longer run: an agent-facing tool call with
+403 once the agent phase ends, any one with 503 once the daemon stops; the phase is checked again
+when the turn comes. On the admin socket, once `POST /prepare_grading` has started the grading
+session, every bencher action runs in it, whether the call says `grading` or not (as SSEBench's
+evaluator calls `run_poc`). The agent's `bash` tool has its own shell and lock
+(`interpreters.daemon.shell`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal
 
 from returns.result import Failure, Success
 
 from interpreters.daemon.ports import MAX_TASK_FILE, Sessions, Shell, ShellError, ask
+from interpreters.daemon.turns import Session, Turns
 from ssegrade.bencher import BenchSession, bench, observe, prepare, task_path
 from ssegrade.difficulty import Level
 from ssegrade.effects import (
@@ -106,12 +105,9 @@ class Service:
     script_timeout: float = 3600.0
     agent_phase: bool = True
     stopping: bool = False
-    _turn: threading.Condition = field(default_factory=threading.Condition, repr=False)
-    _busy: bool = field(default=False, init=False, repr=False)
-    _admins_waiting: int = field(default=0, init=False, repr=False)
+    _turns: Turns = field(default_factory=Turns, init=False, repr=False)
     _agent: BenchSession = field(init=False, repr=False)
     _grading: BenchSession | None = field(default=None, init=False, repr=False)
-    _running: Literal["agent", "grading"] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._agent = BenchSession(task=self.task, folder=self.folder)
@@ -124,37 +120,11 @@ class Service:
         if tool:
             self._agent_tools_open(listener)
 
-    @contextmanager
     def _work(
-        self,
-        listener: Listener,
-        session: Literal["agent", "grading"] | None = None,
-        *,
-        tool: bool = True,
-    ) -> Iterator[None]:
-        """Wait for this request's turn, then hold it; refused while waiting as soon as the
-        request may no longer run (a `tool` call closes with the agent phase), and checked
-        again when the turn comes."""
-        with self._turn:
-            self._may_run(listener, tool)
-            waiting = listener == "admin"
-            self._admins_waiting += waiting
-            try:
-                # The admin socket goes first: an agent's queued requests never delay grading.
-                while self._busy or (listener == "agent" and self._admins_waiting):
-                    self._turn.wait()
-                    self._may_run(listener, tool)
-            finally:
-                self._admins_waiting -= waiting
-            self._busy = True
-            self._running = session
-        try:
-            yield
-        finally:
-            with self._turn:
-                self._busy = False
-                self._running = None
-                self._turn.notify_all()
+        self, listener: Listener, session: Session | None = None, *, tool: bool = True
+    ) -> AbstractContextManager[None]:
+        """This request's turn (a `tool` call closes with the agent phase)."""
+        return self._turns.take(listener, session, lambda: self._may_run(listener, tool))
 
     def admin_only(self, listener: Listener) -> None:
         """Refuse (403) an admin-only endpoint reached on an agent-facing listener."""
@@ -349,10 +319,7 @@ class Service:
         the agent's shell and abort an agent action still running. Calling it again changes
         nothing."""
         self.admin_only(listener)
-        with self._turn:
-            self.agent_phase = False
-            self._turn.notify_all()  # agent requests waiting for their turn are refused now
-            running = self._running
+        running = self._turns.change(self._close_agent_phase)  # waiting agent calls: refused
         _log.info("the agent exited: agent-facing tools are closed")
         self._close_shell()
         if running == "agent":
@@ -363,10 +330,7 @@ class Service:
 
     def stop(self) -> None:
         """Refuse new actions and abort the one running now (SIGTERM, SIGINT)."""
-        with self._turn:
-            self.stopping = True
-            self._turn.notify_all()  # requests waiting for their turn are refused now
-            running = self._running
+        running = self._turns.change(self._stop)  # requests waiting for their turn: refused
         self._close_shell()
         if running is not None:
             self.sessions.abort()
@@ -375,7 +339,12 @@ class Service:
         if self.shell is not None:
             self.shell.close()
 
+    def _close_agent_phase(self) -> None:
+        self.agent_phase = False
+
+    def _stop(self) -> None:
+        self.stopping = True
+
     def wait_idle(self, seconds: float) -> bool:
         """Wait until no action runs (at most `seconds`); whether it is idle now."""
-        with self._turn:
-            return self._turn.wait_for(lambda: not self._busy, timeout=seconds)
+        return self._turns.wait_idle(seconds)
