@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from interpreters.batch import BadJobs, BatchReport, EngineUnavailable, run_batch
-    from interpreters.grading import GradingInputError, grade_patch
+    from interpreters.grading import InputError, grade_patch
 
 __all__ = [
     "BadJobs",
     "BatchReport",
     "EngineUnavailable",
-    "GradingInputError",
+    "InputError",
     "grade_patch",
     "run_batch",
 ]
@@ -29,7 +29,7 @@ _HOMES = {
     "BatchReport": "interpreters.batch",
     "EngineUnavailable": "interpreters.batch",
     "run_batch": "interpreters.batch",
-    "GradingInputError": "interpreters.grading",
+    "InputError": "interpreters.setup",
     "grade_patch": "interpreters.grading",
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -16,23 +17,29 @@ from typing import Any, ClassVar, NoReturn
 import click
 from returns.pipeline import is_successful
 
-from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
-from interpreters.progress import CheckProgress
-from interpreters.real import files, git
-from interpreters.setup import (
-    BadInput,
-    Interrupted,
+from interpreters import logs
+from interpreters.grading import Sources, grade_here, read_patch
+from interpreters.options import (
     ScriptOptions,
     containment_options,
-    discard_made,
-    load_inputs,
-    make_results,
+    quiet_option,
     repo_option,
     results_option,
     runner_option,
     script_env_options,
     source_option,
     task_option,
+    verbose_option,
+)
+from interpreters.real import files, git
+from interpreters.setup import (
+    InputError,
+    Interrupted,
+    NotWritten,
+    discard_made,
+    keep_repo_copy,
+    load_inputs,
+    make_results,
     verdict_line,
 )
 from interpreters.trace import recording
@@ -40,11 +47,7 @@ from ssegrade import RuntimeResult, guard_schema, result_schema
 
 __all__ = ["cli", "main"]
 
-_progress = CheckProgress()
-
-
-def _say(message: str) -> None:
-    _progress.say(message)
+_log = logging.getLogger(__name__)
 
 
 class _LazyGroup(click.Group):
@@ -107,14 +110,16 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     """
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
-        raise BadInput(recorded.failure().message)
+        raise InputError(recorded.failure().message)
     base = recorded.unwrap()
     if not no_repo:
         try:
             keep_repo_copy(source.absolute(), base.path)
         except OSError as exc:
             files.remove_tree(base.path / git.REPO_COPY)
-            raise BadInput(f"cannot copy {source} into {base.path}: {exc.strerror or exc}") from exc
+            raise InputError(
+                f"cannot copy {source} into {base.path}: {exc.strerror or exc}"
+            ) from exc
     kept = "" if no_repo else f", tree copied to {base.path / git.REPO_COPY}"
     click.echo(f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}{kept}")
 
@@ -152,7 +157,7 @@ def _agent_int(
         source = ctx.get_parameter_source(param.name or "")
         if source is click.core.ParameterSource.ENVIRONMENT:
             envvar = param.envvar if isinstance(param.envvar, str) else "environment"
-            _say(f"warning: {envvar}={value!r} is not {want}: ignored")
+            _log.warning("warning: %s=%r is not %s: ignored", envvar, value, want)
             return None
         raise click.BadParameter(f"{value!r} is not {want}")
 
@@ -237,6 +242,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     type=click.Path(path_type=Path),
     help="Record every grading step and its answer in FILE, for `ssegrade replay`.",
 )
+@quiet_option("Say nothing on stderr but errors (the verdict is still printed).")
+@verbose_option("Also say how the grading was set up.")
 def evaluate(
     task_dir: Path,
     source: Path | None,
@@ -256,6 +263,8 @@ def evaluate(
     patch_file: Path | None,
     force: bool,
     trace_file: Path | None,
+    quiet: bool,
+    verbose: bool,
     **containment: Any,
 ) -> None:
     """Grade the agent's patch and write RESULTS/result.json.
@@ -272,10 +281,15 @@ def evaluate(
       ssegrade evaluate --task tasks/gjson-196 --patch runs/r1/final.patch \\
           --repo repos/gjson-196 --results out/r1 --trace out/r1.trace
     """
+    if quiet and verbose:
+        raise click.UsageError("-v and -q cannot be used together")
+    shown = logs.console()
+    if shown is not None:
+        shown.show(logs.level_of(quiet=quiet, verbose=verbose))
     if patch_file is not None and daemon_socket is not None:
-        raise BadInput("--patch and --daemon cannot be used together")
+        raise InputError("--patch and --daemon cannot be used together")
     if trace_file is not None and daemon_socket is not None:
-        raise BadInput("--trace and --daemon cannot be used together")
+        raise InputError("--trace and --daemon cannot be used together")
     scripts = ScriptOptions.of(
         script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
     )
@@ -299,7 +313,6 @@ def evaluate(
             timeout=timeout,
             script_timeout=script_timeout,
             runtime=runtime,
-            say=_say,
         )
     else:
         with recording(trace_file) as recorder:
@@ -310,20 +323,25 @@ def evaluate(
                 timeout=timeout,
                 script_timeout=script_timeout,
                 runtime=runtime,
-                say=_say,
-                started=_progress.started,
                 env=scripts.env,
                 memory=scripts.memory,
                 record=recorder,
                 containment=scripts.containment,
             )
-    _progress.close()
+    if shown is not None:
+        shown.settle()
     click.echo(verdict_line(result))
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """Console entry point: run `cli`; every usage or input error is one line on stderr,
-    `ssegrade: error: <message>`, with the exit status docs/cli.md gives."""
+    """Console entry point: run `cli`, its log on stderr (`interpreters.logs`); every usage
+    or input error is one line on stderr, `ssegrade: error: <message>`, with the exit status
+    docs/cli.md gives."""
+    with logs.speaking(logging.INFO, live=True):
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> NoReturn:
     try:
         code = cli.main(args=argv, prog_name="ssegrade", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -342,8 +360,16 @@ def main(argv: list[str] | None = None) -> NoReturn:
         message = " ".join(exc.format_message().split())
         click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
+    except (InputError, NotWritten, click.ClickException) as exc:
         discard_made()  # a refused grading leaves no empty results folder
-        click.echo(f"ssegrade: error: {' '.join(exc.format_message().split())}", err=True)
-        sys.exit(exc.exit_code)
+        text = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+        click.echo(f"ssegrade: error: {' '.join(text.split())}", err=True)
+        sys.exit(_status(exc))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _status(exc: Exception) -> int:
+    """The exit status of an error: 2 for bad input, 1 for an output not written."""
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code
+    return 2 if isinstance(exc, InputError) else 1

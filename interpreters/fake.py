@@ -216,7 +216,7 @@ class FakeWorld:
 
     def grade(self, task: Task, folder: str = "/task", **runtime: Any) -> EvaluationResult:
         """Run the whole grading program against this world."""
-        options = GradeOptions(task=task, folder=folder, timeout=self.timeout, **runtime)
+        options = GradeOptions(task=task, folder=folder, **runtime)
         deadline = Deadline.starting(self.timeout, self.clock)
         interpret = bencher_interpreter(self.session(task, folder), self, deadline)
         return run(grade(options), interpret, deadline)

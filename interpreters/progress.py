@@ -1,8 +1,9 @@
 """Progress lines of a grading on stderr: one when a check starts, one when it ends.
 
-Interpreter layer. On a terminal, a check that is running shows a live elapsed time (a
-30-minute build is never silent), replaced by its final line when it ends; elsewhere (a log
-file, CI) each start and end is one plain line.
+Interpreter layer, the display behind `interpreters.logs.StderrHandler`. On a terminal, a
+check that is running shows a live elapsed time (a 30-minute build is never silent), replaced
+by its final line when it ends; elsewhere (a log file, CI) each start and end is one plain
+line.
 """
 
 from __future__ import annotations

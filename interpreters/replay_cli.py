@@ -14,7 +14,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.replay import Diverged, replay
-from interpreters.setup import BadInput, verdict_line
+from interpreters.setup import InputError, verdict_line
 from ssegrade.trace import parse_trace
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "replay_command", "too_deep"]
@@ -50,14 +50,14 @@ def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
 
 def _read(path: Path) -> bytes:
     """The trace's bytes: a regular file (not a link, never waited on) of at most
-    `MAX_BYTES`, no line nesting deeper than `MAX_DEPTH`; `BadInput` otherwise."""
+    `MAX_BYTES`, no line nesting deeper than `MAX_DEPTH`; `InputError` otherwise."""
     try:
         data = read_regular(path, limit=MAX_BYTES)
     except NotReadable as exc:
-        raise BadInput(f"trace {exc}") from None
+        raise InputError(f"trace {exc}") from None
     for number, line in enumerate(data.split(b"\n"), start=1):
         if too_deep(line):
-            raise BadInput(
+            raise InputError(
                 f"{path}: trace line {number} nests deeper than {MAX_DEPTH} levels "
                 "(not a trace ssegrade wrote)"
             )
@@ -85,14 +85,14 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
     try:
         parsed = parse_trace(_read(trace_file))
     except RecursionError:
-        raise BadInput(f"{trace_file}: nested too deeply to be a trace") from None
+        raise InputError(f"{trace_file}: nested too deeply to be a trace") from None
     if not is_successful(parsed):
-        raise BadInput(f"{trace_file}: {parsed.failure().message}")
+        raise InputError(f"{trace_file}: {parsed.failure().message}")
     trace = parsed.unwrap()
     try:
         replayed = replay(trace)
     except Diverged as diverged:
-        raise BadInput(
+        raise InputError(
             f"{trace_file}: {diverged}: the rules changed in a way that needs a new grading"
         ) from None
     click.echo(verdict_line(replayed.result))

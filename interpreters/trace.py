@@ -1,14 +1,17 @@
 """Recording a grading's trace (`ssegrade evaluate --trace FILE`).
 
-Interpreter layer. `TraceRecorder` observes the run loop of the grading program (its effects
-are `PrepareGrading`, `Bench`, `Archive`, …) and keeps every effect with its answer, or the
-exception thrown into the program in its place; `recording` writes the trace atomically once
-grading ends, whether it ended with a grade, an error, a time limit or a signal. The format is
-`ssegrade.trace`'s; `ssegrade replay` reads it back.
+Interpreter layer. `TraceRecorder` is a plain observer of the run loop of the grading program
+(`run(…, observe=recorder.observe)`; its effects are `PrepareGrading`, `Bench`, `Archive`, …):
+whoever runs the program tells it the options (`begin`) and how the program ended (`end`), and
+it keeps every effect with its answer, or the exception thrown into the program in its place.
+`recording` writes the trace atomically once grading ends, whether it ended with a grade, an
+error, a time limit or a signal. The format is `ssegrade.trace`'s; `ssegrade replay` reads it
+back.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Iterator
@@ -16,33 +19,29 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import click
-
 from interpreters.real import files
-from interpreters.setup import BadInput
-from ssegrade import (
-    Deadline,
-    Effect,
-    EvaluationResult,
-    GradeOptions,
-    GradingEffect,
-    Interpreter,
-    grade,
-    run,
-)
+from interpreters.setup.errors import InputError, NotWritten
+from ssegrade import Effect, EvaluationResult, GradeOptions, GradingEffect
 from ssegrade.trace import Raised, Trace, TraceStep, dump_trace, raised_of
 
 __all__ = ["TraceRecorder", "recording"]
 
+_log = logging.getLogger(__name__)
+
 
 class TraceRecorder:
-    """Keeps the steps of one grading: wrap its grading-layer interpreter with `grade`."""
+    """Keeps the steps of one grading: told its options, observing its run loop, told its
+    end; it never runs the program itself."""
 
     def __init__(self) -> None:
         self.options: GradeOptions | None = None
         self.steps: list[TraceStep] = []
         self.result: EvaluationResult | None = None
         self.raised: Raised | None = None
+
+    def begin(self, options: GradeOptions) -> None:
+        """The grading program starts with `options`."""
+        self.options = options
 
     def observe(self, effect: Effect[Any], answer: object, error: BaseException | None) -> None:
         """Keep one step as the program saw it: the answer, or the exception in its place
@@ -54,18 +53,10 @@ class TraceRecorder:
         elif isinstance(error, Exception):
             self.steps.append(TraceStep(effect, raised=raised_of(error)))
 
-    def grade(
-        self, options: GradeOptions, interpret: Interpreter, deadline: Deadline | None = None
-    ) -> EvaluationResult:
-        """Run the grading program over `interpret` within `deadline`, recording its options,
-        every step and the document it returns (or what escaped it)."""
-        self.options = options
-        try:
-            self.result = run(grade(options), interpret, deadline, self.observe)
-        except Exception as exc:
-            self.raised = raised_of(exc)
-            raise
-        return self.result
+    def end(self, result: EvaluationResult | None = None, error: Exception | None = None) -> None:
+        """The program returned `result`, or `error` escaped it."""
+        self.result = result
+        self.raised = None if error is None else raised_of(error)
 
     def trace(self) -> Trace | None:
         """The trace so far, or None when grading never started."""
@@ -79,17 +70,17 @@ def _target(path: Path) -> Path:
     try:
         parent = os.stat(path.parent)
     except OSError as exc:
-        raise BadInput(f"--trace {path}: {path.parent}: {exc.strerror}") from exc
+        raise InputError(f"--trace {path}: {path.parent}: {exc.strerror}") from exc
     if not stat.S_ISDIR(parent.st_mode):
-        raise BadInput(f"--trace {path}: {path.parent} is not a folder")
+        raise InputError(f"--trace {path}: {path.parent} is not a folder")
     try:
         here = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
         return path
     except OSError as exc:
-        raise BadInput(f"--trace {path}: {exc.strerror}") from exc
+        raise InputError(f"--trace {path}: {exc.strerror}") from exc
     if not stat.S_ISREG(here.st_mode):
-        raise BadInput(f"--trace {path}: exists and is not a regular file")
+        raise InputError(f"--trace {path}: exists and is not a regular file")
     return path
 
 
@@ -102,8 +93,9 @@ def _write(path: Path, recorder: TraceRecorder) -> None:
 @contextmanager
 def recording(path: Path | None) -> Iterator[TraceRecorder | None]:
     """A recorder whose trace is written to `path` (mode 0600, atomically) when the block
-    ends, also when it ends with an exception; nothing is written if grading never started.
-    None when `path` is None. `BadInput` up front when `path` cannot be a trace file."""
+        ends, also when it ends with an exception; nothing is written if grading never started.
+        None when `path` is None. `InputError` up front when `path` cannot be a trace file,
+    `NotWritten` when the trace cannot be written once grading ended well."""
     if path is None:
         yield None
         return
@@ -115,9 +107,9 @@ def recording(path: Path | None) -> Iterator[TraceRecorder | None]:
         try:
             _write(target, recorder)
         except (OSError, ValueError) as exc:
-            click.echo(f"ssegrade: warning: trace not written: {exc}", err=True)
+            _log.warning("ssegrade: warning: trace not written: %s", exc)
         raise
     try:
         _write(target, recorder)
     except (OSError, ValueError) as exc:
-        raise click.ClickException(f"trace not written to {target}: {exc}") from exc
+        raise NotWritten(f"trace not written to {target}: {exc}") from exc

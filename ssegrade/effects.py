@@ -4,12 +4,16 @@ Pure core. An effect is a frozen dataclass subclassing `Effect[A]`; awaiting it 
 to whoever drives the program (`ssegrade.run.run`) and returns the answer of type `A`. The
 answers are `ssegrade.answers`' values, named here too.
 
-Two layers, and the preview's:
-- grading effects (`GradingEffect`): the bencher actions the grading program speaks in; the
-  local interpreter answers them with the bencher programs, the daemon client over HTTP;
-- system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git);
-- preview effects (`PreviewEffect`): what the agent's `test_patch` awaits, `Bench` on its live
-  tree and `SpillLog` for a long log.
+Each effect is defined once; the vocabularies are unions composed from a few parts:
+- `ResultsEffect`: what grading says and writes into its results folder;
+- `BenchEffect`: the bencher actions; with the results', the grading program's
+  (`GradingEffect`), answered by the bencher programs locally or by the daemon over HTTP;
+- `WorkEffect`: what one bencher action is made of (copies, scripts, git); with the results',
+  what a system interpreter answers (`SystemEffect`);
+- `PreviewEffect`: what the agent's `test_patch` awaits, `Bench` on its live tree and
+  `SpillLog` for a long log;
+- `DaemonRead`: what the daemon reads to serve its API (the live tree, the results, the task's
+  files, the agent side's dialog).
 
 The patch guard's effects (`ObserveGuard`, `WriteGuard`; `ReadTaskFile`, `ScanObjects` below
 them) are awaited after the checks and never feed the verdict.
@@ -48,13 +52,16 @@ __all__ = [
     "Archive",
     "ArchiveError",
     "Bench",
+    "BenchEffect",
     "Capture",
     "CaptureError",
     "CaptureTree",
+    "ChangedFiles",
     "CheckFinished",
     "CheckPatch",
     "CheckRecord",
     "CheckStarted",
+    "DaemonRead",
     "Discard",
     "Effect",
     "FreshCopy",
@@ -67,7 +74,10 @@ __all__ = [
     "Prepared",
     "PreviewEffect",
     "ProvePatch",
+    "ReadArtifact",
+    "ReadDialog",
     "ReadTaskFile",
+    "ResultsEffect",
     "RunScript",
     "ScanObjects",
     "ScriptNotStarted",
@@ -79,6 +89,7 @@ __all__ = [
     "SystemEffect",
     "TimeLimitReached",
     "Unstage",
+    "WorkEffect",
     "Workspace",
     "WriteArtifact",
     "WriteGuard",
@@ -180,19 +191,6 @@ class WriteGuard(Effect[None]):
     """Write `guard.json` atomically, and a `guard` record in `checks.jsonl`."""
 
     report: GuardReport
-
-
-GradingEffect = (
-    PrepareGrading
-    | Bench
-    | Archive
-    | CheckStarted
-    | CheckFinished
-    | Notify
-    | WriteResult
-    | ObserveGuard
-    | WriteGuard
-)
 
 
 # ---------------------------------------------------------------------------- preview effects
@@ -320,7 +318,41 @@ class ScanObjects(Effect[ObjectScan]):
     skip: tuple[str, ...] = ()
 
 
-SystemEffect = (
+# ---------------------------------------------------------------------------- the daemon's reads
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedFiles(Effect[Result[bytes, CaptureError]]):
+    """The files the source tree changes against the baseline, staged as `CaptureTree` stages
+    them, as `git diff-tree -r -z --raw --numstat --no-renames` lists them."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadArtifact(Effect[bytes | None]):
+    """A file of the results folder (`WriteArtifact`'s `name`); None when there is none."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadDialog(Effect[bytes | None]):
+    """The agent side's dialog file (`dialog.jsonl` in its archive folder), never through a
+    link; None when there is none."""
+
+
+# ---------------------------------------------------------------------------- vocabularies
+
+ResultsEffect = Archive | CheckStarted | CheckFinished | Notify | WriteResult | WriteGuard
+"""What grading says and writes into its results folder: answered where the results are kept
+(`ResultsWriter`), whoever answers the rest."""
+
+BenchEffect = PrepareGrading | Bench | ObserveGuard
+"""The bencher's actions: the bencher programs answer them over a system, or the daemon."""
+
+GradingEffect = BenchEffect | ResultsEffect
+"""Every effect the grading program awaits."""
+
+WorkEffect = (
     NewSession
     | CaptureTree
     | ProvePatch
@@ -334,10 +366,12 @@ SystemEffect = (
     | Discard
     | ReadTaskFile
     | ScanObjects
-    | Archive
-    | CheckStarted
-    | CheckFinished
-    | Notify
-    | WriteResult
-    | WriteGuard
 )
+"""What one bencher action is made of: copies, scripts, git, task files."""
+
+SystemEffect = WorkEffect | ResultsEffect
+"""Every effect a system interpreter answers: the bencher programs' and the results'."""
+
+DaemonRead = CaptureTree | ChangedFiles | ReadArtifact | ReadTaskFile | ReadDialog
+"""What the daemon reads to answer its API besides the bencher actions: the live tree's patch
+and files, the results folder, the task's files, the agent side's dialog."""

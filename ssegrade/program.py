@@ -57,11 +57,11 @@ class GradingInterrupted(Exception):
 
 @dataclass(frozen=True, slots=True)
 class GradeOptions:
-    """What grading needs besides its effects: the task, its folder, the limit, agent facts."""
+    """What grading needs besides its effects: the task, its folder, agent facts. Its time
+    limit is the run loop's `Deadline`, whose `TimeLimitReached` says how long it was."""
 
     task: Task
     folder: str
-    timeout: int = 3600
     runtime: RuntimeResult = field(default_factory=RuntimeResult)
 
 
@@ -137,8 +137,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
     ending: Ending
     try:
         ending = await _checks(options, log)
-    except TimeLimitReached:
-        ending = TimedOut(options.timeout)
+    except TimeLimitReached as spent:
+        ending = TimedOut(spent.seconds)
     except GradingInterrupted as interrupt:
         ending = Interrupted(interrupt.signal)
     except ScriptNotStarted as broken:  # a broken task: its log says why, not a traceback

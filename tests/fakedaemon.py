@@ -1,14 +1,16 @@
 """A daemon over fake systems, in process: the service, both APIs' apps and a client of each.
 
 For the daemon's API tests (`tests/test_daemon_api.py`, ssegrade's API under `/ssegrade`;
-`tests/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` answers the system
-side from two `FakeWorld`s (the live tree's and grading's) and records what it was asked.
+`tests/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` is the service's
+sessions (two `FakeWorld`s: the live tree's and grading's), its reads (answered from data) and
+its shell, and records what it was asked.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -18,8 +20,19 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
 from interpreters.daemon.shell import ShellError
 from interpreters.fake import FakeWorld
+from ssegrade.bencher import task_path
 from ssegrade.difficulty import LEVELS, Level
-from ssegrade.effects import CaptureError, ScriptResult
+from ssegrade.effects import (
+    Capture,
+    CaptureError,
+    CaptureTree,
+    ChangedFiles,
+    Effect,
+    ReadArtifact,
+    ReadDialog,
+    ReadTaskFile,
+    ScriptResult,
+)
 from ssegrade.protocol import PREFIX
 from ssegrade.run import Interpreter
 from ssegrade.task import Task
@@ -44,7 +57,10 @@ FOLDER = "/ssebench"
 
 @dataclass
 class FakeBackend:
-    """A `Backend` over two fake worlds: the agent phase's (live tree) and grading's."""
+    """The service's sessions over two fake worlds, the agent phase's (live tree) and
+    grading's; its reads from data (`texts` by config path, `reference`, `listing`,
+    `dialog_file`; `broken`: the live tree cannot be read; `unreadable`: results files and
+    the dialog that raise); and its shell."""
 
     live: FakeWorld = field(default_factory=FakeWorld)
     graded: FakeWorld = field(default_factory=FakeWorld)
@@ -60,53 +76,67 @@ class FakeBackend:
     commands: list[str] = field(default_factory=list)
     shell_closed: int = 0
 
-    def agent_system(self, limit: float) -> Interpreter:
+    def ports(self) -> dict[str, Any]:
+        """What a `Service` takes of it: its sessions, reads and shell."""
+        return {"sessions": self, "reads": self, "shell": self}
+
+    # sessions
+
+    def agent(self, limit: float) -> Interpreter:
         self.limits.append(limit)
         return self.live
 
     def begin_grading(self) -> None:
         self.begun += 1
 
-    def grading_system(self, limit: float) -> Interpreter:
+    def grading(self, limit: float) -> Interpreter:
         self.limits.append(limit)
         return self.graded
 
     def abort(self) -> None:
         self.aborted += 1
 
-    def live_patch(self) -> Result[bytes, CaptureError]:
-        if self.broken:
-            return Failure(CaptureError("the live tree cannot be captured"))
-        return Success(self.live.patch)
+    # reads
 
-    def live_files(self) -> Result[bytes, CaptureError]:
-        if self.broken:
-            return Failure(CaptureError("the live tree cannot be listed"))
-        return Success(self.listing)
+    def __call__(self, effect: Effect[Any]) -> object:
+        match effect:
+            case CaptureTree():
+                if self.broken:
+                    return Failure(CaptureError("the live tree cannot be captured"))
+                return Success(Capture(self.live.patch, "base", "new", b"", ()))
+            case ChangedFiles():
+                if self.broken:
+                    return Failure(CaptureError("the live tree cannot be listed"))
+                return Success(self.listing)
+            case ReadArtifact(name=name):
+                if name in self.unreadable:
+                    raise PermissionError(f"cannot read {name}")
+                return self.graded.artifacts.get(name)
+            case ReadTaskFile(path=path, limit=limit):
+                return self._task_file(path, limit)
+            case ReadDialog():
+                if "dialog.jsonl" in self.unreadable:
+                    raise PermissionError("cannot read dialog.jsonl")
+                return self.dialog_file
+        raise TypeError(f"not a read of the daemon: {effect!r}")
 
-    def results_file(self, name: str) -> bytes | None:
-        if name in self.unreadable:
-            raise PermissionError(f"cannot read {name}")
-        return self.graded.artifacts.get(name)
+    def _task_file(self, path: str, limit: int) -> Result[bytes, str]:
+        if TASK.files.patch is not None and path == task_path(FOLDER, TASK.files.patch):
+            found = self.reference
+        else:
+            text = self.texts.get(path.removeprefix(FOLDER + "/"))
+            found = None if text is None else text.encode()
+        return Failure(f"{path}: no such file") if found is None else Success(found[:limit])
 
-    def reference_patch(self) -> bytes | None:
-        return self.reference
+    # shell
 
-    def task_text(self, path: str) -> str:
-        return self.texts.get(path, "")
-
-    def dialog(self) -> bytes | None:
-        if "dialog.jsonl" in self.unreadable:
-            raise PermissionError("cannot read dialog.jsonl")
-        return self.dialog_file
-
-    def shell(self, command: str, limit: float) -> ScriptResult:
+    def run(self, command: str, limit: float) -> ScriptResult:
         if self.shell_closed:
             raise ShellError("bash process has died")
         self.commands.append(command)
         return ScriptResult(code=0, stdout=f"ran {command}\n", seconds=0.5)
 
-    def close_shell(self) -> None:
+    def close(self) -> None:
         self.shell_closed += 1
 
 
@@ -157,7 +187,7 @@ def make_api(
         task=TASK,
         folder=FOLDER,
         level=level,
-        backend=backend,
+        **backend.ports(),
         version="9.9",
         script_timeout=60,
         source="/src/demo",

@@ -9,6 +9,7 @@ limit, the archive is stopped and leaves nothing, with one note.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -131,11 +132,10 @@ def test_through_the_daemon_the_grade_is_written_before_the_archive(tmp_path: Pa
     sparse(source / "zeros.img")
     results = tmp_path / "results"
     (results / "logs").mkdir(parents=True)
-    said: list[str] = []
-    writer = ResultsWriter(source, results, said.append)
+    writer = ResultsWriter(source, results)
     backend = FakeBackend(graded=FakeWorld(patch=b"diff --git a/x b/x\n"))
     service = Service(
-        task=TASK, folder=FOLDER, level=LEVELS[2], backend=backend, version="1", script_timeout=60
+        task=TASK, folder=FOLDER, level=LEVELS[2], **backend.ports(), version="1", script_timeout=60
     )
     deadline = Deadline.starting(3600, time.monotonic)
     client = DaemonClient("in-process", transport=SyncASGI(create_app(service, "admin")))
@@ -172,7 +172,12 @@ def test_through_the_daemon_the_grade_is_written_before_the_archive(tmp_path: Pa
     assert sorted(p.name for p in results.iterdir()) == kept
 
 
-def _writer(tmp_path: Path, check: Callable[[], None]) -> tuple[ResultsWriter, Path, list[str]]:
+def _said(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The lines the results writer said (its log records)."""
+    return [r.getMessage() for r in caplog.records if r.name == "interpreters.real.results"]
+
+
+def _writer(tmp_path: Path, check: Callable[[], None]) -> tuple[ResultsWriter, Path]:
     source = tmp_path / "source"
     source.mkdir()
     (source / "kept.txt").write_text("kept\n")
@@ -180,32 +185,39 @@ def _writer(tmp_path: Path, check: Callable[[], None]) -> tuple[ResultsWriter, P
         out.truncate(4 << 30)  # far more than the archive writes before it is stopped
     results = tmp_path / "results"
     (results / "logs").mkdir(parents=True)
-    said: list[str] = []
-    return ResultsWriter(source, results, said.append, check=check), results, said
+    return ResultsWriter(source, results, check=check), results
 
 
 RESULT = EvaluationResult(patch_result=escaped(Crashed("stopped")), runtime_result=RuntimeResult())
 
 
-def test_an_archive_grading_did_not_ask_for_is_stopped_without_a_note(tmp_path: Path) -> None:
-    writer, results, said = _writer(tmp_path, lambda: None)
+def test_an_archive_grading_did_not_ask_for_is_stopped_without_a_note(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="interpreters")
+    writer, results = _writer(tmp_path, lambda: None)
     writer.start_archive()  # as the evaluator does at the end of the capture
 
     writer(WriteResult(RESULT))  # the time limit came before the archive was asked for
 
     assert sorted(p.name for p in results.iterdir()) == ["logs", "result.json"]
-    assert said == []
+    assert _said(caplog) == []
 
 
-def test_the_time_limit_stops_the_archive_with_one_note(tmp_path: Path) -> None:
+def test_the_time_limit_stops_the_archive_with_one_note(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="interpreters")
+
     def spent() -> None:
         raise TimeLimitReached(3)
 
-    writer, results, said = _writer(tmp_path, spent)
+    writer, results = _writer(tmp_path, spent)
     assert writer(Archive()) == Success(None)
 
     writer(WriteResult(RESULT))
 
     assert sorted(p.name for p in results.iterdir()) == ["logs", "result.json"]
+    said = _said(caplog)
     assert said == ["source.tar.gz not written: the time limit of 3s is spent"]
     assert (results / "logs" / "notes.log").read_text() == f"{said[0]}\n"

@@ -144,14 +144,21 @@ def _grade_real(
     try:
         repo = scratch / "repo"
         assert is_successful(realgit.checkout_baseline(base, repo))
-        places = Places(made.task, made.source, base, repo, made.results, scratch / "work")
+        places = Places(
+            task=made.task,
+            source=made.source,
+            baseline=base,
+            repo=repo,
+            results=made.results,
+            scratch=scratch / "work",
+        )
         runner = resolve_runner(None).unwrap()
         deadline = Deadline.starting(120, time.monotonic)
-        local = LocalSystem(places, runner, deadline=deadline, say=lambda _: None, ahead=ahead)
+        local = LocalSystem(places, runner, deadline=deadline, ahead=ahead)
         real = Checked(local)
         system = Recording(real)
         session = BenchSession(task=task, folder=str(made.task))
-        options = GradeOptions(task=task, folder=str(made.task), timeout=120)
+        options = GradeOptions(task=task, folder=str(made.task))
         graded = Checked(bencher_interpreter(session, system, deadline))
         try:
             result = run(grade(options), graded, deadline)
@@ -197,7 +204,7 @@ def test_fake_and_real_agree(scenario: Scenario, workdir: Path, *, ahead: bool) 
     world = FakeWorld(patch=patch, scripts=dict(scenario.scripts))
     fake_system = Checked(world)
     fake_graded = Checked(bencher_interpreter(world.session(task, str(made.task)), fake_system))
-    options = GradeOptions(task=task, folder=str(made.task), timeout=world.timeout)
+    options = GradeOptions(task=task, folder=str(made.task))
     fake = run(grade(options), fake_graded)
     _all_fit(fake_system, fake_graded)
 

@@ -134,7 +134,9 @@ def test_capabilities_have_the_original_fields(
     """`can_build`: a build script; `can_run_poc`: a run script and PoCs; `poc_count`;
     `has_function_test`: a test script; `has_intent_test`: a test script and hidden tests."""
     task = Task.model_validate({"id": "t", **config})
-    service = Service(task=task, folder=FOLDER, level=LEVELS[4], backend=FakeBackend(), version="1")
+    service = Service(
+        task=task, folder=FOLDER, level=LEVELS[4], **FakeBackend().ports(), version="1"
+    )
     doc = InProcess(create_app(service, "agent")).get("/capabilities").json()
     assert tuple(doc[key] for key in ORIGINAL_CAPABILITIES) == expected
     assert list(doc)[: len(ORIGINAL_CAPABILITIES)] == list(ORIGINAL_CAPABILITIES)

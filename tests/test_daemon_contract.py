@@ -77,17 +77,23 @@ def _embedded(made: RealTask, task: Task, timeout: int, script_timeout: int | No
         scratch.chmod(0o711)
         repo = scratch / "repo"
         assert isinstance(realgit.checkout_baseline(base, repo), Success)
-        places = Places(made.task, made.source, base, repo, made.results, scratch / "work")
+        places = Places(
+            task=made.task,
+            source=made.source,
+            baseline=base,
+            repo=repo,
+            results=made.results,
+            scratch=scratch / "work",
+        )
         deadline = Deadline.starting(timeout, time.monotonic)
         system = LocalSystem(
             places,
             resolve_runner(None).unwrap(),
             deadline=deadline,
             script_timeout=script_timeout,
-            say=lambda _: None,
         )
         session = BenchSession(task=task, folder=str(made.task))
-        options = GradeOptions(task=task, folder=str(made.task), timeout=timeout)
+        options = GradeOptions(task=task, folder=str(made.task))
         run(grade(options), bencher_interpreter(session, system, deadline), deadline)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -186,7 +192,6 @@ def test_embedded_and_daemon_grades_are_identical(case: Case, cases: dict[str, P
         timeout=case.timeout,
         script_timeout=case.script_timeout,
         runtime=RuntimeResult(),
-        say=lambda _: None,
     )
     embedded = (made.results / "result.json").read_bytes()
     remote = (remote_results / "result.json").read_bytes()

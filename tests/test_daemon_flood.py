@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import shutil
 import socket
 import subprocess
@@ -23,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.daemon.server import CONNECTIONS, _Throttled
+from interpreters.daemon.accepting import _Throttled
+from interpreters.daemon.server import CONNECTIONS
 from ssegrade.protocol import PREFIX
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task, ssegrade
@@ -235,15 +237,16 @@ def _flood(made: RealTask, started: Path) -> None:
         assert len(daemon.output()) < 64 * 1024  # nothing logged per refused connection
 
 
-def test_a_failing_accept_is_said_at_most_once_a_second() -> None:
-    said: list[str] = []
+def test_a_failing_accept_is_said_at_most_once_a_second(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="interpreters.daemon.accepting")
     now = [100.0]
-    throttled = _Throttled(said.append, clock=lambda: now[0])
+    throttled = _Throttled(clock=lambda: now[0])
     for step in range(50):  # 50 failures over 2.45 s
         throttled("cannot accept")
         now[0] += 0.05 if step < 49 else 0.0
     throttled.clock = lambda: now[0] + 1.0
     throttled("cannot accept")
+    said = [record.getMessage() for record in caplog.records]
     assert said[0] == "cannot accept"
     assert len(said) == 4
     assert said[-1].startswith("cannot accept (")
@@ -251,14 +254,17 @@ def test_a_failing_accept_is_said_at_most_once_a_second() -> None:
 
 
 _SERVE = """
+import logging
 import sys
 from pathlib import Path
 from interpreters.daemon.server import bind_unix, serve
 from interpreters.daemon.service import Service
 from ssegrade.difficulty import LEVELS
 from tests.fakedaemon import FOLDER, TASK, FakeBackend
-service = Service(task=TASK, folder=FOLDER, level=LEVELS[0], backend=FakeBackend(), version="1")
-serve(service, [bind_unix(Path(sys.argv[1]), 0o666, "agent")], print, idle=float(sys.argv[2]))
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+ports = FakeBackend().ports()
+service = Service(task=TASK, folder=FOLDER, level=LEVELS[0], **ports, version="1")
+serve(service, [bind_unix(Path(sys.argv[1]), 0o666, "agent")], idle=float(sys.argv[2]))
 """
 
 

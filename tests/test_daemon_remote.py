@@ -62,7 +62,7 @@ def test_remote_grade_equals_the_embedded_one(name: str) -> None:
     embedded = alone.grade(TASK, FOLDER)
     backend = FakeBackend(graded=_world(**SCENARIOS[name]))
     service = Service(
-        task=TASK, folder=FOLDER, level=LEVELS[2], backend=backend, version="1", script_timeout=60
+        task=TASK, folder=FOLDER, level=LEVELS[2], **backend.ports(), version="1", script_timeout=60
     )
     local = FakeWorld()
     client = DaemonClient("in-process", transport=SyncASGI(create_app(service, "admin")))

@@ -8,13 +8,17 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from returns.pipeline import is_successful
+from returns.result import Failure
 
 from interpreters.real import files, git
-from ssegrade import TimeLimitReached
+from interpreters.real.local import LocalSystem, Places
+from interpreters.real.runner import resolve_runner
+from ssegrade import CaptureTree, Deadline, TimeLimitReached
 from tests.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
@@ -89,9 +93,46 @@ def test_a_sleeping_build_is_cut_at_the_limit(task: RealTask) -> None:
 def test_git_commands_are_killed_at_the_deadline(task: RealTask) -> None:
     task.set_value("fixed")
     base = git.load_baseline(task.baseline).unwrap()
-    spent = git.capture(task.source, base, until=time.monotonic() - 1)
+    spent = git.capture(task.source, base, until=Deadline.starting(0, time.monotonic))
     assert "time limit" in spent.failure().message
-    assert is_successful(git.capture(task.source, base, until=time.monotonic() + 60))
+    assert is_successful(
+        git.capture(task.source, base, until=Deadline.starting(60, time.monotonic))
+    )
+
+
+def test_git_takes_its_time_from_the_deadlines_own_clock(task: RealTask, tmp_path: Path) -> None:
+    """A deadline on a clock of its own (one that runs fast here: 20 s at each reading) ends
+    the capture when that clock says so, not after its seconds on `time.monotonic`."""
+    task.set_value("fixed")
+    base = git.load_baseline(task.baseline).unwrap()
+    readings = [0.0]
+
+    def fast() -> float:
+        readings[0] += 20.0
+        return readings[0]
+
+    places = Places(
+        task=task.task,
+        source=task.source,
+        baseline=base,
+        repo=task.source,
+        results=tmp_path / "results",
+        scratch=tmp_path / "scratch",
+    )
+    runner = resolve_runner(None).unwrap()
+    system = LocalSystem(places, runner, deadline=Deadline.starting(60, fast))
+    try:
+        captured = system(CaptureTree())
+    finally:
+        system.close()
+    assert isinstance(captured, Failure)
+    assert "time limit" in captured.failure().message
+    again = replace(places, scratch=tmp_path / "again")
+    on_time = LocalSystem(again, runner, deadline=Deadline.starting(60, time.monotonic))
+    try:
+        assert is_successful(on_time(CaptureTree()))  # type: ignore[arg-type]
+    finally:
+        on_time.close()
 
 
 def test_a_copy_stops_at_its_check(task: RealTask, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreters import GradingInputError, grade_patch
+from interpreters import InputError, grade_patch
 from tests.realtask import RealTask, git, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
@@ -95,13 +95,13 @@ def test_grade_patch_api_and_results_folder_rules(task: RealTask, tmp_path: Path
     result = grade_patch(task.task, FIX, task.source, results)
     assert result.patch_result.status == "passed"
     assert status(results) == ("passed", None)
-    with pytest.raises(GradingInputError, match=r"already holds result\.json"):
+    with pytest.raises(InputError, match=r"already holds result\.json"):
         grade_patch(task.task, FIX, task.source, results)
     again = grade_patch(task.task, BREAK, task.source, results, force=True)
     assert again.patch_result.error_msg == "Build failed"
     records = (results / "checks.jsonl").read_text().splitlines()
     assert [json.loads(r)["name"] for r in records] == ["prepare", "build", "guard"]
-    with pytest.raises(GradingInputError, match="grading repo not found"):
+    with pytest.raises(InputError, match="grading repo not found"):
         grade_patch(task.task, FIX, tmp_path / "nowhere", tmp_path / "r2")
 
 

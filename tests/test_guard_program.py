@@ -240,7 +240,9 @@ def test_an_unreadable_poc_is_left_out() -> None:
 def _recorded(world: FakeWorld) -> Trace:
     recorder = TraceRecorder()
     options = GradeOptions(task=C_TASK, folder="/task", runtime=RuntimeResult())
-    recorder.grade(options, bencher_interpreter(world.session(C_TASK), world))
+    recorder.begin(options)
+    interpret = bencher_interpreter(world.session(C_TASK), world)
+    recorder.end(run(grade(options), interpret, None, recorder.observe))
     trace = recorder.trace()
     assert trace is not None
     return trace

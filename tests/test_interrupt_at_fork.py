@@ -20,7 +20,7 @@ import pytest
 
 CHILD = """
 import signal, subprocess, sys
-from interpreters.setup import _interrupts_raise
+from interpreters.setup import interrupts_raise
 from ssegrade.program import GradingInterrupted
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # between two gradings
@@ -28,7 +28,7 @@ caught = 0
 print("ready", flush=True)
 while caught < int(sys.argv[1]):
     try:
-        with _interrupts_raise():
+        with interrupts_raise():
             while True:
                 subprocess.run(["true"], preexec_fn=lambda: None, check=False)
     except GradingInterrupted:

@@ -93,7 +93,7 @@ class Drawn:
 
 def _grade(task: Task, data: st.DataObject) -> tuple[Drawn, Any]:
     world = Drawn(data)
-    result = run(grade(GradeOptions(task=task, folder="/t", timeout=60)), world)
+    result = run(grade(GradeOptions(task=task, folder="/t")), world)
     return world, result
 
 

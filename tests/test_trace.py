@@ -32,6 +32,7 @@ from ssegrade import (
     TimeLimitReached,
     WriteResult,
     bencher_interpreter,
+    grade,
     run,
 )
 from ssegrade.program import GradingInterrupted
@@ -90,14 +91,16 @@ def worlds(draw: st.DrawFn, *, crashes: bool = False) -> FakeWorld:
 
 def _record(world: FakeWorld, task: Task, interpret: Any = None) -> tuple[TraceRecorder, Any]:
     recorder = TraceRecorder()
-    options = GradeOptions(
-        task=task, folder="/task", timeout=world.timeout, runtime=RuntimeResult(agent_duration=7)
-    )
+    options = GradeOptions(task=task, folder="/task", runtime=RuntimeResult(agent_duration=7))
     inner = interpret or bencher_interpreter(world.session(task), world)
+    recorder.begin(options)
     try:
-        return recorder, recorder.grade(options, inner)
+        result = run(grade(options), inner, None, recorder.observe)
     except Exception as exc:  # noqa: BLE001 - an escaped exception is what some runs record
+        recorder.end(error=exc)
         return recorder, exc
+    recorder.end(result)
+    return recorder, result
 
 
 def _trace(recorder: TraceRecorder) -> Trace:
@@ -218,9 +221,7 @@ def test_a_program_asking_for_another_effect_diverges() -> None:
     more = FULL.model_copy(
         update={"files": FULL.files.model_copy(update={"poc": ("pocs/a.bin", "pocs/c.bin")})}
     )
-    changed = Trace(
-        GradeOptions(task=more, folder="/task", timeout=3600), trace.steps, trace.result
-    )
+    changed = Trace(GradeOptions(task=more, folder="/task"), trace.steps, trace.result)
     with pytest.raises(Diverged, match=r"asks for Bench\(action='run_poc', poc='pocs/c.bin'\)"):
         replay(changed)
 

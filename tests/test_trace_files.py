@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
-import click
 import pytest
 
 from interpreters.fake import FakeWorld
-from interpreters.setup import BadInput
+from interpreters.setup import InputError, NotWritten
 from interpreters.trace import TraceRecorder, recording
 from ssegrade import (
     Bench,
@@ -23,7 +23,9 @@ from ssegrade import (
     TraceStep,
     Workspace,
     bencher_interpreter,
+    grade,
     parse_trace,
+    run,
 )
 from ssegrade.trace import TimeLimitRaised
 
@@ -33,7 +35,9 @@ def _grade(recorder: TraceRecorder | None) -> None:
     world = FakeWorld()
     task = Task(id="t1")
     interpret = bencher_interpreter(world.session(task), world)
-    recorder.grade(GradeOptions(task=task, folder="/t"), interpret)
+    options = GradeOptions(task=task, folder="/t")
+    recorder.begin(options)
+    recorder.end(run(grade(options), interpret, None, recorder.observe))
 
 
 def _block(
@@ -81,30 +85,31 @@ def test_a_link_in_place_of_the_trace_is_refused_not_followed(tmp_path: Path) ->
     victim = tmp_path / "victim"
     victim.write_text("keep")
     (tmp_path / "t.trace").symlink_to(victim)
-    with pytest.raises(BadInput, match="exists and is not a regular file"):
+    with pytest.raises(InputError, match="exists and is not a regular file"):
         _block(tmp_path / "t.trace")
     assert victim.read_text() == "keep"
 
 
 def test_a_trace_needs_an_existing_folder(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="No such file or directory"):
+    with pytest.raises(InputError, match="No such file or directory"):
         _block(tmp_path / "none" / "t.trace")
     (tmp_path / "file").write_text("")
-    with pytest.raises(BadInput, match="is not a folder"):
+    with pytest.raises(InputError, match="is not a folder"):
         _block(tmp_path / "file" / "t.trace")
 
 
 def test_a_trace_that_cannot_be_written_is_said(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="interpreters")
     folder = tmp_path / "gone"
     folder.mkdir()
-    with pytest.raises(click.ClickException, match="trace not written to"):
+    with pytest.raises(NotWritten, match="trace not written to"):
         _block(folder / "t.trace", remove=folder)
     folder.mkdir()
     with pytest.raises(KeyboardInterrupt):  # the grading's own ending is kept
         _block(folder / "t.trace", remove=folder, fail=True)
-    assert "ssegrade: warning: trace not written:" in capsys.readouterr().err
+    assert "ssegrade: warning: trace not written:" in caplog.text
 
 
 def test_the_recorder_keeps_what_the_program_saw() -> None:
@@ -128,6 +133,6 @@ def _wrong_answer(path: Path) -> None:
 
 
 def test_an_answer_that_does_not_fit_its_effect_is_said_not_written(tmp_path: Path) -> None:
-    with pytest.raises(click.ClickException, match=r"trace not written to .*Bench"):
+    with pytest.raises(NotWritten, match=r"trace not written to .*Bench"):
         _wrong_answer(tmp_path / "t.trace")
     assert not (tmp_path / "t.trace").exists()

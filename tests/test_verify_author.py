@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from interpreters import grade_patch
-from interpreters.grading import GradingInputError
+from interpreters.setup import InputError
 from tests.realtask import make_task, ssegrade
 from tests.test_verify_cli import FIX, shell_task
 
@@ -153,6 +153,6 @@ def test_a_refused_evaluate_leaves_no_results_folder(tmp_path: Path) -> None:
     if ROOT:  # the hidden material cannot be locked: a link is never followed
         (made.task / "future.diff").rename(made.task / "future.real")
         (made.task / "future.diff").symlink_to("future.real")
-        with pytest.raises(GradingInputError, match="a symbolic link in the task folder"):
+        with pytest.raises(InputError, match="a symbolic link in the task folder"):
             grade_patch(made.task, FIX.encode(), made.source, tmp_path / "api")
         assert not (tmp_path / "api").exists()

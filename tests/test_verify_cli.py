@@ -339,7 +339,7 @@ def test_check_records_read_back_as_the_evaluator_wrote_them(written: list[Check
     """Property: verification reads `checks.jsonl` with the model the evaluator writes it
     with, so every record comes back as it was."""
     with tempfile.TemporaryDirectory() as folder:
-        writer = ResultsWriter(None, Path(folder), say=lambda _line: None)
+        writer = ResultsWriter(None, Path(folder))
         for record in written:
             writer(CheckFinished(record))
         with (Path(folder) / "checks.jsonl").open("a") as out:

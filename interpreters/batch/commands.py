@@ -8,38 +8,42 @@ verification report to stdout (or `-o FILE`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
 
+from interpreters import logs
 from interpreters.batch.engines import EngineName, EngineUnavailable
 from interpreters.batch.jobs import BadJobs
 from interpreters.batch.progress import make_reporter
 from interpreters.batch.run import run_batch
 from interpreters.batch.verification import TaskVerification, verify_tasks
-from interpreters.real.runner import ContainmentRefused, choose
-from interpreters.setup import (
-    BadInput,
+from interpreters.options import (
     ScriptOptions,
     containment_options,
     runner_option,
     script_env_options,
 )
+from interpreters.real.runner import ContainmentRefused, choose
+from interpreters.setup import InputError
 from ssegrade import Flag
 
 __all__ = ["batch", "verify"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+_log = logging.getLogger(__name__)
 
 
-def _say(message: str) -> None:
-    _stderr.print(message, markup=False)
+def _show(*, quiet: bool = False, verbose: bool = False) -> None:
+    """Show the log on stderr at the level `-q`/`-v` ask for."""
+    shown = logs.console()
+    if shown is not None:
+        shown.show(logs.level_of(quiet=quiet, verbose=verbose))
 
 
 def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
@@ -94,14 +98,14 @@ def _engine_options(command: F) -> F:
 
 
 def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
-    """The scripts' options; with local workers, `BadInput` at once when the containment
+    """The scripts' options; with local workers, `InputError` at once when the containment
     asked for cannot be had here (rather than an `error` grade for every job)."""
     scripts = ScriptOptions.of(**options)
     if engine == "local":
         try:
             choose(scripts.containment)
         except ContainmentRefused as exc:
-            raise BadInput(str(exc)) from None
+            raise InputError(str(exc)) from None
     return scripts
 
 
@@ -118,7 +122,7 @@ def _bad_input() -> Iterator[None]:
     except BadJobs as exc:
         _refuse(exc.problems)
     except EngineUnavailable as exc:
-        raise BadInput(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
 @click.command()
@@ -181,6 +185,7 @@ def verify(
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
     """
     scripts = _scripts(engine, options)
+    _show(verbose=verbose)
     with _bad_input():
         report = verify_tasks(
             list(tasks),
@@ -193,7 +198,6 @@ def verify(
             timeout=timeout,
             script_timeout=script_timeout,
             runner_user=runner_user,
-            say=_say,
             scripts=scripts,
             checks=verbose,
         )
@@ -205,11 +209,11 @@ def verify(
         try:
             output.write_text(text)
         except OSError as exc:
-            raise BadInput(f"-o {output}: {exc.strerror}") from None
+            raise InputError(f"-o {output}: {exc.strerror}") from None
     else:
         click.echo(text, nl=False)
     if report.interrupted:
-        _say("interrupted: tasks whose runs did not all finish are not reported")
+        _log.warning("interrupted: tasks whose runs did not all finish are not reported")
     raise click.exceptions.Exit(report.exit_code)
 
 
@@ -308,6 +312,7 @@ def batch(
     scripts = _scripts(engine, options)
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be used together")
+    _show(quiet=quiet, verbose=verbose)
     with _bad_input():
         report = run_batch(
             jobs,

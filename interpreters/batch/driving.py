@@ -7,6 +7,7 @@ Interpreter layer, shared by `run_batch` and `verify_tasks`.
 
 from __future__ import annotations
 
+import logging
 import signal
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -16,6 +17,8 @@ from types import FrameType
 from interpreters.batch.engines import Done, Engine, Work
 
 __all__ = ["POLL", "Driven", "drive"]
+
+_log = logging.getLogger(__name__)
 
 POLL = 0.2
 """Seconds between two looks at the running gradings."""
@@ -42,14 +45,13 @@ def drive(
     works: Sequence[Work] | deque[Work],
     on_done: Callable[[Done], Sequence[Work]],
     *,
-    say: Callable[[str], None],
     tick: Callable[[], None] = lambda: None,
     on_start: Callable[[Work], None] = lambda _work: None,
 ) -> Driven:
     """Run `works` on `engine`, `engine.capacity` at a time, calling `on_done` for each
     finished one (it may hand back more work) and `on_start` just before one starts.
-    SIGINT or SIGTERM: the first starts no new work and waits for the running gradings; the
-    second kills them. Never raises KeyboardInterrupt."""
+    SIGINT or SIGTERM: the first starts no new work and waits for the running gradings (a
+    warning says so); the second kills them. Never raises KeyboardInterrupt."""
     todo = deque(works)
     interrupts = _Interrupts()
     announced = False
@@ -71,9 +73,10 @@ def drive(
             tick()
             if interrupts.count == 1 and not announced and engine.running():
                 announced = True
-                say(
-                    f"interrupted: waiting for {engine.running()} running gradings "
-                    "(Ctrl-C or SIGTERM again to kill them)"
+                _log.warning(
+                    "interrupted: waiting for %d running gradings "
+                    "(Ctrl-C or SIGTERM again to kill them)",
+                    engine.running(),
                 )
     finally:
         for sig, handler in previous.items():

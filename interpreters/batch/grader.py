@@ -185,7 +185,6 @@ class BatchGrader:
                 running,
                 works,
                 self.on_done,
-                say=self.reporter.note,
                 tick=lambda: self.reporter.tick(self.tally),
                 on_start=self.start,
             )

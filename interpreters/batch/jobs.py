@@ -13,7 +13,6 @@ import hashlib
 import importlib.metadata
 import os
 import stat
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 from returns.pipeline import is_successful
 
+from interpreters.real import git
 from interpreters.real.runner import Runner, resolve_runner
 from interpreters.real.untrusted import NotReadable, read_regular, task_reader, unreadable_by
 from interpreters.taskfolder import load_task
@@ -276,37 +276,10 @@ def _hash_entry(hasher: Any, path: str) -> None:
         hasher.update(b"other:")
 
 
-def _git(repo: Path, *args: str) -> bytes | None:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_DIR": str(repo / ".git"),
-        "GIT_WORK_TREE": str(repo),
-        "GIT_OPTIONAL_LOCKS": "0",
-        "LC_ALL": "C",
-    }
-    try:
-        done = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-c", "safe.directory=*", *args],
-            cwd=repo,
-            env=env,
-            capture_output=True,
-            check=False,
-            timeout=600,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def repo_identity(repo: Path) -> str:
     """What the grading repo is: `tree:<id>` of its HEAD when it is a git repo with nothing
     changed or untracked, else `content:<sha256>` of its files (`.git` left out)."""
-    if (repo / ".git").is_dir():
-        tree = _git(repo, "rev-parse", "--verify", "HEAD^{tree}")
-        status = _git(repo, "status", "--porcelain", "-z", "--untracked-files=all")
-        if tree is not None and status == b"":
-            return f"tree:{tree.decode().strip()}"
+    tree = git.clean_tree(repo)
+    if tree is not None:
+        return f"tree:{tree}"
     return f"content:{content_hash(repo, skip=frozenset({'.git'}))}"

@@ -10,8 +10,9 @@ failed (`interpreters.batch.evidence`).
 
 from __future__ import annotations
 
+import logging
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ from ssegrade.ssebench import task_problems
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
+
+_log = logging.getLogger(__name__)
 
 _RECORD = TypeAdapter(CheckRecord)
 """A line of `checks.jsonl`, read with the model that writes it."""
@@ -181,15 +184,15 @@ def verify_tasks(
     timeout: int = 3600,
     script_timeout: int | None = None,
     runner_user: str | None = None,
-    say: Callable[[str], None] = lambda _line: None,
     checks: bool = False,
     grade: GradeFunction | None = None,
     scripts: ScriptOptions | None = None,
 ) -> VerifyReport:
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
     times each into `results/<task id>/<control>/<n>/` (`results` None: a new scratch
-    folder) and judge them; `say` hears where the results are kept, once the input is
-    good, then one line per run (and, with `checks`, each check of each run).
+    folder) and judge them. It logs (`interpreters.logs`) where the results are kept, once
+    the input is good, then one line per run; with `checks`, each grading's own log (each
+    check of each run) is shown on its worker's stderr.
 
     The project graded is `repo`, else each task's `source`, read as root only when the
     account the task speaks for could read it (`interpreters.batch.jobs.task_repo`);
@@ -218,16 +221,16 @@ def verify_tasks(
         refused = task_problems(subject.task)
         if refused:
             config = subject.folder / "config.yaml"
-            say(f"warning: {config}: SSEBench's task model would refuse it: {'; '.join(refused)}")
-    options = _Options(
-        workers, engine, ray_address, timeout, script_timeout, runner_user, say, scripts
-    )
+            _log.warning(
+                "warning: %s: SSEBench's task model would refuse it: %s", config, "; ".join(refused)
+            )
+    options = _Options(workers, engine, ray_address, timeout, script_timeout, runner_user, scripts)
     try:
         with staged_tasks([s.folder for s in subjects], stage=runner.isolated) as copies:
             for subject in subjects:
                 subject.graded = copies[subject.folder]
             folders = _results(results)
-            say(f"results kept in {folders.root}")
+            _log.info("results kept in %s", folders.root)
             try:
                 return _verify(
                     subjects, folders, repeat, grade or HeldGrade(folders.token, checks), options
@@ -256,7 +259,6 @@ class _Options:
     timeout: int
     script_timeout: int | None
     runner_user: str | None
-    say: Callable[[str], None]
     scripts: ScriptOptions | None = None
 
 
@@ -307,7 +309,7 @@ def _verify(
         try:
             holds[work.key] = folders.prepare((subject.task.id, control, str(n)))
         except (FolderHeld, FolderRefused, OSError) as exc:
-            options.say(f"{subject.task.id} {control} {n}: {exc}")
+            _log.warning("%s %s %s: %s", subject.task.id, control, n, exc)
 
     def on_done(done: Done) -> list[Work]:
         subject, control, n = where[done.key]
@@ -324,16 +326,15 @@ def _verify(
         run = ControlResult(control, n, folder, done.result, done.seconds, checks, guard)
         subject.runs.append(run)
         finished = sum(len(s.runs) for s in subjects)
-        options.say(
-            f"[{finished}/{len(works)}] {subject.task.id} {control} {n}: "
-            f"{done.result.patch_result.status} ({done.seconds:.1f} s)"
-        )
+        status = done.result.patch_result.status
+        run_name = f"{subject.task.id} {control} {n}"
+        _log.info("[%d/%d] %s: %s (%.1f s)", finished, len(works), run_name, status, done.seconds)
         return []
 
     running = make_engine(options.engine, grade, options.workers, options.ray_address)
     try:
         try:
-            driven = drive(running, works, on_done, say=options.say, on_start=start)
+            driven = drive(running, works, on_done, on_start=start)
         finally:
             running.close()
         for key in driven.killed:

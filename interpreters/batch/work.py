@@ -9,9 +9,7 @@ given, as `grade_patch`'s `script_env`, `clean_env`, `script_memory` and `contai
 from __future__ import annotations
 
 import json
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,7 +36,6 @@ class GradeFunction(Protocol):
         runner_user: str | None = ...,
         runtime: RuntimeResult | None = ...,
         force: bool = ...,
-        say: Callable[[str], None] | None = ...,
     ) -> EvaluationResult: ...
 
 
@@ -111,17 +108,6 @@ def _options(scripts: ScriptOptions | None) -> dict[str, Any]:
     }
 
 
-def _checks_said(work: Work) -> Callable[[str], None]:
-    """Progress lines of one grading (a check starts, a check ends with its log), on this
-    worker's stderr, named by the run's results folder."""
-    where = work.results
-
-    def say(message: str) -> None:
-        print(f"{where}: {message}", file=sys.stderr, flush=True)
-
-    return say
-
-
 def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
     try:
         return grade(
@@ -133,7 +119,6 @@ def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
             script_timeout=work.script_timeout,
             runner_user=work.runner_user,
             runtime=work.runtime,
-            say=_checks_said(work),
             **_options(work.scripts),
         )
     except Exception as exc:  # noqa: BLE001 - the job's error belongs in its result.json

@@ -1,8 +1,10 @@
 """The task daemon (SPEC §9) and its clients: the server, the evaluator's remote interpreter,
 and `test-patch`.
 
-Interpreter layer. `service` holds the daemon's behaviour apart from HTTP, `app` the FastAPI
-routes, `server` the listeners and signals, `backend` the real system side, `startup` the
-order in which the daemon starts, `client` the httpx client, `remote` the interpreters that
-answer effects over the API, `commands` the click commands and `console` how they speak.
+Interpreter layer. `service` holds the daemon's behaviour apart from HTTP, one action at a
+time (`turns`), standing on its `ports` (the sessions, the shell, the reads asked as effects);
+`app` the FastAPI routes, `server` the listeners and signals (`accepting` their connections),
+`sessions` and `reads` the real system side, `startup` the order in which the daemon starts
+(through the one set-up), `client` the httpx client, `remote` the interpreters that answer
+effects over the API, `commands` the click commands and `console` the version.
 """

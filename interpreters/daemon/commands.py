@@ -10,28 +10,28 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from interpreters import logs
 from interpreters.daemon.client import DaemonClient, DaemonError
 from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
-from interpreters.real.results import ResultsWriter
-from interpreters.setup import (
-    BadInput,
-    Inputs,
+from interpreters.options import (
     ScriptOptions,
     containment_options,
-    graded,
+    quiet_option,
     repo_option,
     results_option,
     runner_option,
     script_env_options,
     source_option,
     task_option,
+    verbose_option,
 )
+from interpreters.real.results import ResultsWriter
+from interpreters.setup import InputError, Inputs, graded
 from ssegrade.difficulty import LEVELS
 from ssegrade.preview import INTERNAL_FAILURE, preview
 from ssegrade.program import GradeOptions, grade
@@ -130,6 +130,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     "[env SSE_ARCHIVE].",
 )
 @click.option("--openapi", is_flag=True, help="Print the OpenAPI document of the API and exit.")
+@quiet_option("Say only errors on stderr.")
+@verbose_option("Also say how the grading was set up.")
 def daemon(
     *,
     task_dir: Path,
@@ -145,6 +147,8 @@ def daemon(
     agent_user: str,
     archive: Path,
     openapi: bool,
+    quiet: bool,
+    verbose: bool,
     **scripts: Any,
 ) -> None:
     """Run the task daemon: record the baseline, then serve the agent's checks on the
@@ -161,8 +165,15 @@ def daemon(
 
         click.echo(json.dumps(openapi_document(), indent=2))
         return
+    if quiet and verbose:
+        raise click.UsageError("-v and -q cannot be used together")
     # The server libraries load only for this command, not for every `ssegrade` run.
     from interpreters.daemon.startup import Settings, run_daemon  # noqa: PLC0415
+
+    shown = logs.console()
+    if shown is not None:
+        shown.prefix("ssegrade daemon: ")
+        shown.show(logs.level_of(quiet=quiet, verbose=verbose))
 
     run_daemon(
         Settings(
@@ -191,11 +202,15 @@ def _preflight(client: DaemonClient, task: Task) -> None:
         project = client.project()
         asked = client.capabilities()
     except DaemonError as exc:
-        raise BadInput(str(exc)) from exc
+        raise InputError(str(exc)) from exc
     if project.id != task.id:
-        raise BadInput(f"the daemon at {client.where} serves task {project.id!r}, not {task.id!r}")
+        raise InputError(
+            f"the daemon at {client.where} serves task {project.id!r}, not {task.id!r}"
+        )
     if asked.listener != "admin":
-        raise BadInput(f"{client.where} is an agent-facing socket: grading needs the admin socket")
+        raise InputError(
+            f"{client.where} is an agent-facing socket: grading needs the admin socket"
+        )
 
 
 def evaluate_through_daemon(
@@ -206,22 +221,20 @@ def evaluate_through_daemon(
     timeout: int,
     script_timeout: int | None,
     runtime: RuntimeResult,
-    say: Callable[[str], None],
 ) -> EvaluationResult:
-    """Grade with the pure grading program, the bencher effects answered by the daemon on
-    `admin_socket`, the others locally (the source tree is archived, `results` written).
+    """Grade with the pure grading program within `timeout` seconds, the bencher effects
+    answered by the daemon on `admin_socket`, the others locally (the source tree is
+    archived, `results` written); progress and notes are `logging` records.
 
-    A daemon that cannot be reached, or serves another task, is bad input (`click` error, exit
+    A daemon that cannot be reached, or serves another task, is bad input (`InputError`, exit
     2); a failure once grading started ends as an `error` grade, written like any other.
     """
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
         deadline = Deadline.starting(timeout, time.monotonic)
-        writer = ResultsWriter(inputs.source, results, say, check=deadline.check)
+        writer = ResultsWriter(inputs.source, results, check=deadline.check)
         interpreter = RemoteGrading(client, writer, deadline, script_timeout=script_timeout)
-        options = GradeOptions(
-            task=inputs.task, folder=str(inputs.task_dir), timeout=timeout, runtime=runtime
-        )
+        options = GradeOptions(task=inputs.task, folder=str(inputs.task_dir), runtime=runtime)
         return graded(results, runtime, lambda: run(grade(options), interpreter, deadline))
 
 

@@ -1,21 +1,15 @@
-"""How the daemon speaks: progress lines on stderr, and its version.
+"""The version the daemon reports.
 
 Interpreter layer; kept apart so that `commands` (loaded by every `ssegrade` run) and `startup`
-(loaded only by `ssegrade daemon`, with the server libraries) share it.
+(loaded only by `ssegrade daemon`, with the server libraries) share it. The daemon speaks
+through `logging` (`interpreters.logs`), its lines on stderr after `ssegrade daemon: `.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 
-import click
-
-__all__ = ["say", "version"]
-
-
-def say(message: str) -> None:
-    """One progress line of the daemon on stderr."""
-    click.echo(f"ssegrade daemon: {message}", err=True)
+__all__ = ["version"]
 
 
 def version() -> str:

@@ -6,11 +6,11 @@ folder of mode 0700 that only the daemon's user owns. One uvicorn `Server` per l
 one asyncio loop; SIGTERM and SIGINT stop them all: the running action is aborted (its scripts
 killed), a queued one is refused with 503, both sockets are removed, and `serve` returns.
 
-The agent-facing listeners face a hostile client, so connections are accepted here (`_accept`),
-not by asyncio's server: each listener holds at most `CONNECTIONS[kind]` connections at once
-(the next ones wait in the kernel's backlog), so the agent can neither use up the daemon's file
-descriptors nor take the admin socket's places; a connection with no request in flight that
-sends nothing for `idle` seconds is closed; a failing accept is logged at most once a second.
+The agent-facing listeners face a hostile client, so connections are accepted by
+`interpreters.daemon.accepting`, not by asyncio's server: each listener holds at most
+`CONNECTIONS[kind]` connections at once, so the agent can neither use up the daemon's file
+descriptors nor take the admin socket's places, and an idle connection is closed. What it says
+(listening, stopping) are `logging` records.
 """
 
 from __future__ import annotations
@@ -18,20 +18,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import functools
+import logging
 import os
 import signal
 import socket
 import stat
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
 
+from interpreters.daemon.accepting import Slot, accept, guarded
 from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
 
@@ -46,14 +45,14 @@ __all__ = [
     "serve",
 ]
 
+_log = logging.getLogger(__name__)
+
 _BACKLOG = 64
 _GRACE_SECONDS = 30
 CONNECTIONS = {"agent": 64, "admin": 16}
 """Connections each listener holds at once, by kind."""
 IDLE_SECONDS = 30.0
 """A connection with no request in flight that sends nothing this long is closed."""
-_RETRY_SECONDS = 0.05
-"""Pause after a failed accept (out of descriptors, say), so that the loop does not spin."""
 
 
 class SocketError(Exception):
@@ -157,7 +156,7 @@ def bind_tcp(port: int) -> Listening:
 
 class _Server(uvicorn.Server):
     """A uvicorn server that leaves signals to `serve` (several servers share one loop) and
-    connections to `_accept`."""
+    connections to `accept`."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
@@ -168,14 +167,14 @@ class _Server(uvicorn.Server):
         yield
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """Start serving with no listener of its own: `_accept` hands it the connections."""
+        """Start serving with no listener of its own: `accept` hands it the connections."""
         self.servers = []
         self.started = True
         self.ready.set()
 
-    def protocol(self, slot: _Slot, idle: float) -> asyncio.Protocol:
-        """A uvicorn protocol for one accepted connection, guarded by `_Guarded`."""
-        made: asyncio.Protocol = _guarded(self.config.http_protocol_class)(
+    def protocol(self, slot: Slot, idle: float) -> asyncio.Protocol:
+        """A uvicorn protocol for one accepted connection, `guarded`."""
+        made: asyncio.Protocol = guarded(self.config.http_protocol_class)(
             slot,
             idle,
             config=self.config,
@@ -183,118 +182,6 @@ class _Server(uvicorn.Server):
             app_state=self.lifespan.state,
         )
         return made
-
-
-@dataclass
-class _Slot:
-    """One connection's place on its listener: given back once, when the connection ends."""
-
-    free: Callable[[], None]
-    done: bool = False
-
-    def release(self) -> None:
-        """Give the place back (once)."""
-        if not self.done:
-            self.done = True
-            self.free()
-
-
-_GUARDED: dict[type[Any], type[Any]] = {}
-
-
-def _guarded(base: type[Any]) -> type[Any]:
-    """`base` (uvicorn's HTTP protocol) with an idle guard and its place given back at the end."""
-    if base in _GUARDED:
-        return _GUARDED[base]
-
-    class Guarded(base):  # type: ignore[misc]  # uvicorn's class is chosen at run time
-        _sse_heard = False
-        _sse_timer: asyncio.TimerHandle | None = None
-        _sse_transport: asyncio.BaseTransport | None = None
-
-        def __init__(self, slot: _Slot, idle: float, **options: Any) -> None:
-            super().__init__(**options)
-            self._sse_slot = slot
-            self._sse_idle = idle
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            self._sse_transport = transport
-            super().connection_made(transport)
-            self._sse_arm()
-
-        def data_received(self, data: bytes) -> None:
-            self._sse_heard = True
-            super().data_received(data)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._sse_timer is not None:
-                self._sse_timer.cancel()
-            try:
-                super().connection_lost(exc)
-            finally:
-                self._sse_slot.release()
-
-        def _sse_arm(self) -> None:
-            loop = asyncio.get_running_loop()
-            self._sse_timer = loop.call_later(self._sse_idle, self._sse_check)
-
-        def _sse_check(self) -> None:
-            cycle = getattr(self, "cycle", None)
-            busy = cycle is not None and not cycle.response_complete
-            if busy or self._sse_heard:
-                self._sse_heard = False
-                self._sse_arm()
-            elif self._sse_transport is not None:
-                self._sse_transport.close()
-
-    _GUARDED[base] = Guarded
-    return Guarded
-
-
-@dataclass
-class _Throttled:
-    """Says a line at most once per `every` seconds; counts the lines it kept back."""
-
-    say: Callable[[str], None]
-    every: float = 1.0
-    clock: Callable[[], float] = time.monotonic
-    last: float = field(default=float("-inf"))
-    held: int = 0
-
-    def __call__(self, line: str) -> None:
-        now = self.clock()
-        if now - self.last < self.every:
-            self.held += 1
-            return
-        more = f" ({self.held} more like it not shown)" if self.held else ""
-        self.say(line + more)
-        self.last, self.held = now, 0
-
-
-async def _accept(
-    item: Listening, server: _Server, limit: int, idle: float, say: Callable[[str], None]
-) -> None:
-    """Accept the connections of one listener, at most `limit` at once, for `server`."""
-    loop = asyncio.get_running_loop()
-    places = asyncio.Semaphore(limit)
-    complain = _Throttled(say)
-    await server.ready.wait()
-    while True:
-        await places.acquire()
-        slot = _Slot(places.release)
-        try:
-            conn, _address = await loop.sock_accept(item.sock)
-        except OSError as exc:
-            slot.release()
-            complain(f"cannot accept a connection on {item.where}: {exc.strerror or exc}")
-            await asyncio.sleep(_RETRY_SECONDS)
-            continue
-        try:
-            await loop.connect_accepted_socket(functools.partial(server.protocol, slot, idle), conn)
-        except OSError as exc:
-            conn.close()
-            slot.release()
-            complain(f"cannot serve a connection on {item.where}: {exc.strerror or exc}")
 
 
 def _server(app: FastAPI) -> _Server:
@@ -321,9 +208,7 @@ def remove_socket(path: Path | None) -> None:
             path.unlink()
 
 
-async def _serve(
-    service: Service, listening: list[Listening], say: Callable[[str], None], idle: float
-) -> None:
+async def _serve(service: Service, listening: list[Listening], idle: float) -> None:
     servers = [
         _server(create_app(service, "admin" if item.listener == "admin" else "agent"))
         for item in listening
@@ -341,16 +226,23 @@ async def _serve(
     tasks = [asyncio.create_task(server.serve()) for server in servers]
     acceptors = [
         asyncio.create_task(
-            _accept(item, server, CONNECTIONS.get(item.listener, CONNECTIONS["agent"]), idle, say)
+            accept(
+                item.sock,
+                item.where,
+                server.ready,
+                server.protocol,
+                CONNECTIONS.get(item.listener, CONNECTIONS["agent"]),
+                idle,
+            )
         )
         for server, item in zip(servers, listening, strict=True)
     ]
     for item in listening:
-        say(f"listening ({item.listener}) on {item.where}")
+        _log.info("listening (%s) on %s", item.listener, item.where)
     stopper = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait([stopper, *tasks, *acceptors], return_when=asyncio.FIRST_COMPLETED)
-        say(f"stopping ({', '.join(received) or 'a listener ended'})")
+        _log.info("stopping (%s)", ", ".join(received) or "a listener ended")
         service.stop()
         for acceptor in acceptors:
             acceptor.cancel()
@@ -369,7 +261,6 @@ async def _serve(
 def serve(
     service: Service,
     listening: list[Listening],
-    say: Callable[[str], None],
     *,
     idle: float = IDLE_SECONDS,
 ) -> None:
@@ -379,10 +270,10 @@ def serve(
     (or after a grace period). A connection idle for `idle` seconds is closed.
     """
     try:
-        asyncio.run(_serve(service, listening, say, idle))
+        asyncio.run(_serve(service, listening, idle))
     finally:
         if not service.wait_idle(_GRACE_SECONDS):
-            say("an action was still running at exit")
+            _log.warning("an action was still running at exit")
         for item in listening:
             with contextlib.suppress(OSError):
                 item.sock.close()

@@ -4,31 +4,42 @@ Interpreter layer. `Service` owns the two bencher sessions of a task (SPEC §9):
 phase's, whose copies come from the agent's live tree (what `test_patch` tests), and the grading
 session that `POST /prepare_grading` starts, whose copies come from the grading repo once the
 captured patch is applied. It answers the bencher's grading effects with the pure bencher
-programs (`ssegrade.bencher`) over a system interpreter that a `Backend` provides: the real one
-(`interpreters.daemon.backend.LocalBackend`) or a fake one in tests.
+programs (`ssegrade.bencher`) over the system interpreter of each session (`Sessions`: the real
+ones, `interpreters.daemon.sessions.LocalSessions`, or fakes in tests), and reads what its API
+serves as effects too (`DaemonRead`, answered by `reads`: `interpreters.daemon.reads` or a
+fake).
 
-Every request that does work takes its turn (`_work`), so one bencher action (or capture) runs at
-a time; the HTTP layer calls these methods from worker threads. A request waiting for its turn
-is refused as soon as it may no longer run: an agent-facing tool call with 403 once the agent
-phase ends, any one with 503 once the daemon stops; the phase is checked again when the turn
-comes. On the admin socket, once `POST /prepare_grading` has started the grading session, every
-bencher action runs in it, whether the call says `grading` or not (as SSEBench's evaluator
-calls `run_poc`). The agent's `bash` tool has its own shell and lock (`interpreters.daemon.shell`).
+Every request that does work takes its turn (`interpreters.daemon.turns`), so one bencher action
+(or capture) runs at a time; the HTTP layer calls these methods from worker threads. A request
+waiting for its turn is refused as soon as it may no longer run: an agent-facing tool call with
+403 once the agent phase ends, any one with 503 once the daemon stops; the phase is checked again
+when the turn comes. On the admin socket, once `POST /prepare_grading` has started the grading
+session, every bencher action runs in it, whether the call says `grading` or not (as SSEBench's
+evaluator calls `run_poc`). The agent's `bash` tool has its own shell and lock
+(`interpreters.daemon.shell`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
-from ssegrade.bencher import BenchSession, bench, observe, prepare
+from interpreters.daemon.ports import MAX_TASK_FILE, Sessions, Shell, ShellError, ask
+from interpreters.daemon.turns import Session, Turns
+from ssegrade.bencher import BenchSession, bench, observe, prepare, task_path
 from ssegrade.difficulty import Level
-from ssegrade.effects import Action, CaptureError, ScriptResult
+from ssegrade.effects import (
+    Action,
+    CaptureTree,
+    ChangedFiles,
+    ReadArtifact,
+    ReadDialog,
+    ReadTaskFile,
+    ScriptResult,
+)
 from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     ADMIN_ONLY,
@@ -59,7 +70,9 @@ from ssegrade.result import EvaluationResult, parse_result
 from ssegrade.run import Interpreter, run
 from ssegrade.task import Task
 
-__all__ = ["Backend", "Refused", "Service"]
+__all__ = ["Refused", "Service"]
+
+_log = logging.getLogger(__name__)
 
 
 class Refused(Exception):
@@ -73,61 +86,6 @@ class Refused(Exception):
         self.reason = reason
 
 
-class Backend(Protocol):
-    """The system side of a daemon: system interpreters for the two sessions, and files."""
-
-    def agent_system(self, limit: float) -> Interpreter:
-        """The system interpreter of the agent phase (copies from the live tree); each script
-        it runs gets at most `limit` seconds."""
-        ...
-
-    def begin_grading(self) -> None:
-        """Start the grading session: kill every runner process and discard the agent phase's
-        scratch area and caches. Called once, before the first `grading_system`."""
-        ...
-
-    def grading_system(self, limit: float) -> Interpreter:
-        """The system interpreter of the grading session (copies from the grading repo)."""
-        ...
-
-    def abort(self) -> None:
-        """Kill the runner's processes, so that the script running now ends at once."""
-        ...
-
-    def live_patch(self) -> Result[bytes, CaptureError]:
-        """Capture the live tree against the baseline, as grading would (no proof, no files)."""
-        ...
-
-    def live_files(self) -> Result[bytes, CaptureError]:
-        """The files the live tree changes against the baseline, as `git diff-tree -r -z
-        --raw --numstat --no-renames` lists them (staged as grading would)."""
-        ...
-
-    def results_file(self, name: str) -> bytes | None:
-        """A file of the results folder, or None when it does not exist."""
-        ...
-
-    def reference_patch(self) -> bytes | None:
-        """The task's reference fix (`files.patch`), or None when the task has none."""
-        ...
-
-    def task_text(self, path: str) -> str:
-        """A file of the task folder (config path) as text; the empty text when unreadable."""
-        ...
-
-    def dialog(self) -> bytes | None:
-        """The agent side's dialog file (`dialog.jsonl`), or None when there is none."""
-        ...
-
-    def shell(self, command: str, limit: float) -> ScriptResult:
-        """Run a command in the agent's persistent shell; `ShellError` when it cannot."""
-        ...
-
-    def close_shell(self) -> None:
-        """Kill the agent's shell for good."""
-        ...
-
-
 NOT_PREPARED = "grading is not prepared: POST /prepare_grading first"
 STOPPING = "the daemon is stopping"
 
@@ -139,19 +97,17 @@ class Service:
     task: Task
     folder: str
     level: Level
-    backend: Backend
+    sessions: Sessions
+    reads: Interpreter
     version: str
+    shell: Shell | None = None
     source: str = ""
     script_timeout: float = 3600.0
-    say: Callable[[str], None] = field(default=lambda _line: None, repr=False)
     agent_phase: bool = True
     stopping: bool = False
-    _turn: threading.Condition = field(default_factory=threading.Condition, repr=False)
-    _busy: bool = field(default=False, init=False, repr=False)
-    _admins_waiting: int = field(default=0, init=False, repr=False)
+    _turns: Turns = field(default_factory=Turns, init=False, repr=False)
     _agent: BenchSession = field(init=False, repr=False)
     _grading: BenchSession | None = field(default=None, init=False, repr=False)
-    _running: Literal["agent", "grading"] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._agent = BenchSession(task=self.task, folder=self.folder)
@@ -164,37 +120,11 @@ class Service:
         if tool:
             self._agent_tools_open(listener)
 
-    @contextmanager
     def _work(
-        self,
-        listener: Listener,
-        session: Literal["agent", "grading"] | None = None,
-        *,
-        tool: bool = True,
-    ) -> Iterator[None]:
-        """Wait for this request's turn, then hold it; refused while waiting as soon as the
-        request may no longer run (a `tool` call closes with the agent phase), and checked
-        again when the turn comes."""
-        with self._turn:
-            self._may_run(listener, tool)
-            waiting = listener == "admin"
-            self._admins_waiting += waiting
-            try:
-                # The admin socket goes first: an agent's queued requests never delay grading.
-                while self._busy or (listener == "agent" and self._admins_waiting):
-                    self._turn.wait()
-                    self._may_run(listener, tool)
-            finally:
-                self._admins_waiting -= waiting
-            self._busy = True
-            self._running = session
-        try:
-            yield
-        finally:
-            with self._turn:
-                self._busy = False
-                self._running = None
-                self._turn.notify_all()
+        self, listener: Listener, session: Session | None = None, *, tool: bool = True
+    ) -> AbstractContextManager[None]:
+        """This request's turn (a `tool` call closes with the agent phase)."""
+        return self._turns.take(listener, session, lambda: self._may_run(listener, tool))
 
     def admin_only(self, listener: Listener) -> None:
         """Refuse (403) an admin-only endpoint reached on an agent-facing listener."""
@@ -220,6 +150,30 @@ class Service:
 
     # ------------------------------------------------------------------ read-only views
 
+    def results_file(self, name: str) -> bytes | None:
+        """A file of the results folder, or None when it does not exist."""
+        return ask(self.reads, ReadArtifact(name))
+
+    def task_text(self, path: str) -> str:
+        """A file of the task folder (config path) as text (U+FFFD for odd bytes); the empty
+        text when unreadable."""
+        read = ask(self.reads, ReadTaskFile(task_path(self.folder, path), MAX_TASK_FILE))
+        return read.unwrap().decode("utf-8", "replace") if isinstance(read, Success) else ""
+
+    def reference(self) -> bytes | None:
+        """The task's reference fix (`files.patch`), or None when it has none or it cannot
+        be read."""
+        if self.task.files.patch is None:
+            return None
+        read = ask(
+            self.reads, ReadTaskFile(task_path(self.folder, self.task.files.patch), MAX_TASK_FILE)
+        )
+        return read.unwrap() if isinstance(read, Success) else None
+
+    def dialog(self) -> bytes | None:
+        """The agent side's dialog file (`dialog.jsonl`), or None when there is none."""
+        return ask(self.reads, ReadDialog())
+
     def version_info(self) -> VersionReply:
         """`GET /version`."""
         return VersionReply(version=self.version)
@@ -234,7 +188,7 @@ class Service:
 
     def result(self) -> EvaluationResult:
         """`GET /result`: the grade in the results folder (404 before one is written)."""
-        data = self.backend.results_file("result.json")
+        data = self.results_file("result.json")
         if data is None:
             raise Refused(404, "no result yet: grading has not written result.json")
         parsed = parse_result(data)
@@ -246,7 +200,7 @@ class Service:
         """`GET /final_diff`: the patch grading captured (404 before `prepare_grading`)."""
         data = None
         if self._grading is not None and self._grading.prepared is not None:
-            data = self.backend.results_file("final.patch")
+            data = self.results_file("final.patch")
         if data is None:
             raise Refused(404, "no final diff yet: grading has not captured the patch")
         return encode_patch(data)
@@ -254,7 +208,7 @@ class Service:
     def reference_patch(self, listener: Listener) -> DiffText:
         """`GET /reference/patch` (admin only): the task's reference fix."""
         self.admin_only(listener)
-        data = self.backend.reference_patch()
+        data = self.reference()
         if data is None:
             raise Refused(404, "the task has no reference patch")
         return encode_patch(data)
@@ -265,16 +219,16 @@ class Service:
         """`GET /diff`: the live tree's patch against the baseline, as grading captures it
         (on every listener, in either phase)."""
         with self._work(listener, tool=False):
-            captured = self.backend.live_patch()
+            captured = ask(self.reads, CaptureTree())
         if isinstance(captured, Failure):
             raise Refused(500, captured.failure().message)
-        return encode_patch(captured.unwrap())
+        return encode_patch(captured.unwrap().patch)
 
     def files(self, listener: Listener) -> FilesReply:
         """`GET /files`: the paths the live patch changes, with how, as git lists them (on
         every listener, in either phase)."""
         with self._work(listener, tool=False):
-            listed = self.backend.live_files()
+            listed = ask(self.reads, ChangedFiles())
         if isinstance(listed, Failure):
             raise Refused(500, listed.failure().message)
         found = changed_files(listed.unwrap())
@@ -305,15 +259,15 @@ class Service:
                 session = self._grading
                 if session is None or not isinstance(session.prepared, Success):
                     return ScriptResult(code=-1, stderr=NOT_PREPARED)
-                system = self.backend.grading_system(limit)
+                system = self.sessions.grading(limit)
             else:
                 session = self._agent
-                system = self.backend.agent_system(limit)
+                system = self.sessions.agent(limit)
             result = run(bench(session, action, poc.unwrap()), system)
         what = f"{action} {poc.unwrap()}" if poc.unwrap() else action
         where = "grading session" if grading else "live tree"
         how = "killed" if result.killed else f"exit {result.code}"
-        self.say(f"{listener}: {what} on the {where}: {how} ({result.seconds:.1f}s)")
+        _log.info("%s: %s on the %s: %s (%.1fs)", listener, what, where, how, result.seconds)
         return bencher_reply(result, listener)
 
     def bash(self, listener: Listener, command: str) -> ScriptResult:
@@ -322,8 +276,10 @@ class Service:
         self._refuse_tool(listener, None, grading=False)
         if self.stopping:
             raise Refused(503, STOPPING)
-        result = self.backend.shell(command, self.script_timeout)
-        self.say(f"{listener}: bash: exit {result.code}")
+        if self.shell is None:
+            raise ShellError("the daemon has no bash tool")
+        result = self.shell.run(command, self.script_timeout)
+        _log.info("%s: bash: exit %s", listener, result.code)
         return result
 
     def prepare_grading(
@@ -337,13 +293,13 @@ class Service:
         self.admin_only(listener)
         with self._work(listener, "grading"):
             if self._grading is None:
-                self.backend.begin_grading()
+                self.sessions.begin_grading()
                 self._grading = BenchSession(task=self.task, folder=self.folder)
                 self._agent = BenchSession(task=self.task, folder=self.folder)
-            system = self.backend.grading_system(self.script_timeout)
+            system = self.sessions.grading(self.script_timeout)
             prepared = run(prepare(self._grading), system)
         reply = prepare_reply(prepared)
-        self.say(f"prepare_grading: {reply.outcome}")
+        _log.info("prepare_grading: %s", reply.outcome)
         return reply
 
     def observe_guard(self, listener: Listener) -> GuardFacts:
@@ -354,8 +310,8 @@ class Service:
             session = self._grading
             if session is None or not isinstance(session.prepared, Success):
                 raise Refused(404, NOT_PREPARED)
-            facts = run(observe(session), self.backend.grading_system(self.script_timeout))
-        self.say(f"guard: observed {len(facts.pocs)} PoC files")
+            facts = run(observe(session), self.sessions.grading(self.script_timeout))
+        _log.info("guard: observed %d PoC files", len(facts.pocs))
         return facts
 
     def agent_exited(self, listener: Listener) -> AgentExitedReply:
@@ -363,29 +319,32 @@ class Service:
         the agent's shell and abort an agent action still running. Calling it again changes
         nothing."""
         self.admin_only(listener)
-        with self._turn:
-            self.agent_phase = False
-            self._turn.notify_all()  # agent requests waiting for their turn are refused now
-            running = self._running
-        self.say("the agent exited: agent-facing tools are closed")
-        self.backend.close_shell()
+        running = self._turns.change(self._close_agent_phase)  # waiting agent calls: refused
+        _log.info("the agent exited: agent-facing tools are closed")
+        self._close_shell()
         if running == "agent":
-            self.backend.abort()
+            self.sessions.abort()
         return AgentExitedReply()
 
     # ------------------------------------------------------------------ shutdown
 
     def stop(self) -> None:
         """Refuse new actions and abort the one running now (SIGTERM, SIGINT)."""
-        with self._turn:
-            self.stopping = True
-            self._turn.notify_all()  # requests waiting for their turn are refused now
-            running = self._running
-        self.backend.close_shell()
+        running = self._turns.change(self._stop)  # requests waiting for their turn: refused
+        self._close_shell()
         if running is not None:
-            self.backend.abort()
+            self.sessions.abort()
+
+    def _close_shell(self) -> None:
+        if self.shell is not None:
+            self.shell.close()
+
+    def _close_agent_phase(self) -> None:
+        self.agent_phase = False
+
+    def _stop(self) -> None:
+        self.stopping = True
 
     def wait_idle(self, seconds: float) -> bool:
         """Wait until no action runs (at most `seconds`); whether it is idle now."""
-        with self._turn:
-            return self._turn.wait_for(lambda: not self._busy, timeout=seconds)
+        return self._turns.wait_idle(seconds)

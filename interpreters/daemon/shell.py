@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from interpreters.daemon.ports import ShellError
 from interpreters.real.runner.environment import SECRET_NAMES
 from ssegrade.answers import ScriptResult
 
@@ -42,10 +43,6 @@ MAX_OUTPUT = 4 << 20
 
 DIED = "bash process has died"
 """SSEBench's message for a call after the shell ended."""
-
-
-class ShellError(Exception):
-    """The shell cannot take the command; the message is one line (a 500 on the wire)."""
 
 
 @dataclass(frozen=True, slots=True)

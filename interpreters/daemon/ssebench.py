@@ -66,7 +66,7 @@ def metadata(service: Service) -> WireMetadata:
     paths = [p for p in (task.scripts.build, task.scripts.test) if p is not None]
     if described is not None:
         paths += described.crash_report
-    texts = {path: service.backend.task_text(path) for path in paths}
+    texts = {path: service.task_text(path) for path in paths}
     return wire_metadata(task, service.folder, service.source, texts)
 
 
@@ -148,21 +148,21 @@ def files(service: Service, listener: Listener) -> WireFiles:
 
 def result(service: Service) -> dict[str, Any]:
     """`GET /result`: `{"available": false}` until the grade can be read."""
-    return wire_result(service.backend.results_file("result.json"))
+    return wire_result(service.results_file("result.json"))
 
 
 def final_diff(service: Service) -> WireDiff:
     """`GET /final_diff`: the patch `POST /prepare_grading` saved; empty before."""
-    return WireDiff(diff=_text(service.backend.results_file("final.patch")))
+    return WireDiff(diff=_text(service.results_file("final.patch")))
 
 
 def reference_patch(service: Service, listener: Listener) -> WireDiff:
     """`GET /reference/patch` (admin only): the task's reference fix; empty when it has none."""
     service.admin_only(listener)
-    return WireDiff(diff=_text(service.backend.reference_patch()))
+    return WireDiff(diff=_text(service.reference()))
 
 
 def dialog(service: Service, since: int | None) -> WireDialog:
     """`GET /agent/dialog?since=N`: the dialog entries whose `seq` is above `since`."""
-    text = _text(service.backend.dialog())
+    text = _text(service.dialog())
     return WireDialog(entries=dialog_entries(text, -1 if since is None else since))

@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
@@ -36,15 +35,12 @@ from ssegrade import (
     Capture,
     CaptureError,
     CaptureTree,
-    CheckFinished,
     CheckPatch,
-    CheckStarted,
     Deadline,
     Discard,
     Effect,
     FreshCopy,
     NewSession,
-    Notify,
     ProvePatch,
     ReadTaskFile,
     RunScript,
@@ -53,23 +49,21 @@ from ssegrade import (
     Staged,
     StageFiles,
     StageItem,
-    SystemEffect,
     TimeLimitReached,
     Unstage,
     Workspace,
     WriteArtifact,
-    WriteGuard,
-    WriteResult,
 )
+from ssegrade.effects import ResultsEffect, WorkEffect
 
 __all__ = ["LocalSystem", "Places"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Places:
-    """Where a grading works: the task, the agent's tree and its baseline (none when a
-    recorded patch is graded), the grading repo, the results folder, a scratch folder for
-    copies and staged files, and the task's support folders."""
+    """Where a grading works, each named: the task, the agent's tree and its baseline (none
+    when a recorded patch is graded), the grading repo, the results folder, a scratch folder
+    for copies and staged files, and the task's support folders."""
 
     task: Path
     source: Path | None
@@ -93,8 +87,6 @@ class LocalSystem:
     runner: Runner
     deadline: Deadline | None = None
     script_timeout: float | None = None
-    say: Callable[[str], None] = print
-    started: Callable[[str], None] | None = None
     env: EnvPolicy | None = None
     memory: int | None = None
     containment: ContainmentPolicy | None = None
@@ -110,9 +102,7 @@ class LocalSystem:
     _ahead: WorkAhead | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self._writer = ResultsWriter(
-            self.places.source, self.places.results, self.say, self.started, self._check
-        )
+        self._writer = ResultsWriter(self.places.source, self.places.results, self._check)
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
         self.places.scratch.chmod(0o711)
@@ -133,7 +123,7 @@ class LocalSystem:
                 self.copies,
             )
 
-    def log_notes(self, notes: list[str]) -> None:
+    def log_notes(self, notes: Sequence[str]) -> None:
         """Keep notes said before grading began (warnings about its inputs) in the log."""
         for message in notes:
             self._writer.note(message)
@@ -190,9 +180,9 @@ class LocalSystem:
         if self.deadline is not None:
             self.deadline.check()
 
-    def _until(self) -> float | None:
-        """The deadline as a `time.monotonic()` instant: when git commands are killed."""
-        return None if self.deadline is None else time.monotonic() + self.deadline.left()
+    def _until(self) -> Deadline | None:
+        """When git commands are killed: at the deadline, on its own clock."""
+        return self.deadline
 
     def _write_log(self, label: str, command: str, text: str) -> str:
         path = self._log_path(label)
@@ -209,12 +199,16 @@ class LocalSystem:
     # -------------------------------------------------------------- effects
 
     def __call__(self, effect: Effect[Any]) -> object:
-        """Answer one system effect."""
-        if not isinstance(effect, SystemEffect):
+        """Answer one system effect: the results' with its `ResultsWriter`, the others here."""
+        if isinstance(effect, ResultsEffect):
+            if isinstance(effect, Archive) and self._ahead is not None:
+                self._ahead.checks_over()
+            return self._writer(effect)
+        if not isinstance(effect, WorkEffect):
             raise TypeError(f"not a system effect: {effect!r}")
         return self._answer(effect)
 
-    def _answer(self, effect: SystemEffect) -> object:
+    def _answer(self, effect: WorkEffect) -> object:
         match effect:
             case NewSession():
                 self.stop()
@@ -246,14 +240,8 @@ class LocalSystem:
             case Discard(workspace=workspace):
                 self._remove(Path(workspace.path))
                 return None
-            case Archive():
-                if self._ahead is not None:
-                    self._ahead.checks_over()
-                return self._writer(effect)
             case ReadTaskFile() | ScanObjects():
                 return answer_observation(effect, self.places.repo, self.deadline)
-            case CheckStarted() | CheckFinished() | Notify() | WriteResult() | WriteGuard():
-                return self._writer(effect)
             case _:
                 assert_never(effect)
 

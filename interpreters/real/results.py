@@ -1,6 +1,8 @@
-"""What the evaluator writes into the results folder (interpreter layer): progress lines,
-`checks.jsonl`, `logs/notes.log`, the archive of the source tree, `result.json` and the patch
-guard's `guard.json` (with its `guard` record in `checks.jsonl`).
+"""What the evaluator writes into the results folder (interpreter layer): `checks.jsonl`,
+`logs/notes.log`, the archive of the source tree, `result.json` and the patch guard's
+`guard.json` (with its `guard` record in `checks.jsonl`); and what it says meanwhile, as
+`logging` records (`interpreters.logs`): a progress line at INFO when a check begins (marked
+`running`) and ends, a note at WARNING.
 
 Every write is safe against links planted in the results folder: appends never follow one,
 whole files are written atomically. The archive never holds the grade back: it is written by a
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -22,6 +25,7 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
+from interpreters.logs import running
 from interpreters.real import files
 from interpreters.real.objects import read_start
 from ssegrade import (
@@ -36,6 +40,7 @@ from ssegrade import (
     WriteGuard,
     WriteResult,
 )
+from ssegrade.effects import ResultsEffect
 from ssegrade.guard import GuardReport
 from ssegrade.program import GradingInterrupted
 
@@ -54,6 +59,7 @@ __all__ = [
 
 ARCHIVE_NAME = "source.tar.gz"
 GUARD_NAME = "guard.json"
+_log = logging.getLogger(__name__)
 MAX_GUARD = 16 << 20
 """A larger `guard.json` is not read back (its flags list at most 50 paths each)."""
 
@@ -112,9 +118,6 @@ def guard_record(report: GuardReport, where: str) -> dict[str, Any]:
     return {**asdict(record), "flags": list(report.kinds)}
 
 
-Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult | WriteGuard
-
-
 def _append(path: Path, text: str) -> None:
     """Append `text` to `path`, never through a link planted in its place."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -129,14 +132,11 @@ def _append(path: Path, text: str) -> None:
 
 @dataclass(slots=True)
 class ResultsWriter:
-    """Answers the grading effects that stay with the evaluator: the archive of the source tree,
-    `checks.jsonl` and progress lines, notes, and `result.json`."""
+    """Answers the grading effects that stay with the evaluator (`ResultsEffect`): the
+    archive of the source tree, `checks.jsonl` and progress lines, notes, and `result.json`."""
 
     source: Path | None
     results: Path
-    say: Callable[[str], None] = print
-    started: Callable[[str], None] | None = None
-    """Shows that a check began (e.g. a live elapsed time); default: a line through `say`."""
     check: Callable[[], None] = lambda: None
     """Raises `TimeLimitReached` once the grading's deadline has passed: the archive stops."""
     _archive: files.ArchiveProcess | None = field(init=False, default=None)
@@ -149,7 +149,7 @@ class ResultsWriter:
 
     def _not_archived(self, why: object) -> None:
         message = f"{ARCHIVE_NAME} not written: {why}"
-        self.say(message)
+        _log.warning(message)
         self.note(message)
 
     def start_archive(self) -> None:
@@ -189,7 +189,7 @@ class ResultsWriter:
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer `Archive` (the archive under way: finished once `result.json` is written),
         `CheckStarted`, `CheckFinished`, `Notify`, `WriteResult` or `WriteGuard`."""
-        if not isinstance(effect, Reported):
+        if not isinstance(effect, ResultsEffect):
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
             case Archive():
@@ -201,16 +201,15 @@ class ResultsWriter:
                 self._asked = True
                 return Success(None)  # under way; waited for once result.json is written
             case CheckStarted(name=name, poc=poc):
-                label = check_label(name, poc)
-                (self.started or self.say)(f"{label}: running…")
+                _log.info("%s: running…", check_label(name, poc), extra=running())
                 return None
             case CheckFinished(record=record):
                 line = json.dumps(asdict(record), separators=(",", ":")) + "\n"
                 _append(self.results / "checks.jsonl", line)
-                self.say(describe_check(record))
+                _log.info(describe_check(record))
                 return None
             case Notify(message=message):
-                self.say(message)
+                _log.warning(message)
                 self.note(message)
                 return None
             case WriteResult(result=result):
@@ -226,7 +225,7 @@ class ResultsWriter:
                 files.atomic_write(path, report.to_json())
                 line = json.dumps(guard_record(report, str(path)), separators=(",", ":"))
                 _append(self.results / "checks.jsonl", line + "\n")
-                self.say(describe_guard(report, str(path)))
+                _log.info(describe_guard(report, str(path)))
                 return None
             case _:
                 assert_never(effect)

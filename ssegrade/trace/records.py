@@ -53,6 +53,16 @@ class TraceHeader(BaseModel):
     version: int = TRACE_VERSION
     options: GradeOptions
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_timeout(cls, data: Any) -> Any:
+        """A trace written while `GradeOptions` carried the time limit (it now lives in the
+        `Deadline` alone, and a `TimeLimitReached` step says it) reads all the same."""
+        options = data.get("options") if isinstance(data, dict) else None
+        if isinstance(options, dict) and "timeout" in options:
+            data = {**data, "options": {k: v for k, v in options.items() if k != "timeout"}}
+        return data
+
 
 _STEP_ORDER = ("step", "kind", "effect", "answer", "raised")
 

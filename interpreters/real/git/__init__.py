@@ -14,6 +14,7 @@ it.
 | `proof` | the fidelity proof of a captured patch |
 | `apply` | `git apply` of a patch or a diff in a tree, with a neutral `GIT_DIR` |
 | `changes` | the files a tree changes against the base |
+| `identity` | whether a grading repo is exactly one commit (its HEAD's tree) |
 
 The `GIT_DIR` of every command is one of ours, never the agent's `.git`, so nothing of the
 agent's configuration (fsmonitor, external diff, filters, hooks) can run. The only git process
@@ -28,6 +29,7 @@ from interpreters.real.git.apply import apply_diff, apply_patch, check_patch
 from interpreters.real.git.capture_tree import capture
 from interpreters.real.git.changes import changed_files
 from interpreters.real.git.command import GitFailure
+from interpreters.real.git.identity import clean_tree
 from interpreters.real.git.proof import prove
 from interpreters.real.git.repository import (
     REPO_COPY,
@@ -47,6 +49,7 @@ __all__ = [
     "changed_files",
     "check_patch",
     "checkout_baseline",
+    "clean_tree",
     "load_baseline",
     "prove",
     "record_baseline",

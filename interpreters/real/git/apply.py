@@ -15,6 +15,7 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real.git.command import GitError, Ids, lay_out, scratch, why
 from ssegrade.effects import ApplyError
+from ssegrade.run import Deadline
 
 
 def _neutral_apply(
@@ -23,7 +24,7 @@ def _neutral_apply(
     *,
     stdin: bytes | None,
     run_as: Ids | None,
-    until: float | None,
+    until: Deadline | None,
 ) -> Result[None, ApplyError]:
     """`git apply` in `tree` with a neutral `GIT_DIR`: an empty repo with our config and
     attributes, so that neither the tree's attributes nor any `apply.*` setting change bytes."""
@@ -47,7 +48,7 @@ _PATCH_OPTIONS = ("--binary", "--whitespace=nowarn", "--allow-empty")
 
 
 def check_patch(
-    repo: Path, patch: bytes, *, until: float | None = None
+    repo: Path, patch: bytes, *, until: Deadline | None = None
 ) -> Result[None, ApplyError]:
     """Check that the patch applies to the grading repo (`git apply --check`, with a neutral
     `GIT_DIR`), without changing it; `ApplyError.log` is git's message. Killed at `until`."""
@@ -65,7 +66,7 @@ def apply_patch(
     patch: bytes,
     *,
     run_as: tuple[int, int] | None = None,
-    until: float | None = None,
+    until: Deadline | None = None,
 ) -> Result[None, ApplyError]:
     """Apply the patch in `tree` (a fresh copy of the grading repo): `git apply --binary
     --whitespace=nowarn --allow-empty`, with a neutral `GIT_DIR`, optionally as the given
@@ -80,7 +81,7 @@ def apply_diff(
     diff: Path,
     *,
     run_as: tuple[int, int] | None = None,
-    until: float | None = None,
+    until: Deadline | None = None,
 ) -> Result[None, ApplyError]:
     """`git apply -p1` of the hidden tests diff inside a check's workspace, with a neutral
     `GIT_DIR`, optionally as the given uid/gid (no supplementary groups). Killed at `until`."""

@@ -25,6 +25,7 @@ from interpreters.real.git.command import (
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import split_z, stage
 from ssegrade.effects import Capture, CaptureError
+from ssegrade.run import Deadline
 
 DIFF_OPTIONS = (
     "-p",
@@ -41,7 +42,7 @@ DIFF_OPTIONS = (
 
 
 def capture(
-    source: Path, baseline: Baseline, *, until: float | None = None, rehash: bool = False
+    source: Path, baseline: Baseline, *, until: Deadline | None = None, rehash: bool = False
 ) -> Result[Capture, CaptureError]:
     """Capture the patch from the baseline's base to `source` as it is now (SPEC §4).
 
@@ -49,7 +50,7 @@ def capture(
     ids, the agent's commit messages since the initial commit, and the paths git left out.
     Only the files whose stat data changed since the baseline are hashed, when it kept its
     index; with `rehash`, every file is (the same capture, at the cost of the whole tree).
-    Every git command is killed at `until` (a `time.monotonic()` instant), failing the capture.
+    Every git command is killed when `until` (a deadline) has passed, failing the capture.
     """
     source = Path(os.path.abspath(source))
     if not source.is_dir():

@@ -18,7 +18,6 @@ import pwd
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import sh
 
 from interpreters.real.runner.guarding import scratch_folder
+from ssegrade.run import Deadline
 
 ATTRIBUTES = b"* -text -eol -crlf -ident -filter -working-tree-encoding !diff -merge -whitespace\n"
 """`info/attributes` of every private repository: no `.gitattributes` can change recorded bytes."""
@@ -129,11 +129,11 @@ def _timed_out(limit: float) -> bytes:
     return f"fatal: killed after {limit:.0f}s (time limit)".encode()
 
 
-def _limit(until: float | None) -> float:
-    """Seconds a git command may take: until `until` (a `time.monotonic()` instant)."""
+def _limit(until: Deadline | None) -> float:
+    """Seconds a git command may take: what is left before `until`, on its own clock."""
     if until is None:
         return TIMEOUT_SECONDS
-    return min(TIMEOUT_SECONDS, until - time.monotonic())
+    return min(TIMEOUT_SECONDS, until.left())
 
 
 def _hermetic_path() -> str:
@@ -159,7 +159,8 @@ class Scratch:
 
     `top` is ours (mode 0711); `home` is the empty read-only HOME; `work` is writable by
     `reader`, the user the tree-reading commands run as (`None`: ourselves). Every command
-    is killed at `until` (a `time.monotonic()` instant; `None`: after `TIMEOUT_SECONDS`).
+    is killed when `until` has passed (the grading's deadline, read on its own clock; `None`:
+    after `TIMEOUT_SECONDS`).
     """
 
     top: Path
@@ -167,7 +168,7 @@ class Scratch:
     work: Path
     reader: Ids | None
     counter: Iterator[int]
-    until: float | None = None
+    until: Deadline | None = None
 
     def environment(
         self,
@@ -275,7 +276,7 @@ class Scratch:
 
 
 @contextlib.contextmanager
-def scratch(reader: Ids | None = None, until: float | None = None) -> Iterator[Scratch]:
+def scratch(reader: Ids | None = None, until: Deadline | None = None) -> Iterator[Scratch]:
     """A fresh `Scratch` folder, removed on exit; `reader` gets its `work` part."""
     top = scratch_folder("git")  # named for this process: removed even after a kill -9
     try:

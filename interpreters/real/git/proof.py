@@ -11,10 +11,11 @@ from returns.result import Failure, Result, Success
 from interpreters.real.git.command import GitError, lay_out, scratch, why
 from interpreters.real.git.repository import Baseline
 from ssegrade.effects import CaptureError
+from ssegrade.run import Deadline
 
 
 def prove(
-    baseline: Baseline, patch: bytes, base_tree: str, *, until: float | None = None
+    baseline: Baseline, patch: bytes, base_tree: str, *, until: Deadline | None = None
 ) -> Result[str, CaptureError]:
     """The fidelity proof: apply `patch` to `base_tree` in a scratch index; answer the tree id.
 
