@@ -10,8 +10,8 @@ The daemon's protocol (its documents and request rules) is `ssegrade.protocol`. 
 """
 
 from ssegrade.batch import Job, JobProblem, Tally, job_digest, parse_jobs, summary_document
+from ssegrade.batch.verify import ControlRun, Verification, judge
 from ssegrade.bencher import BenchSession, bench, bencher_interpreter, is_blank, prepare, task_path
-from ssegrade.difficulty import LEVELS, Level, allowed, parse_difficulty
 from ssegrade.effects import (
     Action,
     ApplyDiff,
@@ -58,7 +58,9 @@ from ssegrade.effects import (
 from ssegrade.guard import Flag, GuardFacts, GuardReport, ObjectScan, guard, guard_schema
 from ssegrade.preview import PreviewReport, PreviewResult, preview, render
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS, Level, allowed, parse_difficulty
 from ssegrade.report import Report, RunRecord, aggregate, compare, compare_all, parse_run
+from ssegrade.report.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
 from ssegrade.result import (
     EvaluationResult,
     PatchResult,
@@ -70,7 +72,6 @@ from ssegrade.result import (
     status_of,
 )
 from ssegrade.run import Deadline, Interpreter, Observer, run
-from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
 from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
 from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
 from ssegrade.verdict import (
@@ -84,7 +85,6 @@ from ssegrade.verdict import (
     bound_log,
     decide,
 )
-from ssegrade.verify import ControlRun, Verification, judge
 
 __all__ = [
     "LEVELS",

@@ -18,9 +18,9 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
 from interpreters.daemon.shell import ShellError
 from interpreters.fake import FakeWorld
-from ssegrade.difficulty import LEVELS, Level
 from ssegrade.effects import CaptureError, ScriptResult
 from ssegrade.protocol import PREFIX
+from ssegrade.protocol.difficulty import LEVELS, Level
 from ssegrade.run import Interpreter
 from ssegrade.task import Task
 

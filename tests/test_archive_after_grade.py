@@ -29,8 +29,8 @@ from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld
 from interpreters.real.results import ResultsWriter
 from ssegrade import Archive, EvaluationResult, RuntimeResult, TimeLimitReached, WriteResult
-from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.run import Deadline, run
 from ssegrade.verdict import Crashed, escaped
 from tests.fakedaemon import FOLDER, TASK, FakeBackend

@@ -1,4 +1,4 @@
-"""`batch.json`: the pure document (`ssegrade.batch_summary`) as properties, the rule of
+"""`batch.json`: the pure document (`ssegrade.batch.summary`) as properties, the rule of
 which finished runs are graded again, and the file a real batch writes (atomically, at the
 end and on interrupt, never through a link planted in its place)."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from interpreters.batch import run_batch
-from ssegrade.batch_summary import (
+from ssegrade.batch.summary import (
     KINDS,
     BatchSummary,
     JobsFile,

@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from interpreters.daemon.client import DaemonClient
-from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.protocol import PREFIX, DiffText, decode_patch
+from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
 

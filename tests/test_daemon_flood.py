@@ -255,7 +255,7 @@ import sys
 from pathlib import Path
 from interpreters.daemon.server import bind_unix, serve
 from interpreters.daemon.service import Service
-from ssegrade.difficulty import LEVELS
+from ssegrade.protocol.difficulty import LEVELS
 from tests.fakedaemon import FOLDER, TASK, FakeBackend
 service = Service(task=TASK, folder=FOLDER, level=LEVELS[0], backend=FakeBackend(), version="1")
 serve(service, [bind_unix(Path(sys.argv[1]), 0o666, "agent")], print, idle=float(sys.argv[2]))

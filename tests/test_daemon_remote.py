@@ -20,8 +20,8 @@ from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
 from interpreters.fake import FakeWorld, Script
-from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, run
 from tests.fakedaemon import FOLDER, TASK, FakeBackend

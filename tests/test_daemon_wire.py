@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from interpreters.fake import Script
-from ssegrade.difficulty import ACTIONS, LEVELS
+from ssegrade.protocol.difficulty import ACTIONS, LEVELS
 from ssegrade.task import Task
 from tests.fakedaemon import Api, FakeBackend, make_api
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from interpreters.fake import FakeWorld, Script
-from interpreters.replay import replay
 from interpreters.trace import TraceRecorder
 from ssegrade import (
     ApplyError,
@@ -46,6 +45,7 @@ from ssegrade.guard import PocFile
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
 from ssegrade.trace import Trace
+from ssegrade.trace.replay import replay
 from tests.fakedaemon import make_api
 from tests.guardkit import Edit, make_patch
 from tests.strategies import tasks

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
 from ssegrade.checks import spec
-from ssegrade.difficulty import LEVELS, Level
 from ssegrade.effects import Action, Bench, Effect, ScriptResult, TimeLimitReached
 from ssegrade.preview import (
     INTERNAL_FAILURE,
@@ -30,6 +29,7 @@ from ssegrade.preview import (
     truncate_log,
     word_count,
 )
+from ssegrade.protocol.difficulty import LEVELS, Level
 from ssegrade.run import run
 from ssegrade.task import Check
 

@@ -14,7 +14,6 @@ from returns.pipeline import is_successful
 from returns.result import Success
 
 from interpreters.fake import FakeWorld, Script
-from interpreters.replay import Diverged, Replay, escaped_result, replay
 from interpreters.setup import graded
 from interpreters.trace import TraceRecorder
 from ssegrade import (
@@ -47,6 +46,7 @@ from ssegrade.trace import (
     raised_of,
     verdict_changes,
 )
+from ssegrade.trace.replay import Diverged, Replay, escaped_result, replay
 from tests.strategies import tasks
 
 FULL = Task(

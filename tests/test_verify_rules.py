@@ -1,4 +1,4 @@
-"""The verification rule (`ssegrade.verify.judge`): hypothesis properties and the sentences."""
+"""The verification rule (`ssegrade.batch.verify.judge`): properties and the sentences."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade import CheckRecord, PatchResult, Task, status_of, task_path
+from ssegrade.batch.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
 from ssegrade.task import Files, Scripts
-from ssegrade.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
 
 FOLDER = "/ssebench"
 

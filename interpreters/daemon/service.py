@@ -27,7 +27,6 @@ from typing import Literal, Protocol
 from returns.result import Failure, Result, Success
 
 from ssegrade.bencher import BenchSession, bench, observe, prepare
-from ssegrade.difficulty import Level
 from ssegrade.effects import Action, CaptureError, ScriptResult
 from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
@@ -55,6 +54,7 @@ from ssegrade.protocol import (
     refusal,
     resolve_poc,
 )
+from ssegrade.protocol.difficulty import Level
 from ssegrade.result import EvaluationResult, parse_result
 from ssegrade.run import Interpreter, run
 from ssegrade.task import Task

@@ -42,7 +42,7 @@ from interpreters.setup import (
     lock_task,
     make_results,
 )
-from ssegrade.difficulty import parse_difficulty
+from ssegrade.protocol.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
 
