@@ -36,7 +36,8 @@ from interpreters.setup import (
     verdict_line,
 )
 from interpreters.trace import recording
-from ssegrade import RuntimeResult, guard_schema, result_schema
+from ssegrade import RuntimeResult, result_schema
+from ssegrade.guard import guard_schema
 
 __all__ = ["cli", "main"]
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BadJobs, run_batch
-from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status, parse_run
-from ssegrade.report import RunFolder
+from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
+from ssegrade.report import RunFolder, parse_run
 from tests.realtask import make_task
 
 pytestmark = pytest.mark.slow

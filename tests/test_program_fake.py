@@ -15,10 +15,9 @@ from ssegrade import (
     StageFiles,
     Task,
     Unstage,
-    bench,
-    prepare,
     run,
 )
+from ssegrade.bencher import bench, prepare
 from ssegrade.task import Files, Scripts
 
 FULL = Task(

@@ -18,9 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.report_cli import report
-from ssegrade import RunRecord, aggregate
 from ssegrade.guard import KINDS
-from ssegrade.report import Selector, exclude_flagged, summarize
+from ssegrade.report import RunRecord, Selector, aggregate, exclude_flagged, summarize
 from ssegrade.report.rules import Rules
 from ssegrade.result import PatchResult, Status
 from tests.test_report_io import summary, write_run

@@ -20,12 +20,10 @@ from ssegrade import (
     RunScript,
     Task,
     TimeLimitReached,
-    TraceStep,
     Workspace,
     bencher_interpreter,
-    parse_trace,
 )
-from ssegrade.trace import TimeLimitRaised
+from ssegrade.trace import TimeLimitRaised, TraceStep, parse_trace
 
 
 def _grade(recorder: TraceRecorder | None) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import CheckRecord, PatchResult, Task, status_of, task_path
+from ssegrade import CheckRecord, PatchResult, Task, status_of
 from ssegrade.batch.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
+from ssegrade.bencher import task_path
 from ssegrade.task import Files, Scripts
 
 FOLDER = "/ssebench"

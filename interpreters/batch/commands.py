@@ -29,7 +29,7 @@ from interpreters.setup import (
     runner_option,
     script_env_options,
 )
-from ssegrade import Flag
+from ssegrade.guard import Flag
 
 __all__ = ["batch", "verify"]
 

@@ -39,8 +39,9 @@ from interpreters.real.runner import Runner
 from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.script_options import ScriptOptions
 from interpreters.taskfolder import load_task
-from ssegrade import CheckRecord, EvaluationResult, Flag, GuardReport, RuntimeResult, Task
+from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult, Task
 from ssegrade.batch.verify import CONTROLS, Control, ControlRun, Verification, judge
+from ssegrade.guard import Flag
 from ssegrade.ssebench import task_problems
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
