@@ -17,12 +17,12 @@ from returns.result import Failure, Result, Success
 from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
 from interpreters.daemon.shell import ShellError
-from interpreters.fake import FakeWorld
 from ssegrade.effects import CaptureError, ScriptResult
 from ssegrade.protocol import PREFIX
 from ssegrade.protocol.difficulty import LEVELS, Level
 from ssegrade.run import Interpreter
 from ssegrade.task import Task
+from ssegrade.testing import FakeWorld
 
 TASK = Task.model_validate(
     {

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Success
 
-from interpreters.fake import FakeWorld, Script
 from interpreters.real import git as realgit
 from interpreters.real.files import remove_tree
 from interpreters.real.local import LocalSystem, Places
@@ -52,6 +51,7 @@ from ssegrade import (
     grade,
     run,
 )
+from ssegrade.testing import FakeWorld, Script
 from ssegrade.trace import check_answer
 from tests.realtask import RealTask, make_task
 

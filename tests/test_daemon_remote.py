@@ -19,11 +19,11 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
-from interpreters.fake import FakeWorld, Script
 from ssegrade.program import GradeOptions, grade
 from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, run
+from ssegrade.testing import FakeWorld, Script
 from tests.fakedaemon import FOLDER, TASK, FakeBackend
 
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from interpreters.fake import Script
 from ssegrade.protocol.difficulty import ACTIONS, LEVELS
 from ssegrade.task import Task
+from ssegrade.testing import Script
 from tests.fakedaemon import Api, FakeBackend, make_api
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"

@@ -56,7 +56,7 @@ def check_batch(root: Path, out: str) -> None:
 GRADING_PRELUDE = """
 import time
 
-from interpreters.fake import FakeWorld
+from ssegrade.testing import FakeWorld
 from ssegrade import BenchSession, Deadline, GradeOptions, Task, bencher_interpreter, grade, run
 from ssegrade.task import Scripts
 

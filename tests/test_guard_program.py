@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from interpreters.fake import FakeWorld, Script
 from interpreters.trace import TraceRecorder
 from ssegrade import (
     ApplyError,
@@ -44,6 +43,7 @@ from ssegrade import (
 from ssegrade.guard import PocFile
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Script
 from ssegrade.trace import Trace
 from ssegrade.trace.replay import replay
 from tests.fakedaemon import make_api

@@ -24,7 +24,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interpreters.fake import FakeWorld
 from interpreters.real.files import remove_tree
 from ssegrade import (
     Archive,
@@ -41,6 +40,7 @@ from ssegrade import (
 )
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld
 from ssegrade.verdict import Interrupted, Outcomes, decide
 from tests.realtask import RealTask, git, make_task
 from tests.strategies import outcomes

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interpreters.fake import FakeWorld, Script
 from ssegrade import Deadline, Effect, Notify, TimeLimitReached, run
+from ssegrade.testing import FakeWorld, Script
 from tests.test_program_fake import FULL
 
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from returns.pipeline import is_successful
 from returns.result import Success
 
-from interpreters.fake import FakeWorld, Script
 from interpreters.setup import graded
 from interpreters.trace import TraceRecorder
 from ssegrade import (
@@ -35,6 +34,7 @@ from ssegrade import (
 )
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Script
 from ssegrade.trace import (
     ErrorRaised,
     InterruptRaised,

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 import pytest
 
-from interpreters.fake import FakeWorld
 from interpreters.setup import BadInput
 from interpreters.trace import TraceRecorder, recording
 from ssegrade import (
@@ -23,6 +22,7 @@ from ssegrade import (
     Workspace,
     bencher_interpreter,
 )
+from ssegrade.testing import FakeWorld
 from ssegrade.trace import TimeLimitRaised, TraceStep, parse_trace
 
 

@@ -1,7 +1,8 @@
 """A fake world: answers every system effect from data and records the trace.
 
-Public, so that embedders can test programs without git, processes or files. Grading effects
-are answered by wrapping the world with `ssegrade.bencher_interpreter`; see `FakeWorld.grade`.
+Pure core, part of the testing kit (`ssegrade.testing`): embedders test programs with it,
+without git, processes or files. Grading effects are answered by wrapping the world with
+`ssegrade.bencher_interpreter`; see `FakeWorld.grade`.
 """
 
 from __future__ import annotations
