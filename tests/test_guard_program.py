@@ -44,11 +44,11 @@ from ssegrade.guard import PocFile
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
+from ssegrade.testing.strategies import tasks
 from ssegrade.trace import Trace
 from ssegrade.trace.replay import replay
 from tests.fakedaemon import make_api
 from tests.guardkit import Edit, make_patch
-from tests.strategies import tasks
 
 CHEAT = make_patch(
     [

@@ -41,9 +41,9 @@ from ssegrade import (
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld
+from ssegrade.testing.strategies import outcomes
 from ssegrade.verdict import Interrupted, Outcomes, decide
 from tests.realtask import RealTask, git, make_task
-from tests.strategies import outcomes
 from tests.test_runner import live_with, unique
 
 FULL = Task(

@@ -30,7 +30,7 @@ from ssegrade import (
     grade,
     run,
 )
-from tests.strategies import tasks
+from ssegrade.testing.strategies import tasks
 
 
 @dataclass

@@ -35,6 +35,7 @@ from ssegrade import (
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
+from ssegrade.testing.strategies import tasks
 from ssegrade.trace import (
     ErrorRaised,
     InterruptRaised,
@@ -47,7 +48,6 @@ from ssegrade.trace import (
     verdict_changes,
 )
 from ssegrade.trace.replay import Diverged, Replay, escaped_result, replay
-from tests.strategies import tasks
 
 FULL = Task(
     id="demo-1",
