@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -168,3 +169,20 @@ def make_api(
         InProcess(create_app(service, "agent"), prefix),
         InProcess(create_app(service, "admin"), prefix),
     )
+
+
+class SyncASGI(httpx.BaseTransport):
+    """A synchronous transport to an ASGI app: `httpx.ASGITransport`, one event loop a call."""
+
+    def __init__(self, app: Any) -> None:
+        self.inner = httpx.ASGITransport(app=app)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` to the app and read the whole reply."""
+
+        async def send() -> httpx.Response:
+            reply = await self.inner.handle_async_request(request)
+            body = await reply.aread()
+            return httpx.Response(reply.status_code, headers=reply.headers, content=body)
+
+        return asyncio.run(send())

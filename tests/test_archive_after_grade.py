@@ -33,9 +33,8 @@ from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld
 from ssegrade.verdict import Crashed, escaped
-from tests.fakedaemon import FOLDER, TASK, FakeBackend
+from tests.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 from tests.realtask import git, make_task, ssegrade
-from tests.test_daemon_remote import SyncASGI
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import pytest
 
 from interpreters.batch import BatchReport, run_batch
 from ssegrade import EvaluationResult, RuntimeResult
+from tests.batchkit import Quiet, verdict_grade
 from tests.realtask import make_task
-from tests.test_batch_run import Quiet, verdict_grade
 
 pytestmark = pytest.mark.slow
 

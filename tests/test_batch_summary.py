@@ -24,8 +24,8 @@ from ssegrade.batch.summary import (
     batch_summary,
     next_attempt,
 )
+from tests.batchkit import Quiet, verdict_grade
 from tests.realtask import make_task
-from tests.test_batch_run import Quiet, verdict_grade
 
 folders = st.lists(st.text("abc/", min_size=1, max_size=8), min_size=0, max_size=30)
 kinds = st.sampled_from(KINDS)

@@ -25,9 +25,9 @@ import pytest
 
 from interpreters.daemon.server import CONNECTIONS, _Throttled
 from ssegrade.protocol import PREFIX
+from tests.daemons import RunningDaemon, post_bencher, running_daemon, wait_for_file
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task, ssegrade
-from tests.test_daemon import RunningDaemon, post_bencher, running_daemon, wait_for_file
 
 pytestmark = pytest.mark.slow
 

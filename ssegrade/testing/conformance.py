@@ -151,10 +151,13 @@ def _check_one(make: Make, scenario: Scenario) -> tuple[Conformance | None, list
     with make(scenario) as grading:
         checked = Checked(grading.interpret)
         recorded = Recording(checked)
+        result: EvaluationResult | Exception
         try:
             result = run(grade(grading.options), recorded, grading.deadline)
         except Exception as exc:  # noqa: BLE001 - an escaped exception breaks the contract
-            return None, [f"grading raised {type(exc).__name__}: {exc}"]
+            result = exc
+    if isinstance(result, Exception):
+        return None, [f"grading raised {type(result).__name__}: {result}"]
     problems = [f"a wrong answer to {line}" for line in checked.wrong]
     pocs = len(grading.options.task.files.poc)
     if pocs != scenario.pocs:
