@@ -2,7 +2,7 @@
 verify run to their end leave none, and a grading killed together with its guardian leaves
 folders that the next grading process to start removes, and nothing else.
 
-Real commands as root; the helpers and the `grading` fixture are `tests/killkit.py`'s.
+Real commands as root; the functions and the `grading` fixture of `tests/killkit.py`.
 """
 
 from __future__ import annotations
