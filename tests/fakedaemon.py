@@ -3,6 +3,7 @@
 For the daemon's API tests (`tests/test_daemon_api.py`, ssegrade's API under `/ssegrade`;
 `tests/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` answers the system
 side from two `FakeWorld`s (the live tree's and grading's) and records what it was asked.
+`SyncASGI` carries a synchronous client's requests to an app in process.
 """
 
 from __future__ import annotations
