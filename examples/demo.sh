@@ -28,9 +28,9 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "demo: creating $venv"
     python3 -m venv "$venv"
 fi
-if [ ! -x "$venv/bin/ssegrade" ]; then
+if [ ! -x "$venv/bin/ssegrade" ] || ! "$venv/bin/python" -c "import click, fastapi, jinja2" 2>/dev/null; then
     echo "demo: installing ssegrade into $venv"
-    "$venv/bin/python" -m pip install -q -e "$top" > "$venv/ssegrade-install.log" 2>&1 \
+    "$venv/bin/python" -m pip install -q -e "$top[all]" > "$venv/ssegrade-install.log" 2>&1 \
         || { cat "$venv/ssegrade-install.log" >&2; exit 1; }
 fi
 ssegrade="$venv/bin/ssegrade"

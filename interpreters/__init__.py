@@ -1,5 +1,5 @@
 """The effect interpreters of ssegrade: the real ones (git, copies, processes, files, the
-daemon API), the fake one, and the `ssegrade` command.
+daemon API) and the `ssegrade` command; the fake one is the core's (`ssegrade.testing`).
 
 For other tools: `grade_patch` grades a recorded patch on this machine as
 `ssegrade evaluate --patch` does; `run_batch` grades many (`ssegrade batch`). They are loaded

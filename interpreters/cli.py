@@ -18,6 +18,7 @@ import click
 from returns.pipeline import is_successful
 
 from interpreters import logs
+from interpreters.entry import EXTRAS
 from interpreters.grading import Sources, grade_here, read_patch
 from interpreters.options import (
     ScriptOptions,
@@ -43,7 +44,8 @@ from interpreters.setup import (
     verdict_line,
 )
 from interpreters.trace import recording
-from ssegrade import RuntimeResult, guard_schema, result_schema
+from ssegrade import RuntimeResult, result_schema
+from ssegrade.guard import guard_schema
 
 __all__ = ["cli", "main"]
 
@@ -67,14 +69,31 @@ class _LazyGroup(click.Group):
         """Every command, those defined here and those loaded on demand."""
         return sorted({*super().list_commands(ctx), *self.elsewhere})
 
+    _listing = False
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command named `cmd_name`, imported on first use."""
+        """The command named `cmd_name`, imported on first use. One whose extra is missing
+        raises `ModuleNotFoundError` (the console script says which extra), but is listed."""
         if cmd_name not in self.elsewhere:
             return super().get_command(ctx, cmd_name)
         module, _, name = self.elsewhere[cmd_name].partition(":")
-        command = getattr(importlib.import_module(module), name)
+        try:
+            command = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as missing:
+            extra = EXTRAS.get((missing.name or "").partition(".")[0])
+            if extra is None or not self._listing:
+                raise
+            return click.Command(cmd_name, help=f"(needs the '{extra}' extra)")
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands of `--help`, those whose extra is missing too."""
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
 
 
 @click.group(

@@ -1,6 +1,6 @@
 """The `ssegrade replay` command: re-grade a recorded trace with the current rules.
 
-Interpreter layer: reads the trace file, runs `interpreters.replay.replay`, prints the verdict
+Interpreter layer: reads the trace file, runs `ssegrade.trace.replay.replay`, prints the verdict
 and how it compares with the recorded `result.json`.
 """
 
@@ -13,9 +13,9 @@ import click
 from returns.pipeline import is_successful
 
 from interpreters.real.untrusted import NotReadable, read_regular
-from interpreters.replay import Diverged, replay
 from interpreters.setup import InputError, verdict_line
 from ssegrade.trace import parse_trace
+from ssegrade.trace.replay import Diverged, replay
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "replay_command", "too_deep"]
 

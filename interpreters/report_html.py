@@ -23,7 +23,7 @@ from interpreters.report_render import SHARES, UNFLAGGED, flags_text
 from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.guard import KINDS
 from ssegrade.report import DIFFERENCE, Comparison, Report, Row, Share, TaskRun
-from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
+from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
 __all__ = ["TEMPLATE", "render_html"]
 

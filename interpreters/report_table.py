@@ -18,7 +18,7 @@ from rich.text import Text
 from interpreters.report_render import SHARES, UNFLAGGED, flags_text
 from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.report import DIFFERENCE, Comparison, Report, Row, Share, TaskRun
-from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
+from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
 __all__ = ["DETAIL_LIMIT", "WIDE", "render_table"]
 

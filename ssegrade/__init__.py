@@ -1,17 +1,26 @@
 """ssegrade: the pure grading core.
 
-Everything here describes and decides; nothing does I/O. Embed it to derive a status, validate
-a `result.json`, parse a task config, or run the grading program with your own interpreter.
-The daemon's protocol (its documents and request rules) is `ssegrade.protocol`. For example:
+Everything here describes and decides; nothing does I/O. This root holds the kernel: the
+effects and their answers, the run loop, the grading program and its bencher layer, the
+verdict, and the `result.json` and task models. Embed it to derive a status, validate a
+`result.json`, parse a task config, or run the grading program with your own interpreter.
+Features are reached by subpackage:
+
+- `ssegrade.report`: the report and its statistics;
+- `ssegrade.batch`: batch grading's job lines and documents, and task verification;
+- `ssegrade.protocol`: the daemon's documents and request rules, with the difficulty gate;
+- `ssegrade.trace`: traces, and their replay with the current rules;
+- `ssegrade.guard`: the patch guard; `ssegrade.preview`: the agent's `test_patch`;
+- `ssegrade.testing`: the fake world and the rest of the kit for testing interpreters.
+
+For example:
 
 >>> from ssegrade import parse_result
 >>> parse_result(b'{"patch_result":{"build_success":true}}').unwrap().patch_result.status
 'passed'
 """
 
-from ssegrade.batch import Job, JobProblem, Tally, job_digest, parse_jobs, summary_document
-from ssegrade.bencher import BenchSession, bench, bencher_interpreter, is_blank, prepare, task_path
-from ssegrade.difficulty import LEVELS, Level, allowed, parse_difficulty
+from ssegrade.bencher import BenchSession, bencher_interpreter
 from ssegrade.effects import (
     Action,
     ApplyDiff,
@@ -19,13 +28,16 @@ from ssegrade.effects import (
     Archive,
     ArchiveError,
     Bench,
+    BenchEffect,
     Capture,
     CaptureError,
     CaptureTree,
+    ChangedFiles,
     CheckFinished,
     CheckPatch,
     CheckRecord,
     CheckStarted,
+    DaemonRead,
     Discard,
     Effect,
     FreshCopy,
@@ -38,7 +50,10 @@ from ssegrade.effects import (
     PrepareGrading,
     PreviewEffect,
     ProvePatch,
+    ReadArtifact,
+    ReadDialog,
     ReadTaskFile,
+    ResultsEffect,
     RunScript,
     ScanObjects,
     ScriptNotStarted,
@@ -50,15 +65,15 @@ from ssegrade.effects import (
     SystemEffect,
     TimeLimitReached,
     Unstage,
+    WorkEffect,
     Workspace,
     WriteArtifact,
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard import Flag, GuardFacts, GuardReport, ObjectScan, guard, guard_schema
-from ssegrade.preview import PreviewReport, PreviewResult, preview, render
+from ssegrade.guard.facts import GuardFacts, ObjectScan
+from ssegrade.guard.model import GuardReport
 from ssegrade.program import GradeOptions, grade
-from ssegrade.report import Report, RunRecord, aggregate, compare, compare_all, parse_run
 from ssegrade.result import (
     EvaluationResult,
     PatchResult,
@@ -70,9 +85,7 @@ from ssegrade.result import (
     status_of,
 )
 from ssegrade.run import Deadline, Interpreter, Observer, run
-from ssegrade.stats import holm, mcnemar_exact, pass_at_k, pass_hat_k, wilson
-from ssegrade.task import Check, Task, TaskError, parse_task, poc_folder, support_folders
-from ssegrade.trace import Trace, TraceError, TraceStep, check_answer, dump_trace, parse_trace
+from ssegrade.task import Check, Task, TaskError, parse_task
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -81,13 +94,10 @@ from ssegrade.verdict import (
     Finished,
     Outcomes,
     TimedOut,
-    bound_log,
     decide,
 )
-from ssegrade.verify import ControlRun, Verification, judge
 
 __all__ = [
-    "LEVELS",
     "Action",
     "ApplyDiff",
     "ApplyError",
@@ -95,34 +105,32 @@ __all__ = [
     "Archive",
     "ArchiveError",
     "Bench",
+    "BenchEffect",
     "BenchSession",
     "Capture",
     "CaptureError",
     "CaptureTree",
+    "ChangedFiles",
     "Check",
     "CheckFinished",
     "CheckOutcome",
     "CheckPatch",
     "CheckRecord",
     "CheckStarted",
-    "ControlRun",
     "Crashed",
+    "DaemonRead",
     "Deadline",
     "Discard",
     "Effect",
     "Ending",
     "EvaluationResult",
     "Finished",
-    "Flag",
     "FreshCopy",
     "GradeOptions",
     "GradingEffect",
     "GuardFacts",
     "GuardReport",
     "Interpreter",
-    "Job",
-    "JobProblem",
-    "Level",
     "NewSession",
     "Notify",
     "ObjectScan",
@@ -134,13 +142,12 @@ __all__ = [
     "PrepareGrading",
     "Prepared",
     "PreviewEffect",
-    "PreviewReport",
-    "PreviewResult",
     "ProvePatch",
+    "ReadArtifact",
+    "ReadDialog",
     "ReadTaskFile",
-    "Report",
     "ResultError",
-    "RunRecord",
+    "ResultsEffect",
     "RunScript",
     "RuntimeResult",
     "ScanObjects",
@@ -152,55 +159,22 @@ __all__ = [
     "Staged",
     "Status",
     "SystemEffect",
-    "Tally",
     "Task",
     "TaskError",
     "TimeLimitReached",
     "TimedOut",
-    "Trace",
-    "TraceError",
-    "TraceStep",
     "Unstage",
-    "Verification",
+    "WorkEffect",
     "Workspace",
     "WriteArtifact",
     "WriteGuard",
     "WriteResult",
-    "aggregate",
-    "allowed",
-    "bench",
     "bencher_interpreter",
-    "bound_log",
-    "check_answer",
-    "compare",
-    "compare_all",
     "decide",
-    "dump_trace",
     "grade",
-    "guard",
-    "guard_schema",
-    "holm",
-    "is_blank",
-    "job_digest",
-    "judge",
-    "mcnemar_exact",
-    "parse_difficulty",
-    "parse_jobs",
     "parse_result",
-    "parse_run",
     "parse_task",
-    "parse_trace",
-    "pass_at_k",
-    "pass_hat_k",
-    "poc_folder",
-    "prepare",
-    "preview",
-    "render",
     "result_schema",
     "run",
     "status_of",
-    "summary_document",
-    "support_folders",
-    "task_path",
-    "wilson",
 ]

@@ -3,7 +3,8 @@
 For the daemon's API tests (`tests/test_daemon_api.py`, ssegrade's API under `/ssegrade`;
 `tests/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` is the service's
 sessions (two `FakeWorld`s: the live tree's and grading's), its reads (answered from data) and
-its shell, and records what it was asked.
+its shell, and records what it was asked. `SyncASGI` carries a synchronous client's requests
+to an app in process.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from returns.result import Failure, Result, Success
 from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
 from interpreters.daemon.shell import ShellError
-from interpreters.fake import FakeWorld
 from ssegrade.bencher import task_path
-from ssegrade.difficulty import LEVELS, Level
 from ssegrade.effects import (
     Capture,
     CaptureError,
@@ -34,8 +33,10 @@ from ssegrade.effects import (
     ScriptResult,
 )
 from ssegrade.protocol import PREFIX
+from ssegrade.protocol.difficulty import LEVELS, Level
 from ssegrade.run import Interpreter
 from ssegrade.task import Task
+from ssegrade.testing import FakeWorld
 
 TASK = Task.model_validate(
     {
@@ -198,3 +199,20 @@ def make_api(
         InProcess(create_app(service, "agent"), prefix),
         InProcess(create_app(service, "admin"), prefix),
     )
+
+
+class SyncASGI(httpx.BaseTransport):
+    """A synchronous transport to an ASGI app: `httpx.ASGITransport`, one event loop a call."""
+
+    def __init__(self, app: Any) -> None:
+        self.inner = httpx.ASGITransport(app=app)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send `request` to the app and read the whole reply."""
+
+        async def send() -> httpx.Response:
+            reply = await self.inner.handle_async_request(request)
+            body = await reply.aread()
+            return httpx.Response(reply.status_code, headers=reply.headers, content=body)
+
+        return asyncio.run(send())

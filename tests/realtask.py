@@ -7,13 +7,18 @@ every `tests/*.sh`; the hidden diff adds a test that requires `fixed`.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
+
+from ssegrade.testing import Scenario, Script
 
 GIT_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -147,3 +152,74 @@ def ssegrade(
         timeout=timeout,
         check=False,
     )
+
+
+def fix_to(value: str) -> str:
+    """The patch that sets `VALUE` to `value` in the task's `lib.sh`."""
+    return (
+        "diff --git a/lib.sh b/lib.sh\n--- a/lib.sh\n+++ b/lib.sh\n"
+        f"@@ -1 +1 @@\n-VALUE=bug\n+VALUE={value}\n"
+    )
+
+
+def write_jobs(root: Path, made: RealTask, patches: dict[str, str], **extra: Any) -> Path:
+    """One job per patch (name → patch text), run id = name."""
+    (root / "patches").mkdir(exist_ok=True)
+    lines = []
+    for name, text in patches.items():
+        (root / "patches" / f"{name}.patch").write_text(text)
+        job = {
+            "task": os.path.relpath(made.task, root),
+            "patch": f"patches/{name}.patch",
+            "repo": os.path.relpath(made.source, root),
+            "run_id": name,
+            **extra,
+        }
+        lines.append(json.dumps(job))
+    jobs = root / "jobs.jsonl"
+    jobs.write_text("\n".join(lines) + "\n")
+    return jobs
+
+
+FIX = """diff --git a/lib.sh b/lib.sh
+--- a/lib.sh
++++ b/lib.sh
+@@ -1 +1 @@
+-VALUE=bug
++VALUE=fixed
+"""
+
+
+def shell_task(root: Path, *, patch: str | None = FIX) -> RealTask:
+    """The shell task with a reference patch that fixes it (`FIX`, or `patch`; none: none)."""
+    files: dict[str, Any] = {
+        "poc": ["pocs/poc1.bin", "pocs/poc2.bin"],
+        "future_test": "future.diff",
+    }
+    if patch is not None:
+        files["patch"] = "fix.diff"
+    made = make_task(root, config={"files": files})
+    if patch is not None:
+        (made.task / "fix.diff").write_text(patch)
+    return made
+
+
+def _ends_as(ending: Script) -> str:
+    out = f"printf %s {shlex.quote(ending.stdout)}; " if ending.stdout else ""
+    err = f"printf %s {shlex.quote(ending.stderr)} >&2; " if ending.stderr else ""
+    return f"{out}{err}exit {ending.code}"
+
+
+def scenario_scripts(made: RealTask, scenario: Scenario) -> None:
+    """Write the task's scripts so that each run ends as `scenario` says, by run label: the
+    PoC script by the PoC's file name, the test script by whether the hidden diff's
+    `tests/intent.sh` is there."""
+
+    def branch(label: str) -> str:
+        return _ends_as(scenario.scripts.get(label, Script()))
+
+    intent, function = branch("intent_test"), branch("function_test")
+    made.script("build.sh", f"#!/bin/sh\n{branch('build')}\n")
+    cases = " ".join(f"poc{i}.bin) {branch(f'poc-{i}')};;" for i in range(1, 10))
+    made.script("run.sh", f'#!/bin/sh\ncase "$(basename "$1")" in {cases} esac\n')
+    made.script("test.sh", f"#!/bin/sh\nif [ -f tests/intent.sh ]; then {intent}; fi\n{function}\n")

@@ -27,16 +27,15 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
-from interpreters.fake import FakeWorld
 from interpreters.real.results import ResultsWriter
 from ssegrade import Archive, EvaluationResult, RuntimeResult, TimeLimitReached, WriteResult
-from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.run import Deadline, run
+from ssegrade.testing import FakeWorld
 from ssegrade.verdict import Crashed, escaped
-from tests.fakedaemon import FOLDER, TASK, FakeBackend
+from tests.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 from tests.realtask import git, make_task, ssegrade
-from tests.test_daemon_remote import SyncASGI
 
 pytestmark = pytest.mark.slow
 

@@ -18,41 +18,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pytest
 
-from tests.realtask import RealTask, make_task, ssegrade
+from tests.realtask import RealTask, fix_to, make_task, ssegrade, write_jobs
 
 pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-c", "from interpreters.cli import main; main()"]
-
-
-def fix_to(value: str) -> str:
-    return (
-        "diff --git a/lib.sh b/lib.sh\n--- a/lib.sh\n+++ b/lib.sh\n"
-        f"@@ -1 +1 @@\n-VALUE=bug\n+VALUE={value}\n"
-    )
-
-
-def write_jobs(root: Path, made: RealTask, patches: dict[str, str], **extra: Any) -> Path:
-    """One job per patch (name → patch text), run id = name."""
-    (root / "patches").mkdir(exist_ok=True)
-    lines = []
-    for name, text in patches.items():
-        (root / "patches" / f"{name}.patch").write_text(text)
-        job = {
-            "task": os.path.relpath(made.task, root),
-            "patch": f"patches/{name}.patch",
-            "repo": os.path.relpath(made.source, root),
-            "run_id": name,
-            **extra,
-        }
-        lines.append(json.dumps(job))
-    jobs = root / "jobs.jsonl"
-    jobs.write_text("\n".join(lines) + "\n")
-    return jobs
 
 
 def test_batch_grades_each_job_and_report_reads_the_results(tmp_path: Path) -> None:

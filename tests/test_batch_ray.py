@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from interpreters import run_batch
-from tests.realtask import make_task
-from tests.test_batch_cli import fix_to, write_jobs
-from tests.test_batch_run import Quiet
+from tests.batchkit import Quiet
+from tests.realtask import fix_to, make_task, write_jobs
 
 pytestmark = [
     pytest.mark.slow,

@@ -5,7 +5,6 @@ host broke down does) the first time it grades a patch, or every time."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,8 @@ import pytest
 
 from interpreters.batch import BatchReport, run_batch
 from ssegrade import EvaluationResult, RuntimeResult
+from tests.batchkit import Quiet, verdict_grade
 from tests.realtask import make_task
-from tests.test_batch_run import Quiet, verdict_grade
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,6 @@ def faulty_grade(
     runner_user: str | None = None,
     runtime: RuntimeResult | None = None,
     force: bool = False,
-    say: Callable[[str], None] | None = None,
 ) -> EvaluationResult:
     """`verdict_grade`, but a patch naming `fault-once` meets a host fault the first time it
     is graded (a mark beside the task folder remembers it), and `fault-always` every time."""
@@ -39,9 +37,7 @@ def faulty_grade(
     if b"fault-always" in data or (b"fault-once" in data and not mark.exists()):
         mark.touch()
         raise OSError(28, "No space left on device")
-    return verdict_grade(
-        task, data, repo, results, timeout=timeout, runtime=runtime, force=force, say=say
-    )
+    return verdict_grade(task, data, repo, results, timeout=timeout, runtime=runtime, force=force)
 
 
 @pytest.fixture

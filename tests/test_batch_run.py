@@ -5,52 +5,18 @@ digests, resume, refusal, the cache, validation of the jobs file, exit codes."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from interpreters.batch import BadJobs, run_batch
-from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status, parse_run
-from ssegrade.report import RunFolder
+from ssegrade.report import RunFolder, parse_run
+from tests.batchkit import Quiet, verdict_grade
 from tests.realtask import make_task
 
 pytestmark = pytest.mark.slow
-
-
-def verdict_grade(
-    task: Path,
-    patch: Path | bytes,
-    repo: Path,
-    results: Path,
-    *,
-    timeout: int = 3600,
-    script_timeout: int | None = None,
-    runner_user: str | None = None,
-    runtime: RuntimeResult | None = None,
-    force: bool = False,
-    say: Callable[[str], None] | None = None,
-) -> EvaluationResult:
-    """A stand-in for grading: `passed` when the patch says `fixed`, `error` when it says
-    `crash`, else `failed`; writes the files a grading writes."""
-    data = patch if isinstance(patch, bytes) else patch.read_bytes()
-    if b"crash" in data:
-        raise RuntimeError("the grading crashed")
-    status: Status = "passed" if b"fixed" in data else "failed"
-    result = EvaluationResult(
-        patch_result=PatchResult(status=status, build_success=status == "passed"),
-        runtime_result=runtime or RuntimeResult(),
-    )
-    assert not (results / "result.json").exists() or force
-    (results / "logs").mkdir(parents=True, exist_ok=True)
-    (results / "logs" / "01-build.log").write_text(f"pid {os.getpid()}\n")
-    (results / "final.patch").write_bytes(data)
-    (results / "checks.jsonl").write_text("")
-    (results / "result.json").write_bytes(result.to_json())
-    return result
 
 
 @pytest.fixture
@@ -77,26 +43,6 @@ def job(patch: str, **extra: Any) -> dict[str, Any]:
 
 def batch(jobs: Path, results: Path, **options: Any) -> Any:
     return run_batch(jobs, results, workers=2, grade=verdict_grade, reporter=Quiet(), **options)
-
-
-class Quiet:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def begin(self, tally: Any) -> None:
-        pass
-
-    def finished(self, tally: Any, line: str) -> None:
-        self.lines.append(line)
-
-    def note(self, message: str) -> None:
-        self.lines.append(message)
-
-    def tick(self, tally: Any) -> None:
-        pass
-
-    def end(self, line: str) -> None:
-        self.lines.append(line)
 
 
 def test_each_job_gets_a_run_folder_and_a_summary_the_report_reads(world: Path) -> None:

@@ -1,4 +1,4 @@
-"""`batch.json`: the pure document (`ssegrade.batch_summary`) as properties, the rule of
+"""`batch.json`: the pure document (`ssegrade.batch.summary`) as properties, the rule of
 which finished runs are graded again, and the file a real batch writes (atomically, at the
 end and on interrupt, never through a link planted in its place)."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from interpreters.batch import run_batch
-from ssegrade.batch_summary import (
+from ssegrade.batch.summary import (
     KINDS,
     BatchSummary,
     JobsFile,
@@ -24,8 +24,8 @@ from ssegrade.batch_summary import (
     batch_summary,
     next_attempt,
 )
+from tests.batchkit import Quiet, verdict_grade
 from tests.realtask import make_task
-from tests.test_batch_run import Quiet, verdict_grade
 
 folders = st.lists(st.text("abc/", min_size=1, max_size=8), min_size=0, max_size=30)
 kinds = st.sampled_from(KINDS)

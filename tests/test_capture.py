@@ -13,7 +13,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,58 +23,24 @@ from returns.result import Failure, Success
 
 from interpreters.real import git
 from ssegrade.effects import ApplyError, Capture
+from tests.gittrees import (
+    Entry,
+    capture_ok,
+    make_repo,
+    rebuild,
+    record,
+    run,
+    snapshot,
+    write,
+)
 
 pytestmark = pytest.mark.slow
 
-Entry = tuple[str, bytes, bool]
-"""("file", content, executable) or ("link", target, False)."""
 
 IS_ROOT = os.geteuid() == 0
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def agent_env(home: Path) -> dict[str, str]:
-    """The environment of the agent's own git commands."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "Agent",
-        "GIT_AUTHOR_EMAIL": "agent@example.com",
-        "GIT_COMMITTER_NAME": "Agent",
-        "GIT_COMMITTER_EMAIL": "agent@example.com",
-        "LC_ALL": "C",
-    }
-
-
-def run(cwd: Path, *args: str, check: bool = True) -> str:
-    """Run the agent's git in `cwd`."""
-    # safe.directory: the tests also play an agent whose tree belongs to another user.
-    done = subprocess.run(
-        ["git", "-c", "safe.directory=*", *args],
-        cwd=cwd,
-        env=agent_env(cwd),
-        capture_output=True,
-        check=False,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)}: {done.stderr.decode()}")
-    return done.stdout.decode()
-
-
-def write(root: Path, files: dict[str, Entry]) -> None:
-    """Create files and symlinks under `root`."""
-    for name, (kind, data, executable) in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if kind == "link":
-            path.symlink_to(os.fsdecode(data))
-        else:
-            path.write_bytes(data)
-            path.chmod(0o755 if executable else 0o644)
 
 
 def clear(root: Path) -> None:
@@ -86,66 +52,6 @@ def clear(root: Path) -> None:
             shutil.rmtree(entry)
         else:
             entry.unlink()
-
-
-def make_repo(root: Path, files: dict[str, Entry]) -> Path:
-    """A repository with one commit holding `files`."""
-    root.mkdir(parents=True, exist_ok=True)
-    run(root, "init", "-q", "-b", "main")
-    write(root, files)
-    run(root, "add", "-A")
-    run(root, "commit", "-q", "--allow-empty", "-m", "initial")
-    return root
-
-
-def snapshot(root: Path, skip: Callable[[str], bool] = lambda _: False) -> dict[str, Entry]:
-    """Files and symlinks under `root` (never followed), without `.git` and skipped paths."""
-    found: dict[str, Entry] = {}
-    for parent, dirs, files in os.walk(root):
-        rel_parent = os.path.relpath(parent, root)
-        for name in list(dirs):
-            rel = os.path.normpath(os.path.join(rel_parent, name))
-            full = os.path.join(parent, name)
-            if name == ".git" or skip(rel):
-                dirs.remove(name)
-            elif os.path.islink(full):
-                dirs.remove(name)
-                found[rel] = ("link", os.fsencode(os.readlink(full)), False)
-        for name in files:
-            rel = os.path.normpath(os.path.join(rel_parent, name))
-            full = os.path.join(parent, name)
-            if skip(rel):
-                continue
-            mode = os.lstat(full).st_mode
-            if stat.S_ISLNK(mode):
-                found[rel] = ("link", os.fsencode(os.readlink(full)), False)
-            elif stat.S_ISREG(mode):
-                found[rel] = ("file", Path(full).read_bytes(), bool(mode & stat.S_IXUSR))
-    return found
-
-
-def record(source: Path, into: Path, *, from_root: bool = False) -> git.Baseline:
-    recorded = git.record_baseline(source, into, from_root=from_root)
-    baseline = recorded.value_or(None)
-    assert baseline is not None, recorded
-    return baseline
-
-
-def capture_ok(source: Path, baseline: git.Baseline) -> Capture:
-    captured = git.capture(source, baseline)
-    value = captured.value_or(None)
-    assert value is not None, captured
-    return value
-
-
-def rebuild(baseline: git.Baseline, captured: Capture, dest: Path) -> Path:
-    """Pristine checkout plus the patch, after checking the fidelity proof."""
-    proof = git.prove(baseline, captured.patch, captured.base_tree)
-    assert proof == Success(captured.new_tree)
-    assert git.checkout_baseline(baseline, dest) == Success(None)
-    applied = git.apply_patch(dest, captured.patch)
-    assert applied == Success(None), applied
-    return dest
 
 
 def headers(patch: bytes) -> list[bytes]:

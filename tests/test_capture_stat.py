@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -24,89 +22,28 @@ from hypothesis import strategies as st
 
 from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
-from tests.test_capture import (
-    Entry,
+from tests.gittrees import (
+    FILES,
+    PAIRS,
+    Pool,
     capture_ok,
-    make_repo,
+    edit,
     rebuild,
     record,
-    run,
     snapshot,
 )
 
 pytestmark = pytest.mark.slow
 
-PAIRS = (("src/pair_a.c", "src/pair_b.c"), ("data/blob.bin", "data/twin.bin"))
-"""Files of the same size and mtime: each can be swapped in for the other."""
 
-TREE: dict[str, Entry] = {
-    "README.md": ("file", b"# project\n\nSome words.\n", False),
-    ".gitignore": ("file", b"*.log\nbuild/\n", False),
-    "src/main.c": ("file", b"int main(void) { return run(); }\n", False),
-    "src/util.c": ("file", b"int run(void) { return 0; }\n", False),
-    "src/util.h": ("file", b"int run(void);\n", False),
-    "src/pair_a.c": ("file", b"int a(void) { return 1; }\n", False),
-    "src/pair_b.c": ("file", b"int b(void) { return 2; }\n", False),
-    "lib/x/deep.py": ("file", b"def deep():\n    return 1\n", False),
-    "lib/x/deeper/more.py": ("file", b"X = [1, 2, 3]\n", False),
-    "data/blob.bin": ("file", bytes(range(256)) * 12, False),
-    "data/twin.bin": ("file", bytes(range(255, -1, -1)) * 12, False),
-    "run.sh": ("file", b"#!/bin/sh\nexec ./main\n", True),
-    "link": ("link", b"README.md", False),
-    "docs/a.md": ("file", b"alpha\n", False),
-    "docs/b.md": ("file", b"bravo\n", False),
-}
-FILES = tuple(name for name, (kind, _, _) in TREE.items() if kind == "file")
 TARGETS = tuple(name for name in FILES if name != ".gitignore")
 """What the agent edits: `.gitignore` stays, so that the tree's ignored paths stay known."""
 NEW = ("src/new.c", "fresh/tree/file.txt", "docs/c.md", "notes.log")
-OLD_MTIME = 1_600_000_000
-"""The mtime both files of each pair get: old, and the same."""
 
 
 def ignored(rel: str) -> bool:
     """Paths the patch leaves out: ignored, refused by git, or in a nested repository."""
     return rel.endswith(".log") or rel.partition("/")[0] in ("build", ".GIT", "vendored")
-
-
-def make_tree(root: Path) -> Path:
-    source = make_repo(root, TREE)
-    for pair in PAIRS:
-        for name in pair:
-            os.utime(source / name, (OLD_MTIME, OLD_MTIME))
-    return source
-
-
-def newest_ctime(root: Path) -> float:
-    return max(os.lstat(os.path.join(p, n)).st_ctime for p, ds, fs in os.walk(root) for n in fs)
-
-
-def age(roots: list[Path]) -> None:
-    """Wait until every file under `roots` is older than what a baseline recorded now trusts."""
-    newest = max(newest_ctime(root) for root in roots)
-    while int(time.time()) - 1 <= int(newest):
-        time.sleep(int(newest) + 2 - time.time())
-
-
-@dataclass
-class Pool:
-    """Trees made and aged ahead, one per example; another is made (and aged) when none is
-    left."""
-
-    folder: Path
-    ready: list[Path] = field(default_factory=list)
-    made: int = 0
-
-    def fill(self, count: int) -> None:
-        for _ in range(count):
-            self.made += 1
-            self.ready.append(make_tree(self.folder / f"tree{self.made}" / "src"))
-        age(self.ready)
-
-    def take(self) -> Path:
-        if not self.ready:
-            self.fill(1)
-        return self.ready.pop()
 
 
 @pytest.fixture(scope="module")
@@ -120,81 +57,6 @@ EXAMPLES = 25
 
 
 # ---------------------------------------------------------------------------- the agent's edits
-
-
-def restore_times(path: Path, seen: os.stat_result) -> None:
-    os.utime(path, ns=(seen.st_atime_ns, seen.st_mtime_ns), follow_symlinks=False)
-
-
-def same_size(data: bytes, size: int) -> bytes:
-    """Other bytes of exactly `size` bytes."""
-    return (data * (size // max(len(data), 1) + 1))[:size] if data else b"\xff" * size
-
-
-def edit(source: Path, outside: Path, op: str, name: str, data: bytes) -> None:
-    """One edit of the agent; `outside` is a folder beside the tree, on the same file system."""
-    path = source / name
-    if op in ("refused_name", "nested_repo"):  # left out of the patch, and listed as such
-        folder = source / (".GIT" if op == "refused_name" else "vendored")
-        folder.mkdir(exist_ok=True)
-        (folder / "config").write_bytes(data)
-        if op == "nested_repo":
-            run(folder, "init", "-q")
-        return
-    if not path.is_file() or path.is_symlink():
-        if op == "create" and not path.exists() and not path.parent.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        return
-    seen = os.lstat(path)
-    old = path.read_bytes()
-    if op == "content_keep_stat":  # size and mtime restored
-        new = same_size(data + b"!", len(old))
-        if new == old:
-            new = bytes(b ^ 1 for b in old)
-        path.write_bytes(new)
-        restore_times(path, seen)
-    elif op == "truncate_keep_stat":
-        with open(path, "wb") as out:
-            out.flush()
-            out.write(bytes(b ^ 0x20 for b in old))
-        restore_times(path, seen)
-    elif op == "swap_outside":  # same size and mtime, from elsewhere, renamed in
-        stranger = outside / f"swap-{time.monotonic_ns()}"
-        stranger.write_bytes(same_size(data + b"?", len(old)))
-        os.chmod(stranger, seen.st_mode & 0o777)
-        restore_times(stranger, seen)
-        os.rename(stranger, path)
-    elif op == "swap_twin":
-        twin = next((b if a == name else a for a, b in PAIRS if name in (a, b)), None)
-        if twin is not None and (source / twin).is_file():
-            os.rename(source / twin, path)
-    elif op == "hardlink_twin":
-        twin = next((b if a == name else a for a, b in PAIRS if name in (a, b)), None)
-        if twin is not None and (source / twin).is_file():
-            linked = outside / f"linked-{time.monotonic_ns()}"
-            os.link(source / twin, linked)
-            os.rename(linked, path)
-    elif op == "rewrite_same":
-        path.write_bytes(old)
-    elif op == "touch":
-        os.utime(path)
-    elif op == "chmod":
-        path.chmod(seen.st_mode ^ 0o111)
-    elif op == "chmod_keep_mtime":
-        path.chmod(seen.st_mode ^ 0o100)
-        restore_times(path, seen)
-    elif op == "delete":
-        path.unlink()
-    elif op == "to_link":
-        path.unlink()
-        path.symlink_to("README.md")
-    elif op == "to_fifo":
-        path.unlink()
-        os.mkfifo(path)
-    elif op == "append":
-        with open(path, "ab") as out:
-            out.write(data or b"\n")
 
 
 AFTER = (

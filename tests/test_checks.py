@@ -22,10 +22,10 @@ from returns.result import Success
 
 from ssegrade import checks
 from ssegrade.checks import CHECKS, CheckSpec, grading_order, spec, spec_of_action
-from ssegrade.difficulty import ACTIONS, LEVELS
 from ssegrade.effects import Archive, Bench, Effect, Prepared, PrepareGrading, ScriptResult
 from ssegrade.preview import preview
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import ACTIONS, LEVELS
 from ssegrade.report.model import Excluded, Row, TaskRow, TaskRun
 from ssegrade.result import PatchResult
 from ssegrade.run import run

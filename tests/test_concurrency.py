@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.files import remove_tree
+from tests.daemons import running_daemon
+from tests.processes import live_with, unique
 from tests.realtask import RealTask, git, make_task, ssegrade
-from tests.test_daemon import running_daemon
-from tests.test_runner import live_with, unique
 
 pytestmark = pytest.mark.slow
 

@@ -22,9 +22,8 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.runner import probe
-from tests.realtask import RealTask, git, make_task
-from tests.test_batch_cli import fix_to, write_jobs
-from tests.test_runner import unique
+from tests.processes import unique
+from tests.realtask import RealTask, fix_to, git, make_task, write_jobs
 
 pytestmark = [
     pytest.mark.slow,

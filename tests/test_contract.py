@@ -1,18 +1,20 @@
-"""Contract suite: the same scenarios graded by the fake world and by the real interpreter.
+"""Contract suite: the real interpreter, and the fake world itself, keep the contract that
+`ssegrade.testing.check_interpreter` checks, on every scenario of `SCENARIOS`.
 
-A scenario says how each script ends; it is realised once as `FakeWorld` data and once as real
-shell scripts in a real task folder. Both must produce the same grade and run the same scripts
-in the same order, so the fake cannot drift from reality. Every answer either interpreter
-gives, at both layers, is checked against the answer type its effect declares (`Checked`).
+A scenario says how each script ends; it is realised as real shell scripts in a real task
+folder, set up by `grading_setup` as every entry point sets a grading up, graded by
+`LocalSystem` (in order and working ahead), and held to the fake world's grading of the same
+scenario: the same grade, the same checks in the same order, every answer of its effect's
+type. Here the answers of the system layer below are checked too, and the
+scripts the real interpreter ran must be the fake's, in the same order.
 """
 
 from __future__ import annotations
 
-import shlex
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, get_args
 
@@ -21,12 +23,9 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Success
 
-from interpreters.fake import FakeWorld, Script
 from interpreters.real import git as realgit
-from interpreters.real.files import remove_tree
-from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import resolve_runner
-from interpreters.taskfolder import load_task
+from interpreters.real.local import LocalSystem
+from interpreters.setup import Sources, grading_setup, hold_results, load_inputs
 from ssegrade import (
     Archive,
     Bench,
@@ -34,7 +33,6 @@ from ssegrade import (
     CaptureTree,
     Deadline,
     Effect,
-    EvaluationResult,
     FreshCopy,
     GradeOptions,
     GradingEffect,
@@ -46,138 +44,22 @@ from ssegrade import (
     Staged,
     StageFiles,
     SystemEffect,
-    Task,
     Workspace,
     bencher_interpreter,
-    grade,
-    run,
+)
+from ssegrade.testing import (
+    SCENARIOS,
+    Checked,
+    FakeWorld,
+    Grading,
+    Recording,
+    Scenario,
+    check_interpreter,
 )
 from ssegrade.trace import check_answer
-from tests.realtask import RealTask, make_task
+from tests.realtask import make_task, scenario_scripts
 
 pytestmark = pytest.mark.slow
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """How each script ends, by run label; a missing label exits 0 silently."""
-
-    name: str
-    scripts: dict[str, Script] = field(default_factory=dict)
-    pocs: int = 2
-    changed: bool = True
-
-
-SCENARIOS = [
-    Scenario("all pass"),
-    Scenario("empty patch", changed=False),
-    Scenario("build fails", {"build": Script(2, "compiling", "error: x")}),
-    Scenario("second poc triggers", {"poc-2": Script(1, "", "AddressSanitizer: overflow")}),
-    Scenario("both pocs trigger", {"poc-1": Script(1, "a", ""), "poc-2": Script(7, "", "b")}),
-    Scenario("functional tests fail", {"function_test": Script(1, "FAIL: test_x", "")}),
-    Scenario("intent tests fail", {"intent_test": Script(1, "", "expected fixed")}),
-    Scenario(
-        "everything after build fails",
-        {"poc-1": Script(1), "function_test": Script(1), "intent_test": Script(1)},
-    ),
-    Scenario("no pocs", pocs=0),
-]
-
-
-def _script_body(kind: str, spec: dict[str, Script]) -> str:
-    def branch(label: str) -> str:
-        s = spec.get(label, Script())
-        out = f"printf %s {shlex.quote(s.stdout)}; " if s.stdout else ""
-        err = f"printf %s {shlex.quote(s.stderr)} >&2; " if s.stderr else ""
-        return f"{out}{err}exit {s.code}"
-
-    if kind == "test":
-        intent, function = branch("intent_test"), branch("function_test")
-        return f"#!/bin/sh\nif [ -f tests/intent.sh ]; then {intent}; fi\n{function}\n"
-    if kind == "run":
-        cases = " ".join(f"poc{i}.bin) {branch(f'poc-{i}')};;" for i in range(1, 10))
-        return f'#!/bin/sh\ncase "$(basename "$1")" in {cases} esac\n'
-    return f"#!/bin/sh\n{branch(kind)}\n"
-
-
-@dataclass
-class Recording:
-    """Wraps an interpreter and remembers the effects it answered."""
-
-    inner: Any
-    trace: list[Effect[Any]] = field(default_factory=list)
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        self.trace.append(effect)
-        return self.inner(effect)
-
-
-@dataclass
-class Checked:
-    """Wraps an interpreter and checks every answer it gives against the answer type the
-    effect declares (`Effect[A]`); what does not fit is kept in `wrong`, not thrown into the
-    program (which would turn it into an `error` grade)."""
-
-    inner: Any
-    answered: int = 0
-    wrong: list[str] = field(default_factory=list)
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        answer = self.inner(effect)
-        self.answered += 1
-        try:
-            check_answer(effect, answer)
-        except ValidationError as exc:
-            self.wrong.append(f"{type(effect).__name__}: {exc.errors()[0]}")
-        return answer
-
-
-def _labels(trace: list[Effect[Any]]) -> list[str]:
-    return [e.label for e in trace if isinstance(e, RunScript)]
-
-
-def _grade_real(
-    made: RealTask, task: Task, base: realgit.Baseline, *, ahead: bool
-) -> tuple[EvaluationResult, list[str]]:
-    scratch = Path(tempfile.mkdtemp(prefix="ssegrade-contract-"))
-    scratch.chmod(0o711)
-    try:
-        repo = scratch / "repo"
-        assert is_successful(realgit.checkout_baseline(base, repo))
-        places = Places(
-            task=made.task,
-            source=made.source,
-            baseline=base,
-            repo=repo,
-            results=made.results,
-            scratch=scratch / "work",
-        )
-        runner = resolve_runner(None).unwrap()
-        deadline = Deadline.starting(120, time.monotonic)
-        local = LocalSystem(places, runner, deadline=deadline, ahead=ahead)
-        real = Checked(local)
-        system = Recording(real)
-        session = BenchSession(task=task, folder=str(made.task))
-        options = GradeOptions(task=task, folder=str(made.task))
-        graded = Checked(bencher_interpreter(session, system, deadline))
-        try:
-            result = run(grade(options), graded, deadline)
-        finally:
-            local.close()
-        _all_fit(real, graded)
-        if ahead:  # the archive is whole before result.json, and nothing is left behind
-            assert (made.results / "source.tar.gz").is_file()
-            assert not any((scratch / "work" / "private").iterdir())
-        return result, _labels(system.trace)
-    finally:
-        remove_tree(scratch)
-
-
-def _all_fit(system: Checked, graded: Checked) -> None:
-    assert system.answered > 0
-    assert graded.answered > 0
-    assert system.wrong == []
-    assert graded.wrong == []
 
 
 @pytest.fixture
@@ -187,30 +69,69 @@ def workdir() -> Iterator[Path]:
         yield Path(folder)
 
 
+def _all_fit(system: Checked) -> None:
+    assert system.answered > 0
+    assert system.wrong == []
+
+
 @pytest.mark.parametrize("ahead", [False, True], ids=["in-order", "ahead"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_fake_and_real_agree(scenario: Scenario, workdir: Path, *, ahead: bool) -> None:
-    made = make_task(workdir, pocs=scenario.pocs)
-    for kind, name in (("build", "build.sh"), ("run", "run.sh"), ("test", "test.sh")):
-        made.script(name, _script_body(kind, scenario.scripts))
-    task = load_task(made.task).unwrap()
-    base = realgit.record_baseline(made.source, made.baseline)
-    assert is_successful(base), base
-    if scenario.changed:
-        made.set_value("fixed")
-    real, real_labels = _grade_real(made, task, base.unwrap(), ahead=ahead)
+def test_the_real_interpreter_keeps_the_contract(
+    scenario: Scenario, workdir: Path, *, ahead: bool
+) -> None:
+    ran: list[str] = []
 
-    patch = (made.results / "final.patch").read_bytes()
-    world = FakeWorld(patch=patch, scripts=dict(scenario.scripts))
-    fake_system = Checked(world)
-    fake_graded = Checked(bencher_interpreter(world.session(task, str(made.task)), fake_system))
-    options = GradeOptions(task=task, folder=str(made.task))
-    fake = run(grade(options), fake_graded)
-    _all_fit(fake_system, fake_graded)
+    @contextmanager
+    def real(scenario: Scenario) -> Iterator[Grading]:
+        made = make_task(workdir, pocs=scenario.pocs)
+        scenario_scripts(made, scenario)
+        recorded = realgit.record_baseline(made.source, made.baseline)
+        assert is_successful(recorded), recorded
+        if scenario.changed:
+            made.set_value("fixed")
+        inputs = load_inputs(made.task, made.source, None)
+        held = hold_results(made.results)
+        try:  # set up as every entry point sets a grading up
+            with grading_setup(inputs, Sources(baseline=made.baseline), held.path) as ready:
+                task, folder = inputs.task, str(inputs.task_dir)
+                deadline = Deadline.starting(120, time.monotonic)
+                local = LocalSystem(ready.places, inputs.runner, deadline=deadline, ahead=ahead)
+                checked = Checked(local)
+                system = Recording(checked)
+                session = BenchSession(task=task, folder=folder)
+                options = GradeOptions(task=task, folder=folder)
+                try:
+                    yield Grading(bencher_interpreter(session, system, deadline), options, deadline)
+                finally:
+                    local.close()
+                _all_fit(checked)
+                ran.extend(effect.label for effect in system.of(RunScript))
+                if ahead:  # the archive is whole before result.json, and nothing is left behind
+                    assert (held.path / "source.tar.gz").is_file()
+                    assert not any((ready.places.scratch / "private").iterdir())
+        finally:
+            held.release()
 
-    assert real.patch_result == fake.patch_result
-    assert real.runtime_result == fake.runtime_result
-    assert real_labels == world.script_labels()
+    (conformed,) = check_interpreter(real, [scenario])
+    assert ran == conformed.reference.script_labels()
+
+
+def test_the_fake_world_keeps_the_contract() -> None:
+    checked: list[Checked] = []
+
+    @contextmanager
+    def fake(scenario: Scenario) -> Iterator[Grading]:
+        world = FakeWorld(patch=b"x\n" if scenario.changed else b"", scripts=dict(scenario.scripts))
+        task = scenario.task()
+        system = Checked(world)
+        checked.append(system)
+        interpret = bencher_interpreter(world.session(task, "/task"), system)
+        yield Grading(interpret, GradeOptions(task=task, folder="/task"))
+
+    check_interpreter(fake)
+    assert len(checked) == len(SCENARIOS)
+    for system in checked:
+        _all_fit(system)
 
 
 WRONG: list[tuple[Effect[Any], object]] = [

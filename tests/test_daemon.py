@@ -2,158 +2,40 @@
 
 The gate at every level on both sockets, the admin-only endpoints, the two phases, socket modes,
 PoC paths, one action at a time, `GET /diff` and `GET /files` against what grading captures,
-start-up refusals and SIGTERM. `start_daemon` and `RunningDaemon` are used by the other daemon
-test modules too.
+start-up refusals and SIGTERM (the daemon processes: `tests/daemons.py`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 
-from interpreters.daemon.client import DaemonClient
-from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.protocol import PREFIX, DiffText, decode_patch
+from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
+from tests.daemons import (
+    TOP,
+    RunningDaemon,
+    daemon_command,
+    post_bencher,
+    start_daemon,
+    wait_for_file,
+)
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
-
-TOP = Path(__file__).resolve().parent.parent
-
-
-@dataclass
-class RunningDaemon:
-    """One `ssegrade daemon` process and its sockets (in a short private folder)."""
-
-    proc: subprocess.Popen[bytes]
-    folder: Path
-    agent: Path
-    admin: Path
-    log: Path
-    clients: list[DaemonClient] = field(default_factory=list)
-
-    def client(self, listener: str = "agent", timeout: float | None = 60.0) -> DaemonClient:
-        """A client of the agent-facing or the admin socket."""
-        made = DaemonClient(self.agent if listener == "agent" else self.admin, timeout=timeout)
-        self.clients.append(made)
-        return made
-
-    def http(self, listener: str = "agent", prefix: str = PREFIX) -> httpx.Client:
-        """A raw httpx client of one socket, to look at statuses and bodies as they are: of
-        ssegrade's API by default, of SSEBench's wire with `prefix` ""."""
-        path = self.agent if listener == "agent" else self.admin
-        transport = httpx.HTTPTransport(uds=str(path))
-        return httpx.Client(transport=transport, base_url=f"http://daemon{prefix}", timeout=60)
-
-    def wait_ready(self, seconds: float = 60) -> None:
-        """Wait until the daemon answers on its admin socket; fail with its output if not."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the daemon exited {self.proc.returncode}:\n{self.output()}")
-            if self.admin.exists() and self.agent.exists():
-                with contextlib.suppress(Exception), self.http("admin") as probe:
-                    if probe.get("/version").status_code == 200:
-                        return
-            time.sleep(0.05)
-        self.cleanup()
-        raise AssertionError(f"the daemon did not answer in time:\n{self.output()}")
-
-    def output(self) -> str:
-        """What the daemon printed so far."""
-        return self.log.read_text(errors="replace")
-
-    def ask_to_stop(self, signum: int = signal.SIGTERM) -> None:
-        """Send `signum` if the daemon still runs."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 60) -> int:
-        """Send `signum` and wait for the exit status."""
-        for made in self.clients:
-            made.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-        return self.proc.wait(timeout)
-
-    def cleanup(self) -> None:
-        """Stop the process whatever happened, and remove the socket folder."""
-        with contextlib.suppress(Exception):
-            self.stop(timeout=60)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def daemon_command(task: Path, source: Path, results: Path, *args: str) -> list[str]:
-    """The argv of `ssegrade daemon` for a task, a source tree and a results folder."""
-    return [
-        sys.executable,
-        "-c",
-        "from interpreters.cli import main; main()",
-        "daemon",
-        "--task",
-        str(task),
-        "--source",
-        str(source),
-        "--results",
-        str(results),
-        *args,
-    ]
-
-
-def start_daemon(
-    task: Path,
-    source: Path,
-    results: Path,
-    *args: str,
-    level: str | None = "0",
-    wait: bool = True,
-) -> RunningDaemon:
-    """Start `ssegrade daemon` with sockets in a new short folder; wait until it answers."""
-    folder = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
-    folder.chmod(0o755)
-    agent, admin, log = folder / "agent.sock", folder / "admin" / "admin.sock", folder / "log"
-    env = {k: v for k, v in os.environ.items() if k != "SSE_DIFFICULTY"}
-    if level is not None:
-        env["SSE_DIFFICULTY"] = level
-    command = daemon_command(task, source, results, *args)
-    command += ["--agent-socket", str(agent), "--admin-socket", str(admin)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, cwd=TOP, env=env, stdout=out, stderr=subprocess.STDOUT)
-    running = RunningDaemon(proc, folder, agent, admin, log)
-    if wait:
-        running.wait_ready()
-    return running
-
-
-@contextlib.contextmanager
-def running_daemon(
-    task: Path, source: Path, results: Path, *args: str, level: str | None = "0"
-) -> Iterator[RunningDaemon]:
-    """A daemon for the duration of a `with` block."""
-    running = start_daemon(task, source, results, *args, level=level)
-    try:
-        yield running
-    finally:
-        running.cleanup()
 
 
 @pytest.fixture
@@ -180,10 +62,6 @@ def launch(
     return running
 
 
-def post_bencher(client: httpx.Client, action: str, **body: object) -> httpx.Response:
-    return client.post("/tool/bencher", params={"action": action}, json=body)
-
-
 @pytest.fixture
 def marks() -> Iterator[Path]:
     """A folder where the task's scripts leave files to say how far they got: not under /tmp,
@@ -192,15 +70,6 @@ def marks() -> Iterator[Path]:
     folder.chmod(0o777)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def wait_for_file(path: Path, running: RunningDaemon, seconds: float = 60) -> None:
-    """Wait until a script has made `path`; fail with the daemon's output if it never does."""
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert running.proc.poll() is None, running.output()
-        assert time.monotonic() < deadline, f"{path} never made:\n{running.output()}"
-        time.sleep(0.02)
 
 
 # ---------------------------------------------------------------------------- the gate

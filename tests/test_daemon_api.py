@@ -18,11 +18,11 @@ import pytest
 
 from interpreters.daemon.app import MAX_BODY, create_app, openapi_document
 from interpreters.daemon.service import Service
-from interpreters.fake import FakeWorld, Script
-from ssegrade.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.effects import Action, RunScript
 from ssegrade.protocol import PREFIX, DiffText, decode_patch, public_project
+from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.task import Task
+from ssegrade.testing import FakeWorld, Script
 from tests.fakedaemon import FOLDER, TASK, Api, FakeBackend, InProcess, make_api
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"

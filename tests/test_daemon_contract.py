@@ -1,10 +1,13 @@
-"""Contract: grading embedded and grading through a daemon give the same documents.
+"""Contract: grading through a daemon keeps the contract, and writes what grading embedded
+writes.
 
-Each scenario of `tests/test_contract.py` (plus the two time limits) is graded twice from the
-same task folder, on two identical source trees changed the same way: once with the local
-interpreter (`LocalSystem` under `bencher_interpreter`), once with `RemoteGrading` against a
-real `ssegrade daemon` on a temporary admin socket. `result.json` and `final.patch` must be
-byte for byte the same, and the checks must be the same runs with the same exit codes.
+`RemoteGrading` against a real `ssegrade daemon` on a temporary admin socket is held to the
+fake world by `ssegrade.testing.check_interpreter`, on every scenario of the contract. Then
+each scenario (plus the two time limits) is graded twice from the same task folder, on two
+identical source trees changed the same way: once with the local interpreter (`LocalSystem`
+under `bencher_interpreter`), once with `RemoteGrading` against a real daemon.
+`result.json` and `final.patch` must be byte for byte the same, and the checks must be the
+same runs with the same exit codes.
 """
 
 from __future__ import annotations
@@ -16,15 +19,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from returns.result import Success
 
+from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.commands import evaluate_through_daemon
+from interpreters.daemon.remote import RemoteGrading
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem, Places
+from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import resolve_runner
 from interpreters.setup import Inputs
 from interpreters.taskfolder import load_task
@@ -38,9 +45,9 @@ from ssegrade import (
     grade,
     run,
 )
-from tests.realtask import RealTask, make_task, ssegrade
-from tests.test_contract import SCENARIOS, Scenario, _script_body
-from tests.test_daemon import TOP, RunningDaemon, running_daemon, start_daemon
+from ssegrade.testing import SCENARIOS, Grading, Scenario, check_interpreter
+from tests.daemons import TOP, RunningDaemon, running_daemon, start_daemon
+from tests.realtask import RealTask, make_task, scenario_scripts, ssegrade
 
 pytestmark = pytest.mark.slow
 
@@ -64,8 +71,7 @@ CASES = [Case(s) for s in SCENARIOS] + [
 
 
 def _scripts(made: RealTask, case: Case) -> None:
-    for kind, name in (("build", "build.sh"), ("run", "run.sh"), ("test", "test.sh")):
-        made.script(name, _script_body(kind, case.scenario.scripts))
+    scenario_scripts(made, case.scenario)
     if case.hang is not None:
         made.script(case.hang, HANGS)
 
@@ -176,6 +182,31 @@ def _change(made: RealTask, twin: Path, scenario: Scenario) -> None:
     if scenario.changed:
         made.set_value("fixed")
         (twin / "lib.sh").write_text("VALUE=fixed\n")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_the_daemon_backed_interpreter_keeps_the_contract(
+    scenario: Scenario, workdir: Path
+) -> None:
+    @contextmanager
+    def through_daemon(scenario: Scenario) -> Iterator[Grading]:
+        made = make_task(workdir, pocs=scenario.pocs)
+        scenario_scripts(made, scenario)
+        task = load_task(made.task).unwrap()
+        with running_daemon(
+            made.task, made.source, workdir / "daemon-results", level="4"
+        ) as daemon:
+            if scenario.changed:
+                made.set_value("fixed")
+            (made.results / "logs").mkdir(parents=True)
+            deadline = Deadline.starting(120, time.monotonic)
+            writer = ResultsWriter(made.source, made.results, check=deadline.check)
+            options = GradeOptions(task=task, folder=str(made.task))
+            with DaemonClient(daemon.admin) as client:
+                yield Grading(RemoteGrading(client, writer, deadline), options, deadline)
+        assert (made.results / "result.json").is_file()
+
+    check_interpreter(through_daemon, [scenario])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.scenario.name for c in CASES])

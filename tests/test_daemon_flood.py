@@ -27,9 +27,9 @@ import pytest
 from interpreters.daemon.accepting import _Throttled
 from interpreters.daemon.server import CONNECTIONS
 from ssegrade.protocol import PREFIX
+from tests.daemons import RunningDaemon, post_bencher, running_daemon, wait_for_file
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task, ssegrade
-from tests.test_daemon import RunningDaemon, post_bencher, running_daemon, wait_for_file
 
 pytestmark = pytest.mark.slow
 
@@ -259,7 +259,7 @@ import sys
 from pathlib import Path
 from interpreters.daemon.server import bind_unix, serve
 from interpreters.daemon.service import Service
-from ssegrade.difficulty import LEVELS
+from ssegrade.protocol.difficulty import LEVELS
 from tests.fakedaemon import FOLDER, TASK, FakeBackend
 logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
 ports = FakeBackend().ports()

@@ -7,7 +7,6 @@ embedded one; against a daemon that answers badly (`httpx.MockTransport`) gradin
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -19,29 +18,12 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
-from interpreters.fake import FakeWorld, Script
-from ssegrade.difficulty import LEVELS
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, run
-from tests.fakedaemon import FOLDER, TASK, FakeBackend
-
-
-class SyncASGI(httpx.BaseTransport):
-    """A synchronous transport to an ASGI app: `httpx.ASGITransport`, one event loop a call."""
-
-    def __init__(self, app: Any) -> None:
-        self.inner = httpx.ASGITransport(app=app)
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send `request` to the app and read the whole reply."""
-
-        async def send() -> httpx.Response:
-            reply = await self.inner.handle_async_request(request)
-            body = await reply.aread()
-            return httpx.Response(reply.status_code, headers=reply.headers, content=body)
-
-        return asyncio.run(send())
+from ssegrade.testing import FakeWorld, Script
+from tests.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 
 
 def _world(**scripts: Script) -> FakeWorld:

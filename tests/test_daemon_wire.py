@@ -1,65 +1,48 @@
 """SSEBench's wire, in process: each root route against the shapes SSEBench's own clients read.
 
-The field lists below are written from SSEBench's Python SDK (`sse.metadata.Metadata`,
-`TaskDescription`, `Capabilities`, `sse.helper.ScriptResult`, built with `Class(**data)` or
-dacite) and from its daemon's reply types (`/version`, `/diff`, `/files`, `/result`,
-`/prepare_grading`, `/admin/agent_exited`, `/agent/dialog`, the error body): a reply with one
-key more or one key less fails. So do the 403 texts of its gate, its 500s for calls that cannot
-run, and the grading session's routing of the evaluator's calls. The same replies are then
-loaded the way the SDK loads them (dacite's strict mode, `Class(**data)`), with dataclasses
-rebuilt here from those field lists.
+The field lists (`tests/ssebench_wire.py`) are written from SSEBench's Python SDK and from its
+daemon's reply types: a reply with one key more or one key less fails. So do the 403 texts of
+its gate, its 500s for calls that cannot run, and the grading session's routing of the
+evaluator's calls. The same replies are then loaded the way the SDK loads them (dacite's
+strict mode, `Class(**data)`), with the dataclasses rebuilt from those field lists.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from interpreters.fake import Script
-from ssegrade.difficulty import ACTIONS, LEVELS
+from ssegrade.protocol.difficulty import ACTIONS, LEVELS
 from ssegrade.task import Task
+from ssegrade.testing import Script
 from tests.fakedaemon import Api, FakeBackend, make_api
+from tests.ssebench_wire import (
+    CAPABILITIES,
+    CHANGED_FILE,
+    DIALOG,
+    DIFF,
+    ERROR,
+    FILES,
+    METADATA,
+    PATCH_RESULT,
+    RESULT,
+    RUNTIME_RESULT,
+    SCRIPT_RESULT,
+    SUCCESS,
+    TASK_DESCRIPTION,
+    VERSION,
+    Capabilities,
+    Metadata,
+    ScriptResult,
+    TaskDescription,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 
-VERSION = {"version"}
-METADATA = {
-    "id",
-    "project",
-    "language",
-    "source",
-    "task_description",
-    "poc",
-    "build_script",
-    "test_script",
-}
-TASK_DESCRIPTION = {"issue", "crash_report", "bug_description"}
-CAPABILITIES = {"can_build", "can_run_poc", "poc_count", "has_function_test", "has_intent_test"}
-SCRIPT_RESULT = {"code", "stdout", "stderr"}
-DIFF = {"diff"}
-FILES = {"files"}
-CHANGED_FILE = {"path", "status", "additions", "deletions"}
-RESULT_UNAVAILABLE = {"available"}
-RESULT = {"available", "patch_result", "runtime_result"}
-PATCH_RESULT = {
-    "status",
-    "build_success",
-    "pov_passed",
-    "pov_total",
-    "func_test_success",
-    "intent_test_success",
-    "error_msg",
-    "error_log",
-}
-RUNTIME_RESULT = {"agent_duration", "agent_timeout", "evaluator_timeout"}
-SUCCESS = {"success"}
-ERROR = {"error"}
-DIALOG = {"entries"}
 
 PHASE_OVER = "tools are unavailable after the agent phase"
 GRADING_ONLY = "grading checks are only available on the admin socket"
@@ -337,49 +320,6 @@ def test_bash_runs_until_the_agent_exits(wire: Api) -> None:
 
 
 # ---------------------------------------------------------------------------- SDK loading
-
-
-@dataclass
-class TaskDescription:
-    """The SDK's `TaskDescription`, rebuilt from `TASK_DESCRIPTION`."""
-
-    issue: str | None
-    crash_report: list[str] | None
-    bug_description: str | None
-
-
-@dataclass
-class Metadata:
-    """The SDK's `Metadata`, rebuilt from `METADATA`."""
-
-    id: str
-    project: str
-    language: str
-    source: Path
-    task_description: TaskDescription
-    poc: list[Path]
-    build_script: str | None = None
-    test_script: str | None = None
-
-
-@dataclass
-class Capabilities:
-    """The SDK's `Capabilities`, rebuilt from `CAPABILITIES`; built with `Capabilities(**data)`."""
-
-    can_build: bool
-    can_run_poc: bool
-    poc_count: int
-    has_function_test: bool
-    has_intent_test: bool
-
-
-@dataclass
-class ScriptResult:
-    """The SDK's `ScriptResult`, rebuilt from `SCRIPT_RESULT`; built with `ScriptResult(**data)`."""
-
-    code: int
-    stdout: str
-    stderr: str
 
 
 def test_the_rebuilt_dataclasses_have_the_field_lists() -> None:

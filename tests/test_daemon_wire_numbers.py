@@ -19,7 +19,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.difficulty import LEVELS
+from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.protocol.wire import dialog_entries, wire_result
 from tests.fakedaemon import make_api
 

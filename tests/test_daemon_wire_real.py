@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from ssegrade.result import status_of
+from tests.daemons import RunningDaemon, start_daemon
 from tests.realtask import RealTask, make_task, ssegrade
-from tests.test_daemon import RunningDaemon, start_daemon
-from tests.test_daemon_wire import CAPABILITIES, METADATA, SCRIPT_RESULT, Capabilities, ScriptResult
+from tests.ssebench_wire import CAPABILITIES, METADATA, SCRIPT_RESULT, Capabilities, ScriptResult
 
 pytestmark = pytest.mark.slow
 

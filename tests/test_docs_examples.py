@@ -53,10 +53,25 @@ def check_batch(root: Path, out: str) -> None:
     ] == ("passed")
 
 
+def check_conformance(_root: Path, out: str) -> None:
+    """The third interpreter of docs/testing.md keeps the contract on every scenario."""
+    assert out.splitlines() == [
+        "all pass: passed",
+        "empty patch: passed",
+        "build fails: failed",
+        "second poc triggers: failed",
+        "both pocs trigger: failed",
+        "functional tests fail: failed",
+        "intent tests fail: failed",
+        "everything after build fails: failed",
+        "no pocs: passed",
+    ]
+
+
 GRADING_PRELUDE = """
 import time
 
-from interpreters.fake import FakeWorld
+from ssegrade.testing import FakeWorld
 from ssegrade import BenchSession, Deadline, GradeOptions, Task, bencher_interpreter, grade, run
 from ssegrade.task import Scripts
 
@@ -86,6 +101,7 @@ WORLDS: dict[tuple[str, int], World] = {
     ("batch.md", 0): ("", batch_world, check_batch),
     ("architecture.md", 0): (GRADING_PRELUDE, lambda _root: None, None),
     ("report.md", 0): (REPORT_PRELUDE, lambda _root: None, None),
+    ("testing.md", 0): ("", lambda _root: None, check_conformance),
 }
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemons import running_daemon
 from tests.realtask import git, ssegrade
-from tests.test_daemon import running_daemon
 
 pytestmark = pytest.mark.slow
 

@@ -5,15 +5,13 @@ what the daemon serves for it."""
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from interpreters.fake import FakeWorld, Script
-from interpreters.replay import replay
 from interpreters.trace import TraceRecorder
 from ssegrade import (
     ApplyError,
@@ -44,11 +42,14 @@ from ssegrade import (
 )
 from ssegrade.guard import PocFile
 from ssegrade.program import GradingInterrupted
+from ssegrade.run import Interpreter
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Recording, Script
+from ssegrade.testing.strategies import Drawn, tasks
 from ssegrade.trace import Trace
+from ssegrade.trace.replay import replay
 from tests.fakedaemon import make_api
 from tests.guardkit import Edit, make_patch
-from tests.strategies import tasks
 
 CHEAT = make_patch(
     [
@@ -77,59 +78,62 @@ EVERY_FLAG = GuardFacts(
 )
 
 
-@dataclass
-class Drawn:
-    """Answers the grading effects: drawn by hypothesis and recorded the first time, replayed
-    the second; the guard's effects answered by `guard` (a fixed answer, or an exception)."""
+def _draws(patch: bytes) -> Callable[[Effect[Any]], st.SearchStrategy[Any] | None]:
+    """What the grading effects may answer (an exception: thrown in their place)."""
 
-    data: st.DataObject | None
-    guard: object
-    patch: bytes
-    recorded: list[object] = field(default_factory=list)
-    trace: list[Effect[Any]] = field(default_factory=list)
-
-    def _draw(self, effect: Effect[Any]) -> object:
-        assert self.data is not None
+    def answers(effect: Effect[Any]) -> st.SearchStrategy[Any] | None:
         if isinstance(effect, PrepareGrading):
-            return self.data.draw(
-                st.sampled_from(
-                    [
-                        Success(Prepared(len(self.patch), empty=False, patch=self.patch)),
-                        Success(Prepared(0, empty=True)),
-                        Failure(ApplyError("error: patch failed")),
-                        Failure(CaptureError("does not reproduce")),
-                        TimeLimitReached(60),
-                        GradingInterrupted("SIGTERM"),
-                    ]
-                )
+            return st.sampled_from(
+                [
+                    Success(Prepared(len(patch), empty=False, patch=patch)),
+                    Success(Prepared(0, empty=True)),
+                    Failure(ApplyError("error: patch failed")),
+                    Failure(CaptureError("does not reproduce")),
+                    TimeLimitReached(60),
+                    GradingInterrupted("SIGTERM"),
+                ]
             )
         if isinstance(effect, Bench):
-            code = self.data.draw(st.sampled_from([0, 0, 1, -1]))
-            return self.data.draw(
-                st.sampled_from([ScriptResult(code=code, seconds=1.0), TimeLimitReached(60)])
+            codes = st.sampled_from([0, 0, 1, -1])
+            return st.one_of(
+                codes.map(lambda code: ScriptResult(code=code, seconds=1.0)),
+                st.just(TimeLimitReached(60)),
             )
         if isinstance(effect, Archive):
-            return self.data.draw(st.sampled_from([Success(None), Failure(ArchiveError("x"))]))
+            return st.sampled_from([Success(None), Failure(ArchiveError("x"))])
         return None
 
-    def __call__(self, effect: Effect[Any]) -> object:
-        self.trace.append(effect)
-        if isinstance(effect, ObserveGuard | WriteGuard):
-            if isinstance(self.guard, BaseException):
-                raise self.guard
-            return self.guard if isinstance(effect, ObserveGuard) else None
-        if self.data is not None:
-            answer = self._draw(effect)
-            self.recorded.append(answer)
-        else:
-            answer = self.recorded.pop(0)
-            if isinstance(answer, Success) and isinstance(answer.unwrap(), Prepared):
-                prepared = answer.unwrap()
-                if not prepared.empty:  # the same grade, another patch
-                    answer = Success(Prepared(len(self.patch), empty=False, patch=self.patch))
+    return answers
+
+
+def _replaying(recorded: list[object], patch: bytes) -> Interpreter:
+    """The answers recorded, in order, another patch prepared in place of the one drawn."""
+    answers = iter(recorded)
+
+    def interpret(_effect: Effect[Any]) -> object:
+        answer = next(answers)
+        prepared = answer.unwrap() if isinstance(answer, Success) else None
+        if isinstance(prepared, Prepared) and not prepared.empty:  # the same grade, another patch
+            answer = Success(Prepared(len(patch), empty=False, patch=patch))
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+    return interpret
+
+
+def _with_guard(guard: object, inner: Interpreter) -> Recording:
+    """`inner` below the guard's effects, which `guard` answers: what it observes, or the
+    exception each of them raises; everything asked is recorded."""
+
+    def interpret(effect: Effect[Any]) -> object:
+        if not isinstance(effect, ObserveGuard | WriteGuard):
+            return inner(effect)
+        if isinstance(guard, BaseException):
+            raise guard
+        return guard if isinstance(effect, ObserveGuard) else None
+
+    return Recording(interpret)
 
 
 def _written(trace: list[Effect[Any]]) -> list[EvaluationResult]:
@@ -148,9 +152,10 @@ def test_the_guard_never_changes_status_or_any_field_of_the_grade(
     """Property: the same grading, with whatever the guard observes or however it fails, and a
     cheating patch or a clean one, gives the same document, written once, the same."""
     options = GradeOptions(task=task.model_copy(update={"sanitizer": "address"}), folder="/t")
-    drawn = Drawn(data, first, CHEAT)
+    drawing = Recording(Drawn(data, _draws(CHEAT)))
+    drawn = _with_guard(first, drawing)
     before = run(grade(options), drawn)
-    again = Drawn(None, second, CLEAN, recorded=drawn.recorded)
+    again = _with_guard(second, _replaying(drawing.answers, CLEAN))
     after = run(grade(options), again)
     assert after == before
     assert after.patch_result == before.patch_result

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import GuardFacts, ObjectScan, Task, guard
-from ssegrade.guard import KINDS, RULES, Rule, guard_report
+from ssegrade import GuardFacts, ObjectScan, Task
+from ssegrade.guard import KINDS, RULES, Rule, guard, guard_report
 from ssegrade.guard.rules import Lines, Paths
 from tests.guardkit import (
     Edit,

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interpreters.fake import FakeWorld
 from interpreters.real.files import remove_tree
 from ssegrade import (
     Archive,
@@ -41,10 +39,11 @@ from ssegrade import (
 )
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Throwing, matching
+from ssegrade.testing.strategies import outcomes
 from ssegrade.verdict import Interrupted, Outcomes, decide
+from tests.processes import live_with, unique
 from tests.realtask import RealTask, git, make_task
-from tests.strategies import outcomes
-from tests.test_runner import live_with, unique
 
 FULL = Task(
     id="demo-1",
@@ -73,26 +72,13 @@ def test_an_interrupted_grading_is_an_error_that_keeps_its_checks(
     assert stopped.func_test_success == finished.func_test_success
 
 
-@dataclass
-class Interrupting:
-    """A fake world in which a signal lands at the first effect of one kind."""
-
-    world: FakeWorld
-    at: type[Effect[Any]]
-    label: str | None = None
-    landed: list[Effect[Any]] = field(default_factory=list)
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        hit = isinstance(effect, self.at) and (
-            self.label is None or getattr(effect, "label", None) == self.label
-        )
-        if hit and not self.landed:
-            self.landed.append(effect)
-            raise GradingInterrupted("SIGTERM")
-        return self.world(effect)
+def interrupting(world: FakeWorld, at: type[Effect[Any]], label: str | None = None) -> Throwing:
+    """The fake world, in which a signal lands at the first effect of one kind (and label)."""
+    where = matching(at) if label is None else matching(at, label=label)
+    return Throwing(world, {0: GradingInterrupted("SIGTERM")}, where)
 
 
-def grade_with(world: FakeWorld, interpreter: Interrupting) -> EvaluationResult:
+def grade_with(world: FakeWorld, interpreter: Throwing) -> EvaluationResult:
     session = BenchSession(task=FULL, folder="/task")
     return run(
         grade(GradeOptions(task=FULL, folder="/task")), bencher_interpreter(session, interpreter)
@@ -101,7 +87,7 @@ def grade_with(world: FakeWorld, interpreter: Interrupting) -> EvaluationResult:
 
 def test_a_signal_during_a_check_keeps_the_finished_ones() -> None:
     world = FakeWorld(patch=b"diff --git a/x b/x\n")
-    result = grade_with(world, Interrupting(world, RunScript, label="poc-1"))
+    result = grade_with(world, interrupting(world, RunScript, label="poc-1"))
     patch = result.patch_result
     assert (patch.status, patch.error_msg, patch.build_success) == (
         "error",
@@ -115,7 +101,7 @@ def test_a_signal_during_a_check_keeps_the_finished_ones() -> None:
 @pytest.mark.parametrize("at", [Archive, WriteResult], ids=["archive", "write"])
 def test_a_signal_after_the_checks_keeps_the_grade(at: type[Effect[Any]]) -> None:
     world = FakeWorld(patch=b"diff --git a/x b/x\n")
-    result = grade_with(world, Interrupting(world, at))
+    result = grade_with(world, interrupting(world, at))
     assert result.patch_result.status == "passed"
     written = [e for e in world.trace if isinstance(e, WriteResult)]
     assert [e.result for e in written] == [result]

@@ -19,9 +19,8 @@ import pytest
 
 from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
+from tests.gittrees import FILES, TREE, Pool, agent_env, capture_ok, edit, make_repo, record, run
 from tests.realtask import ssegrade
-from tests.test_capture import agent_env, capture_ok, make_repo, record, run
-from tests.test_capture_stat import FILES, TREE, Pool, edit
 
 pytestmark = pytest.mark.slow
 

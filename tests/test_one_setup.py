@@ -22,18 +22,13 @@ import pytest
 from interpreters import grade_patch
 from interpreters.real.runner import resolve_runner
 from interpreters.setup import InputError, Sources, grading_setup, load_inputs
-from tests.realtask import RealTask, make_task, ssegrade
-from tests.test_daemon import running_daemon
+from tests.daemons import running_daemon
+from tests.realtask import FIX, RealTask, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 
 SET_UP = re.compile(r"grading set up in (\S+): grading repo (\S+)$")
 """The DEBUG line of `grading_setup`: its scratch folder and the grading repo."""
-
-FIX = (
-    "diff --git a/lib.sh b/lib.sh\n--- a/lib.sh\n+++ b/lib.sh\n"
-    "@@ -1 +1 @@\n-VALUE=bug\n+VALUE=fixed\n"
-)
 
 
 def _set_ups(text: str, prefix: str = "") -> list[tuple[str, str]]:

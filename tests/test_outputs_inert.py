@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from interpreters.replay_cli import too_deep
 from interpreters.report_cli import report
 from tests.realtask import ssegrade
-from tests.test_report_io import summary, write_run
+from tests.runfolders import summary, write_run
 
 ACTIVE = ("=", "+", "-", "@", "\t", "\r")
 

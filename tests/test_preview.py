@@ -8,9 +8,9 @@ helpers, so that a wrong rule there makes a test fail.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
 from ssegrade.checks import spec
-from ssegrade.difficulty import LEVELS, Level
 from ssegrade.effects import Action, Bench, Effect, ScriptResult, TimeLimitReached
 from ssegrade.preview import (
     INTERNAL_FAILURE,
@@ -30,8 +29,11 @@ from ssegrade.preview import (
     truncate_log,
     word_count,
 )
+from ssegrade.protocol.difficulty import LEVELS, Level
 from ssegrade.run import run
 from ssegrade.task import Check
+from ssegrade.testing import Recording, Scripted, Throwing
+from ssegrade.testing.strategies import Drawn
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "test-patch.md"
 
@@ -119,40 +121,16 @@ def _crash(kind: int) -> Exception:
     )[kind]
 
 
-@dataclass
-class Drawn:
-    """An interpreter whose every answer is drawn; it may raise at a drawn effect."""
-
-    data: st.DataObject
-    crash_at: int | None
-    trace: list[Effect[Any]] = field(default_factory=list)
-    answers: list[object] = field(default_factory=list)
-    raised: Exception | None = None
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        self.trace.append(effect)
-        if self.crash_at == len(self.trace) - 1:
-            self.raised = _crash(self.data.draw(st.integers(0, 3), label="crash"))
-            raise self.raised
-        answer: object
-        if isinstance(effect, Bench):
-            answer = ScriptResult(
-                code=self.data.draw(codes, label=f"{effect.action} code"),
-                stdout=self.data.draw(logs, label="stdout"),
-                stderr=self.data.draw(logs, label="stderr"),
-            )
-        elif isinstance(effect, SpillLog):
-            answer = self.data.draw(
-                st.one_of(
-                    st.builds(Success, st.just(f"/var/log/ssebench/{effect.name}-1.log")),
-                    st.builds(Failure, st.text(max_size=30)),
-                ),
-                label="spill",
-            )
-        else:
-            raise AssertionError(f"preview awaited an unexpected effect {effect!r}")
-        self.answers.append(answer)
-        return answer
+def _answers(effect: Effect[Any]) -> st.SearchStrategy[Any]:
+    """Any answer to an effect of the preview."""
+    if isinstance(effect, Bench):
+        return st.builds(ScriptResult, code=codes, stdout=logs, stderr=logs)
+    if isinstance(effect, SpillLog):
+        return st.one_of(
+            st.builds(Success, st.just(f"/var/log/ssebench/{effect.name}-1.log")),
+            st.builds(Failure, st.text(max_size=30)),
+        )
+    raise AssertionError(f"preview awaited an unexpected effect {effect!r}")
 
 
 @dataclass
@@ -162,7 +140,9 @@ class Play:
     level: Level
     has: frozenset[Check]
     pocs: tuple[str, ...]
-    interpreter: Drawn
+    interpreter: Recording
+    crash_at: int | None
+    throwing: Throwing
     found: PreviewResult
 
     @property
@@ -171,7 +151,7 @@ class Play:
 
     @property
     def raised(self) -> bool:
-        return self.interpreter.raised is not None
+        return bool(self.throwing.thrown)
 
     @property
     def benches(self) -> list[Bench]:
@@ -243,9 +223,12 @@ def plays(draw: st.DrawFn) -> Play:
     has = draw(st.frozensets(st.sampled_from(CHECKS)), label="has")
     pocs = draw(task_pocs, label="pocs")
     crash_at = draw(st.one_of(st.none(), st.none(), st.none(), st.integers(0, 6)), label="crash")
-    interpreter = Drawn(draw(st.data()), crash_at)
+    crash = _crash(draw(st.integers(0, 3), label="crash kind"))
+    at = {} if crash_at is None else {crash_at: crash}
+    throwing = Throwing(Drawn(draw(st.data()), _answers), at)
+    interpreter = Recording(throwing)
     found = run(preview(level, has, pocs), interpreter)
-    return Play(level, has, pocs, interpreter, found)
+    return Play(level, has, pocs, interpreter, crash_at, throwing, found)
 
 
 def finished(play: Play) -> bool:
@@ -490,7 +473,7 @@ def test_an_interpreter_exception_gives_the_fixed_sentence(play: Play) -> None:
     one fixed sentence, and nothing is awaited after it; otherwise that sentence never shows."""
     if play.raised:
         assert play.text == INTERNAL_FAILURE
-        assert len(play.interpreter.trace) == (play.interpreter.crash_at or 0) + 1
+        assert len(play.interpreter.trace) == (play.crash_at or 0) + 1
     else:
         assert play.text != INTERNAL_FAILURE
         assert "internal testing failure" not in play.text.lower()
@@ -694,20 +677,24 @@ make: *** [Makefile:4: tlv] Error 1""",
 """Exact texts, written by hand from SPEC §10 (they are also in `docs/test-patch.md`)."""
 
 
-@dataclass
-class Scripted:
-    """An interpreter answering each bench action (and PoC) from a table; it records the trace."""
+SPILLED: Result[str, str] = Success("/logs/test_patch-1.log")
 
-    answers: dict[tuple[str, str | None], ScriptResult]
-    spill: Result[str, str] = field(default_factory=lambda: Success("/logs/test_patch-1.log"))
-    trace: list[Effect[Any]] = field(default_factory=list)
 
-    def __call__(self, effect: Effect[Any]) -> object:
-        self.trace.append(effect)
+def scripted(
+    answers: dict[tuple[str, str | None], ScriptResult], spill: Result[str, str] = SPILLED
+) -> Recording:
+    """The preview's effects answered from a table, each bench action (and PoC) and the long
+    log spilled; the trace recorded."""
+
+    def spilled(effect: Effect[Any]) -> object:
         if isinstance(effect, SpillLog):
-            return self.spill
-        assert isinstance(effect, Bench)
-        return self.answers[effect.action, effect.poc]
+            return spill
+        raise LookupError(f"no answer for {effect!r}")
+
+    table: dict[Effect[Any], object] = {
+        Bench(cast(Action, action), poc): result for (action, poc), result in answers.items()
+    }
+    return Recording(Scripted(table, spilled))
 
 
 def play_report(report: PreviewReport, pocs: tuple[str, ...]) -> tuple[str, list[Effect[Any]]]:
@@ -722,7 +709,7 @@ def play_report(report: PreviewReport, pocs: tuple[str, ...]) -> tuple[str, list
             answers[action, None] = result
     for poc, result in zip(pocs, report.pocs, strict=False):
         answers["run_poc", poc] = result
-    interpreter = Scripted(answers)
+    interpreter = scripted(answers)
     return run(preview(report.level, report.has, pocs), interpreter).text, interpreter.trace
 
 
@@ -739,7 +726,7 @@ def test_worked_examples(case: str) -> None:
 def test_worked_trace_of_a_failed_poc() -> None:
     """Worked example: the second PoC still triggers, so the third never runs; the intent tests
     pass, so the functional tests do not run."""
-    interpreter = Scripted(
+    interpreter = scripted(
         {
             ("build", None): r(0),
             ("run_poc", "pocs/a"): r(0),
@@ -763,7 +750,7 @@ def test_worked_huge_log_is_spilled_and_truncated() -> None:
     """Worked example: a build log of 10,001 one-word lines is written whole and its last 100
     lines shown; when it cannot be written, the text says so."""
     log = "\n".join(f"w{n}" for n in range(10_001))
-    interpreter = Scripted({("build", None): r(1, log)})
+    interpreter = scripted({("build", None): r(1, log)})
     text = run(preview(LEVELS[0], frozenset({"build"}), ()), interpreter).text
     assert interpreter.trace == [Bench("build"), SpillLog("test_patch-build", log)]
     expected = [
@@ -782,7 +769,7 @@ def test_worked_huge_log_is_spilled_and_truncated() -> None:
         "Full log available at /logs/test_patch-1.log",
     ]
     assert text.split("\n") == expected
-    unsaved = Scripted({("build", None): r(1, log)}, spill=Failure("disk full\n"))
+    unsaved = scripted({("build", None): r(1, log)}, spill=Failure("disk full\n"))
     text = run(preview(LEVELS[0], frozenset({"build"}), ()), unsaved).text
     assert text.split("\n")[-1] == "The full log could not be saved (disk full)."
     assert render(PreviewReport(LEVELS[0], frozenset({"build"}), build=r(1, log))).endswith(
@@ -793,7 +780,7 @@ def test_worked_huge_log_is_spilled_and_truncated() -> None:
 def test_a_log_of_exactly_10000_words_is_shown_whole() -> None:
     """Worked example: the limit is "over 10,000 words"; 10,000 words are shown whole."""
     log = " ".join(["word"] * 10_000)
-    interpreter = Scripted({("build", None): r(1, "", log)})
+    interpreter = scripted({("build", None): r(1, "", log)})
     text = run(preview(LEVELS[3], frozenset({"build"}), ()), interpreter).text
     assert interpreter.trace == [Bench("build")]
     assert text.endswith(f"\n\nFull log (build):\n{log}")
@@ -801,7 +788,7 @@ def test_a_log_of_exactly_10000_words_is_shown_whole() -> None:
 
 def test_the_functional_tests_run_when_the_task_has_no_intent_tests() -> None:
     """Worked example: at level 0, a task without hidden tests runs its functional tests."""
-    interpreter = Scripted({("build", None): r(0), ("function_test", None): r(0)})
+    interpreter = scripted({("build", None): r(0), ("function_test", None): r(0)})
     text = run(preview(LEVELS[0], frozenset({"build", "function_test"}), ()), interpreter).text
     assert interpreter.trace == [Bench("build"), Bench("function_test")]
     assert text == render(DOC_EXAMPLES["level-0-no-pocs"])

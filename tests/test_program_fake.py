@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from returns.result import Success
 
-from interpreters.fake import FakeWorld, Script
 from ssegrade import (
     ApplyDiff,
     CheckPatch,
@@ -15,11 +14,11 @@ from ssegrade import (
     StageFiles,
     Task,
     Unstage,
-    bench,
-    prepare,
     run,
 )
+from ssegrade.bencher import bench, prepare
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Script
 
 FULL = Task(
     id="demo-1",

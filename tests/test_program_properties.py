@@ -1,8 +1,8 @@
-"""The whole grading program with hypothesis as the interpreter: every answer is drawn."""
+"""The whole grading program with hypothesis as the interpreter: every answer is drawn
+(`ssegrade.testing.strategies.Drawn`), and recorded."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import given
@@ -30,69 +30,71 @@ from ssegrade import (
     grade,
     run,
 )
-from tests.strategies import tasks
+from ssegrade.testing import Recording
+from ssegrade.testing.strategies import Drawn, tasks
 
 
-@dataclass
-class Drawn:
-    """An interpreter whose every answer is drawn by hypothesis; it records what it answered."""
+def _interrupted(answer: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """`answer`, or (one time in ten each) the time limit or a broken interpreter instead."""
+    kinds = st.sampled_from(["none"] * 8 + ["limit", "crash"])
+    return kinds.flatmap(
+        lambda kind: (
+            answer
+            if kind == "none"
+            else st.builds(TimeLimitReached, st.just(60))
+            if kind == "limit"
+            else st.builds(OSError, st.just("disk on fire"))
+        )
+    )
 
-    data: st.DataObject
-    trace: list[Effect[Any]] = field(default_factory=list)
-    answers: list[object] = field(default_factory=list)
-    limit_hit: bool = False
-    crashed: bool = False
 
-    def __call__(self, effect: Effect[Any]) -> object:
-        self.trace.append(effect)
-        try:
-            answer = self._answer(effect)
-        except Exception as exc:
-            self.answers.append(exc)
-            raise
-        self.answers.append(answer)
-        return answer
+PREPARED = st.sampled_from(
+    [
+        Success(Prepared(10, empty=False)),
+        Success(Prepared(0, empty=True)),
+        Failure(ApplyError("error: patch failed: x.c:1")),
+        Failure(CaptureError("the captured patch does not reproduce the tree")),
+    ]
+)
 
-    def _interrupt(self) -> None:
-        kind = self.data.draw(st.sampled_from(["none"] * 8 + ["limit", "crash"]))
-        if kind == "limit":
-            self.limit_hit = True
-            raise TimeLimitReached(60)
-        if kind == "crash":
-            self.crashed = True
-            raise OSError("disk on fire")
 
-    def _answer(self, effect: Effect[Any]) -> object:
-        if isinstance(effect, PrepareGrading):
-            self._interrupt()
-            return self.data.draw(
-                st.sampled_from(
-                    [
-                        Success(Prepared(10, empty=False)),
-                        Success(Prepared(0, empty=True)),
-                        Failure(ApplyError("error: patch failed: x.c:1")),
-                        Failure(CaptureError("the captured patch does not reproduce the tree")),
-                    ]
+def _answers(effect: Effect[Any]) -> st.SearchStrategy[Any] | None:
+    """Every answer of the grading program drawn: preparing and each check may be cut short."""
+    if isinstance(effect, PrepareGrading):
+        return _interrupted(PREPARED)
+    if isinstance(effect, Bench):
+        action = effect.action
+        return _interrupted(
+            st.sampled_from([0, 0, 1, 2, -1]).map(
+                lambda code: ScriptResult(
+                    code=code, stdout=f"out {action}", stderr="err", seconds=1.0
                 )
             )
-        if isinstance(effect, Bench):
-            self._interrupt()
-            code = self.data.draw(st.sampled_from([0, 0, 1, 2, -1]))
-            return ScriptResult(code=code, stdout=f"out {effect.action}", stderr="err", seconds=1.0)
-        if isinstance(effect, Archive):
-            return self.data.draw(st.sampled_from([Success(None), Failure(ArchiveError("full"))]))
-        return None
-
-    def benches(self) -> list[tuple[Bench, ScriptResult]]:
-        return [
-            (e, a)
-            for e, a in zip(self.trace, self.answers, strict=True)
-            if isinstance(e, Bench) and isinstance(a, ScriptResult)
-        ]
+        )
+    if isinstance(effect, Archive):
+        return st.sampled_from([Success(None), Failure(ArchiveError("full"))])
+    return None
 
 
-def _grade(task: Task, data: st.DataObject) -> tuple[Drawn, Any]:
-    world = Drawn(data)
+def checks_run(world: Recording) -> list[tuple[Bench, ScriptResult]]:
+    """The checks run, each with the result it got."""
+    return [
+        (e, a) for e, a in world.steps() if isinstance(e, Bench) and isinstance(a, ScriptResult)
+    ]
+
+
+def limit_hit(world: Recording) -> bool:
+    """Whether the time limit was drawn in place of an answer."""
+    return any(isinstance(a, TimeLimitReached) for a in world.answers)
+
+
+def crashed(world: Recording) -> bool:
+    """Whether a broken interpreter was drawn in place of an answer."""
+    return any(isinstance(a, OSError) for a in world.answers)
+
+
+def _grade(task: Task, data: st.DataObject) -> tuple[Recording, Any]:
+    world = Recording(Drawn(data, _answers))
     result = run(grade(GradeOptions(task=task, folder="/t")), world)
     return world, result
 
@@ -116,7 +118,7 @@ def test_checks_follow_the_pipeline(task: Task, data: st.DataObject) -> None:
     """Property: only checks the task has run, in pipeline order, PoCs in config order, and
     nothing after a failed build, an apply failure, a timeout or an exception."""
     world, _ = _grade(task, data)
-    benches = world.benches()
+    benches = checks_run(world)
     has = task.checks
     expected: list[tuple[str, str | None]] = []
     if "build" in has:
@@ -126,7 +128,7 @@ def test_checks_follow_the_pipeline(task: Task, data: st.DataObject) -> None:
     expected += [("intent_test", None)] if "intent_test" in has else []
     actual = [(b.action, b.poc) for b, _ in benches]
     build_failed = bool(benches) and benches[0][0].action == "build" and benches[0][1].code != 0
-    interrupted = world.limit_hit or world.crashed
+    interrupted = limit_hit(world) or crashed(world)
     prepared = world.answers[0]
     if not isinstance(prepared, Success):
         assert actual == []
@@ -152,7 +154,7 @@ def test_every_check_is_recorded(task: Task, data: st.DataObject) -> None:
     assert [r.name for r in records[:1]] == (["prepare"] if recorded else [])
     assert not any(r.name == "prepare" for r in records[1:])
     records = records[1:] if recorded else records
-    benches = world.benches()
+    benches = checks_run(world)
     assert len(records) == len(benches)
     for (bench, answer), record in zip(benches, records, strict=True):
         assert record.exit_code == answer.code
@@ -166,7 +168,7 @@ def test_document_matches_what_was_observed(task: Task, data: st.DataObject) -> 
     keeps them with evaluator_timeout set, and the status follows the rule."""
     world, result = _grade(task, data)
     patch = result.patch_result
-    answers = {(b.action, b.poc): a.code == 0 for b, a in world.benches()}
+    answers = {(b.action, b.poc): a.code == 0 for b, a in checks_run(world)}
     prepared = world.answers[0]
     if isinstance(prepared, Failure) and isinstance(prepared.failure(), ApplyError):
         assert (patch.status, patch.error_msg) == ("failed", "Patch apply failed")
@@ -180,10 +182,10 @@ def test_document_matches_what_was_observed(task: Task, data: st.DataObject) -> 
         assert patch.pov_passed == sum(bool(a) for a in poc_answers)
     else:
         assert patch.pov_total is None
-    assert result.runtime_result.evaluator_timeout == world.limit_hit
-    if world.limit_hit:
+    assert result.runtime_result.evaluator_timeout == limit_hit(world)
+    if limit_hit(world):
         assert (patch.status, patch.error_msg) == ("error", "Timeout (60s)")
-    elif world.crashed:
+    elif crashed(world):
         assert (patch.status, patch.error_msg) == ("error", "Exception: disk on fire")
     elif isinstance(prepared, Failure):
         assert patch.status == "error"

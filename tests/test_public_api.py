@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import subprocess
 import sys
+
+import pytest
 
 import ssegrade
 
@@ -17,14 +20,69 @@ def test_every_public_name_exists_and_is_documented() -> None:
             assert inspect.getdoc(value), f"{name} has no docstring"
 
 
-def test_core_imports_no_interpreter_or_io_library() -> None:
+def _loaded_by(statement: str) -> list[str]:
+    """The modules a fresh interpreter holds once it ran `statement`, beyond its start-up's."""
     code = (
-        "import sys, ssegrade; "
-        "banned = ('interpreters', 'sh', 'subprocess', 'httpx', 'click', 'rich', 'uvicorn'); "
-        "print([m for m in banned if m in sys.modules])"
+        "import sys; before = set(sys.modules); "
+        f"{statement}; "
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    return done.stdout.split()
+
+
+def test_core_imports_no_interpreter_or_io_library() -> None:
+    banned = {"interpreters", "sh", "subprocess", "httpx", "click", "rich", "uvicorn"}
+    banned |= {"fastapi", "starlette", "jinja2", "hypothesis", "ray"}
+    loaded = {name.partition(".")[0] for name in _loaded_by("import ssegrade")}
+    assert loaded & banned == set()
+
+
+# The modules of the core `import ssegrade` loads: the kernel alone, no feature subpackage.
+KERNEL = [
+    "ssegrade",
+    "ssegrade.answers",
+    "ssegrade.bencher",
+    "ssegrade.checks",
+    "ssegrade.effects",
+    "ssegrade.guard",
+    "ssegrade.guard.check",
+    "ssegrade.guard.diff",
+    "ssegrade.guard.facts",
+    "ssegrade.guard.literal",
+    "ssegrade.guard.model",
+    "ssegrade.guard.rules",
+    "ssegrade.guard.sanitizers",
+    "ssegrade.guarding",
+    "ssegrade.program",
+    "ssegrade.result",
+    "ssegrade.run",
+    "ssegrade.task",
+    "ssegrade.verdict",
+]
+
+
+def test_importing_the_core_loads_the_kernel_alone() -> None:
+    loaded = [name for name in _loaded_by("import ssegrade") if name.split(".")[0] == "ssegrade"]
+    assert loaded == KERNEL
+
+
+@pytest.mark.parametrize(
+    ("feature", "names"),
+    [
+        ("ssegrade.report", ["aggregate", "compare_all", "parse_run", "wilson", "holm"]),
+        ("ssegrade.batch", ["parse_jobs", "summary_document", "batch_summary", "judge"]),
+        ("ssegrade.protocol", ["LEVELS", "allowed", "parse_difficulty", "gate"]),
+        ("ssegrade.trace", ["parse_trace", "dump_trace", "Replay", "replay"]),
+        ("ssegrade.guard", ["guard", "guard_schema", "Flag"]),
+        ("ssegrade.preview", ["preview", "render", "PreviewResult"]),
+    ],
+)
+def test_features_are_reached_by_subpackage(feature: str, names: list[str]) -> None:
+    module = importlib.import_module(feature)
+    for name in names:
+        assert name in module.__all__
+        assert name not in ssegrade.__all__
 
 
 # The public surface, exactly: a change here is a deliberate edit of this list.
@@ -36,35 +94,32 @@ PUBLIC = [
     "Archive",
     "ArchiveError",
     "Bench",
+    "BenchEffect",
     "BenchSession",
     "Capture",
     "CaptureError",
     "CaptureTree",
+    "ChangedFiles",
     "Check",
     "CheckFinished",
     "CheckOutcome",
     "CheckPatch",
     "CheckRecord",
     "CheckStarted",
-    "ControlRun",
     "Crashed",
+    "DaemonRead",
     "Deadline",
     "Discard",
     "Effect",
     "Ending",
     "EvaluationResult",
     "Finished",
-    "Flag",
     "FreshCopy",
     "GradeOptions",
     "GradingEffect",
     "GuardFacts",
     "GuardReport",
     "Interpreter",
-    "Job",
-    "JobProblem",
-    "LEVELS",
-    "Level",
     "NewSession",
     "Notify",
     "ObjectScan",
@@ -76,13 +131,12 @@ PUBLIC = [
     "PrepareGrading",
     "Prepared",
     "PreviewEffect",
-    "PreviewReport",
-    "PreviewResult",
     "ProvePatch",
+    "ReadArtifact",
+    "ReadDialog",
     "ReadTaskFile",
-    "Report",
     "ResultError",
-    "RunRecord",
+    "ResultsEffect",
     "RunScript",
     "RuntimeResult",
     "ScanObjects",
@@ -94,57 +148,24 @@ PUBLIC = [
     "Staged",
     "Status",
     "SystemEffect",
-    "Tally",
     "Task",
     "TaskError",
     "TimeLimitReached",
     "TimedOut",
-    "Trace",
-    "TraceError",
-    "TraceStep",
     "Unstage",
-    "Verification",
+    "WorkEffect",
     "Workspace",
     "WriteArtifact",
     "WriteGuard",
     "WriteResult",
-    "aggregate",
-    "allowed",
-    "bench",
     "bencher_interpreter",
-    "bound_log",
-    "check_answer",
-    "compare",
-    "compare_all",
     "decide",
-    "dump_trace",
     "grade",
-    "guard",
-    "guard_schema",
-    "holm",
-    "is_blank",
-    "job_digest",
-    "judge",
-    "mcnemar_exact",
-    "parse_difficulty",
-    "parse_jobs",
     "parse_result",
-    "parse_run",
     "parse_task",
-    "parse_trace",
-    "pass_at_k",
-    "pass_hat_k",
-    "poc_folder",
-    "prepare",
-    "preview",
-    "render",
     "result_schema",
     "run",
     "status_of",
-    "summary_document",
-    "support_folders",
-    "task_path",
-    "wilson",
 ]
 
 

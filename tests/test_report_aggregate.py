@@ -28,7 +28,7 @@ from ssegrade.report import (
 )
 from ssegrade.result import PatchResult, status_of
 from ssegrade.task import Check
-from tests.strategies import CHECKS
+from ssegrade.testing.strategies import CHECKS
 
 # --------------------------------------------------------------------------- strategies
 

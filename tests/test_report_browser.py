@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from interpreters.report_cli import report
-from tests.test_report_io import summary, write_run
+from tests.runfolders import summary, write_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

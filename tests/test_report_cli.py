@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from interpreters.report_cli import report
-from tests.test_report_io import summary, write_run
+from tests.runfolders import summary, write_run
 
 ROWS = {
     # (model, agent): statuses of t1..t4, oldest run first per task

@@ -18,16 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.report_cli import report
-from ssegrade import RunRecord, aggregate
 from ssegrade.guard import KINDS
-from ssegrade.report import Selector, exclude_flagged, summarize
+from ssegrade.report import RunRecord, Selector, aggregate, exclude_flagged, summarize
 from ssegrade.report.rules import Rules
 from ssegrade.result import PatchResult, Status
-from tests.test_report_io import summary, write_run
-from tests.test_report_rules import as_ssebench, same, ssebench_report
-from tests.test_report_rules import runs as tree_runs
-from tests.test_report_rules import summary as ssebench_summary
-from tests.test_report_rules import write as write_summary
+from tests.runfolders import summary, write_run
+from tests.ssebench_report import as_ssebench, same, ssebench_report
+from tests.ssebench_report import runs as tree_runs
+from tests.ssebench_report import summary as ssebench_summary
+from tests.ssebench_report import write as write_summary
 
 
 def guard_doc(*kinds: str, checked: bool = True) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The report's statistics (`ssegrade.stats`): intervals, pass@k, pass^k, McNemar, Holm."""
+"""The report's statistics (`ssegrade.report.stats`): intervals, pass@k, pass^k, McNemar, Holm."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.stats import (
+from ssegrade.report.stats import (
     Z95,
     clustered_wilson,
     holm,

@@ -28,9 +28,8 @@ from hypothesis import strategies as st
 
 from interpreters.batch import BadJobs, run_batch
 from ssegrade.batch import nested_problems
-from tests.realtask import RealTask, make_task
-from tests.test_batch_cli import fix_to
-from tests.test_batch_run import Quiet, verdict_grade
+from tests.batchkit import Quiet, verdict_grade
+from tests.realtask import RealTask, fix_to, make_task
 
 pytestmark = pytest.mark.slow
 

@@ -3,41 +3,37 @@ clock the test moves, never by sleeping."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interpreters.fake import FakeWorld, Script
-from ssegrade import Deadline, Effect, Notify, TimeLimitReached, run
-from tests.test_program_fake import FULL
+from ssegrade import Deadline, Effect, Notify, Task, TimeLimitReached, run
+from ssegrade.task import Files, Scripts
+from ssegrade.testing import Clock, FakeWorld, Recording, Script, Timed
+
+FULL = Task(
+    id="demo-1",
+    scripts=Scripts(build="scripts/build.sh", run="scripts/run.sh", test="scripts/test.sh"),
+    files=Files(poc=("pocs/a.bin", "pocs/b.bin"), future_test="tests/future.diff"),
+)
 
 
-@dataclass
-class Clock:
-    """A clock the test moves."""
-
-    now: float = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+def _message(effect: Effect[Any]) -> object:
+    assert isinstance(effect, Notify)
+    return effect.message
 
 
-@dataclass
-class Timed:
-    """An interpreter whose effects take the seconds `costs` gives, on `clock`."""
+def timed(clock: Clock, costs: dict[str, float]) -> Recording:
+    """Notes answered with their message, each taking the seconds `costs` gives it on `clock`;
+    the notes seen are recorded."""
+    return Recording(Timed(_message, clock, lambda effect: costs.get(str(_message(effect)), 0.0)))
 
-    clock: Clock
-    costs: dict[str, float]
-    seen: list[str] = field(default_factory=list)
 
-    def __call__(self, effect: Effect[Any]) -> object:
-        assert isinstance(effect, Notify)
-        self.seen.append(effect.message)
-        self.clock.now += self.costs.get(effect.message, 0.0)
-        return effect.message
+def seen(interpret: Recording) -> list[str]:
+    """The messages of the notes `interpret` was asked for, in order."""
+    return [effect.message for effect in interpret.of(Notify)]
 
 
 async def _steps(names: list[str], told: list[str]) -> str:
@@ -53,7 +49,7 @@ async def _steps(names: list[str], told: list[str]) -> str:
 
 
 def test_the_deadline_counts_down_on_its_clock() -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     deadline = Deadline.starting(10, clock)
     assert deadline.left() == 10
     clock.now += 9.5
@@ -72,36 +68,36 @@ def test_the_deadline_counts_down_on_its_clock() -> None:
 def test_the_limit_is_thrown_once_at_the_first_effect_it_covers(
     costs: list[float], seconds: int
 ) -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     names = [f"step-{i}" for i in range(len(costs))]
-    interpret = Timed(clock, dict(zip(names, costs, strict=True)))
+    interpret = timed(clock, dict(zip(names, costs, strict=True)))
     told: list[str] = []
     deadline = Deadline.starting(seconds, clock)
     ended = run(_steps(names, told), interpret, deadline)
     spent = [sum(costs[: i + 1]) >= seconds for i in range(len(costs))]
     if True not in spent:
-        assert (ended, told, interpret.seen) == ("done", [], names)
+        assert (ended, told, seen(interpret)) == ("done", [], names)
         return
     # The effect during which the limit passed was interpreted, its answer not given;
     # nothing after it ran, but the clean-up after the limit did.
     cut = spent.index(True)
     assert ended == "timed out"
     assert told == [f"limit {seconds}"]
-    assert interpret.seen == [*names[: cut + 1], "clean-up"]
+    assert seen(interpret) == [*names[: cut + 1], "clean-up"]
 
 
 def test_a_passed_deadline_interprets_nothing_before_the_program_hears_of_it() -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     deadline = Deadline.starting(5, clock)
     clock.now += 6
-    interpret = Timed(clock, {})
+    interpret = timed(clock, {})
     told: list[str] = []
     assert run(_steps(["a", "b"], told), interpret, deadline) == "timed out"
-    assert interpret.seen == ["clean-up"]
+    assert seen(interpret) == ["clean-up"]
 
 
 def test_an_exception_after_the_deadline_is_the_time_limit() -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     deadline = Deadline.starting(5, clock)
 
     def interpret(effect: Effect[Any]) -> object:
@@ -115,7 +111,7 @@ def test_an_exception_after_the_deadline_is_the_time_limit() -> None:
 
 
 def test_an_interrupt_is_not_overruled_by_the_deadline_and_clean_ups_run() -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     deadline = Deadline.starting(5, clock)
     cleaned: list[str] = []
 
@@ -139,7 +135,7 @@ def test_an_interrupt_is_not_overruled_by_the_deadline_and_clean_ups_run() -> No
 
 
 def test_the_observer_sees_what_the_program_saw() -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     deadline = Deadline.starting(5, clock)
     seen: list[tuple[str, object, str | None]] = []
 
@@ -148,7 +144,7 @@ def test_the_observer_sees_what_the_program_saw() -> None:
         seen.append((effect.message, answer, None if error is None else type(error).__name__))
 
     told: list[str] = []
-    run(_steps(["a", "b", "c"], told), Timed(clock, {"b": 6}), deadline, observe)
+    run(_steps(["a", "b", "c"], told), timed(clock, {"b": 6}), deadline, observe)
     assert seen == [
         ("a", "a", None),
         ("b", None, "TimeLimitReached"),

@@ -36,6 +36,7 @@ from interpreters.real.runner import (
 )
 from interpreters.real.runner.output import KEPT_HEAD, KEPT_TAIL, LOG_HEAD, LOG_TAIL
 from ssegrade.effects import ScriptResult
+from tests.processes import TEST_RUNNER, live_with, unique, write_script
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (accounts, running as another uid)")
@@ -44,11 +45,6 @@ needs_user = pytest.mark.skipif(ROOT, reason="as root, scripts run as the runner
 pytestmark = pytest.mark.slow
 
 WEAK = ContainmentPolicy(mode="weak")
-
-
-# An account of their own, made the way `sse-runner` is (as a missing default). Nothing here
-# depends on it being unused: no run signals a process outside its own containment.
-TEST_RUNNER = "sse-runner-tests"
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +73,6 @@ def work(tmp_path: Path) -> Iterator[Path]:
     remove_tree(folder)
 
 
-def write_script(folder: Path, body: str, *, name: str = "s.sh", mode: int = 0o755) -> Path:
-    script = folder / name
-    script.write_text(body)
-    script.chmod(mode)
-    return script
-
-
 def run(
     runner: Runner,
     work: Path,
@@ -107,27 +96,6 @@ def run(
         spool=logs,
         containment=None if contain else WEAK,
     )
-
-
-def unique() -> str:
-    """Digits that mark the processes of one test: `sleep 300 0.<digits>` sleeps as long."""
-    return str(secrets.randbelow(10**9)).rjust(9, "1")
-
-
-def live_with(token: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line holds `token`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
 
 
 def zombie_children() -> set[int]:

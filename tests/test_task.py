@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given
 
 from ssegrade import Task, parse_task
-from tests.strategies import tasks
+from ssegrade.testing.strategies import tasks
 
 # Shaped like a task of the original dataset: informative top-level keys, null values.
 REAL = b"""

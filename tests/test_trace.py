@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +13,13 @@ from hypothesis import strategies as st
 from returns.pipeline import is_successful
 from returns.result import Success
 
-from interpreters.fake import FakeWorld, Script
-from interpreters.replay import Diverged, Replay, escaped_result, replay
 from interpreters.setup import graded
 from interpreters.trace import TraceRecorder
 from ssegrade import (
     Bench,
     CheckFinished,
-    Effect,
     EvaluationResult,
     GradeOptions,
-    GradingEffect,
     Notify,
     RuntimeResult,
     ScriptNotStarted,
@@ -37,6 +33,8 @@ from ssegrade import (
 )
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Throwing
+from ssegrade.testing.strategies import tasks, worlds
 from ssegrade.trace import (
     ErrorRaised,
     InterruptRaised,
@@ -48,7 +46,7 @@ from ssegrade.trace import (
     raised_of,
     verdict_changes,
 )
-from tests.strategies import tasks
+from ssegrade.trace.replay import Diverged, Replay, escaped_result, replay
 
 FULL = Task(
     id="demo-1",
@@ -56,37 +54,6 @@ FULL = Task(
     files=Files(poc=("pocs/a.bin", "pocs/b.bin"), future_test="tests/future.diff"),
 )
 PATCH = b"diff --git a/x.c b/x.c\n--- a/x.c\n+++ b/x.c\n@@ -1 +1 @@\n-a\n+\xff\n"
-LABELS = ("build", "poc-1", "poc-2", "poc-3", "poc-4", "function_test", "intent_test")
-
-scripts = st.builds(
-    Script,
-    code=st.integers(-1, 3),
-    stdout=st.text(max_size=8),
-    stderr=st.text(max_size=8),
-    seconds=st.floats(0, 1e6, allow_nan=False),
-    killed=st.booleans(),
-    time_limit=st.booleans(),
-)
-maybe_text = st.none() | st.text(min_size=1, max_size=12)
-
-
-@st.composite
-def worlds(draw: st.DrawFn, *, crashes: bool = False) -> FakeWorld:
-    """A fake world in any state: capture, apply, intent and archive failures, any script
-    ending, a time limit, and (with `crashes`) an interpreter that breaks."""
-    return FakeWorld(
-        patch=draw(st.binary(max_size=40)),
-        commits_log=draw(st.binary(max_size=10)),
-        left_out=tuple(draw(st.lists(st.text(min_size=1, max_size=6), max_size=3))),
-        capture_error=draw(st.none() | st.none() | st.text(min_size=1, max_size=12)),
-        proof_differs=draw(st.booleans()) and draw(st.booleans()),
-        apply_error=draw(st.none() | st.none() | st.text(min_size=1, max_size=12)),
-        intent_apply_error=draw(maybe_text),
-        archive_error=draw(maybe_text),
-        scripts=draw(st.dictionaries(st.sampled_from(LABELS), scripts, max_size=4)),
-        crash_on=draw(st.none() | st.sampled_from(LABELS)) if crashes else None,
-        timeout=draw(st.integers(1, 10_000)),
-    )
 
 
 def _record(world: FakeWorld, task: Task, interpret: Any = None) -> tuple[TraceRecorder, Any]:
@@ -142,24 +109,6 @@ def test_a_crashed_interpreter_replays_to_the_same_verdict(task: Task, world: Fa
     )
 
 
-@dataclass
-class Throwing:
-    """Throws the given exceptions into the program at the given grading steps."""
-
-    inner: Any
-    at: dict[int, Exception]
-    count: int = 0
-    thrown: list[Exception] = field(default_factory=list)
-
-    def __call__(self, effect: Effect[Any]) -> object:
-        if isinstance(effect, GradingEffect):
-            self.count += 1
-            if self.count - 1 in self.at:
-                self.thrown.append(self.at[self.count - 1])
-                raise self.at[self.count - 1]
-        return self.inner(effect)
-
-
 exceptions = st.one_of(
     st.builds(TimeLimitReached, st.integers(1, 100)),
     st.builds(GradingInterrupted, st.sampled_from(["SIGINT", "SIGTERM"])),
@@ -179,7 +128,8 @@ def test_exceptions_thrown_into_the_program_are_replayed(
     recorder, outcome = _record(world, task, throwing)
     trace = _round_trip(_trace(recorder))
     raised = [step.raised for step in trace.steps if step.raised is not None]
-    assert all(raised_of(exc) in raised for exc in throwing.thrown)  # the world may raise too
+    thrown = [exc for _, exc in throwing.thrown]  # the world may raise others too
+    assert all(isinstance(exc, Exception) and raised_of(exc) in raised for exc in thrown)
     replayed = replay(trace)
     assert replayed.changes == ()
     if isinstance(outcome, EvaluationResult):

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.fake import FakeWorld
 from interpreters.setup import InputError, NotWritten
 from interpreters.trace import TraceRecorder, recording
 from ssegrade import (
@@ -20,14 +19,13 @@ from ssegrade import (
     RunScript,
     Task,
     TimeLimitReached,
-    TraceStep,
     Workspace,
     bencher_interpreter,
     grade,
-    parse_trace,
     run,
 )
-from ssegrade.trace import TimeLimitRaised
+from ssegrade.testing import FakeWorld
+from ssegrade.trace import TimeLimitRaised, TraceStep, parse_trace
 
 
 def _grade(recorder: TraceRecorder | None) -> None:

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade import PatchResult, decide
+from ssegrade.testing.strategies import outcomes
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
@@ -19,7 +20,6 @@ from ssegrade.verdict import (
     bound_log,
     escaped,
 )
-from tests.strategies import outcomes
 
 
 @given(outcomes())

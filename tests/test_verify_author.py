@@ -14,8 +14,7 @@ import pytest
 
 from interpreters import grade_patch
 from interpreters.setup import InputError
-from tests.realtask import make_task, ssegrade
-from tests.test_verify_cli import FIX, shell_task
+from tests.realtask import FIX, make_task, shell_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

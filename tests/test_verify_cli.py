@@ -22,33 +22,11 @@ from hypothesis import strategies as st
 from interpreters.batch.verification import _check_records
 from interpreters.real.results import ResultsWriter
 from ssegrade.effects import CheckFinished, CheckRecord
-from tests.realtask import RealTask, make_task, ssegrade
+from tests.realtask import FIX, shell_task, ssegrade
 
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-FIX = """diff --git a/lib.sh b/lib.sh
---- a/lib.sh
-+++ b/lib.sh
-@@ -1 +1 @@
--VALUE=bug
-+VALUE=fixed
-"""
-
-
-def shell_task(root: Path, *, patch: str | None = FIX) -> RealTask:
-    """The shell task of `tests.realtask` with a reference patch that fixes it."""
-    files: dict[str, Any] = {
-        "poc": ["pocs/poc1.bin", "pocs/poc2.bin"],
-        "future_test": "future.diff",
-    }
-    if patch is not None:
-        files["patch"] = "fix.diff"
-    made = make_task(root, config={"files": files})
-    if patch is not None:
-        (made.task / "fix.diff").write_text(patch)
-    return made
 
 
 def verify(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:

@@ -1,13 +1,14 @@
-"""The verification rule (`ssegrade.verify.judge`): hypothesis properties and the sentences."""
+"""The verification rule (`ssegrade.batch.verify.judge`): properties and the sentences."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import CheckRecord, PatchResult, Task, status_of, task_path
+from ssegrade import CheckRecord, PatchResult, Task, status_of
+from ssegrade.batch.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
+from ssegrade.bencher import task_path
 from ssegrade.task import Files, Scripts
-from ssegrade.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
 
 FOLDER = "/ssebench"
 

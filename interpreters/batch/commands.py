@@ -30,7 +30,7 @@ from interpreters.options import (
 )
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.setup import InputError
-from ssegrade import Flag
+from ssegrade.guard import Flag
 
 __all__ = ["batch", "verify"]
 

@@ -28,7 +28,7 @@ from interpreters.real.results import GUARD_NAME, parse_guard
 from interpreters.script_options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
-from ssegrade.batch_summary import RunKind, next_attempt
+from ssegrade.batch.summary import RunKind, next_attempt
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]
 

@@ -14,7 +14,7 @@ job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (private, see `f
   is the leftover of a crash and is graded again, from a cleared folder.
 
 When the batch ends, or is interrupted, `RESULTS/batch.json` says what it did
-(`ssegrade.batch_summary`).
+(`ssegrade.batch.summary`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from interpreters.real.private import FolderRefused
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.script_options import ScriptOptions
 from ssegrade.batch import Job, Tally
-from ssegrade.batch_summary import JobsFile, batch_summary
+from ssegrade.batch.summary import JobsFile, batch_summary
 
 __all__ = ["BATCH_SUMMARY", "INCOMPLETE", "BatchReport", "JobOutcome", "run_batch"]
 

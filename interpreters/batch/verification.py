@@ -4,7 +4,7 @@ Interpreter layer (SPEC §13). Each task is graded with the empty patch and with
 patch, `repeat` times each, on the same engines as `run_batch`; every run is kept in
 `RESULTS/<task id>/<control>/<n>/`. As root, a staged copy of each task folder is graded
 (`interpreters.batch.staging`): the author's files keep their owners and modes. The decision
-is the pure `ssegrade.verify.judge`; each problem is shown with the log of the check that
+is the pure `ssegrade.batch.verify.judge`; each problem is shown with the log of the check that
 failed (`interpreters.batch.evidence`).
 """
 
@@ -40,9 +40,10 @@ from interpreters.real.runner import Runner
 from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.script_options import ScriptOptions
 from interpreters.taskfolder import load_task
-from ssegrade import CheckRecord, EvaluationResult, Flag, GuardReport, RuntimeResult, Task
+from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult, Task
+from ssegrade.batch.verify import CONTROLS, Control, ControlRun, Verification, judge
+from ssegrade.guard import Flag
 from ssegrade.ssebench import task_problems
-from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
 

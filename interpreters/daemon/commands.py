@@ -32,9 +32,9 @@ from interpreters.options import (
 )
 from interpreters.real.results import ResultsWriter
 from interpreters.setup import InputError, Inputs, graded
-from ssegrade.difficulty import LEVELS
 from ssegrade.preview import INTERNAL_FAILURE, preview
 from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import Deadline, run
 from ssegrade.task import Task

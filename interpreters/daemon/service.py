@@ -30,7 +30,6 @@ from returns.result import Failure, Success
 from interpreters.daemon.ports import MAX_TASK_FILE, Sessions, Shell, ShellError, ask
 from interpreters.daemon.turns import Session, Turns
 from ssegrade.bencher import BenchSession, bench, observe, prepare, task_path
-from ssegrade.difficulty import Level
 from ssegrade.effects import (
     Action,
     CaptureTree,
@@ -66,6 +65,7 @@ from ssegrade.protocol import (
     refusal,
     resolve_poc,
 )
+from ssegrade.protocol.difficulty import Level
 from ssegrade.result import EvaluationResult, parse_result
 from ssegrade.run import Interpreter, run
 from ssegrade.task import Task

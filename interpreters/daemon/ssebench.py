@@ -16,7 +16,6 @@ from returns.result import Failure
 
 from interpreters.daemon.service import Refused, Service
 from interpreters.daemon.shell import ShellError
-from ssegrade.difficulty import ACTIONS
 from ssegrade.protocol import (
     BencherRequest,
     Listener,
@@ -27,6 +26,7 @@ from ssegrade.protocol import (
     ssebench_refusal,
 )
 from ssegrade.protocol.calls import parse_tool_call, unconfigured
+from ssegrade.protocol.difficulty import ACTIONS
 from ssegrade.protocol.wire import (
     WireDialog,
     WireDiff,

@@ -35,7 +35,7 @@ from interpreters.daemon.shell import AgentShell
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.script_options import ScriptOptions
 from interpreters.setup import InputError, Sources, grading_setup, load_inputs, make_results
-from ssegrade.difficulty import parse_difficulty
+from ssegrade.protocol.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
 

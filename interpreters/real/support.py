@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interpreters.real import files
-from ssegrade import Task, support_folders
+from ssegrade import Task
+from ssegrade.task import support_folders
 
 __all__ = ["SupportFolders", "find_support_folders"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ssegrade.checks import Check, preview_order, spec
-from ssegrade.difficulty import Level, allowed
 from ssegrade.effects import Bench, ScriptResult, SpillLog
 from ssegrade.preview.decision import (
     PreviewReport,
@@ -19,6 +18,7 @@ from ssegrade.preview.decision import (
     task_has,
 )
 from ssegrade.preview.text import LOG_WORD_LIMIT, internal_failure, shown_log, summarize, word_count
+from ssegrade.protocol.difficulty import Level, allowed
 
 __all__ = ["preview"]
 
@@ -60,7 +60,7 @@ async def preview(level: Level, has: frozenset[Check], pocs: tuple[str, ...]) ->
     is written whole with `SpillLog`. Any exception an interpreter raises gives the internal
     failure (`INTERNAL_FAILURE` alone).
 
-    >>> from ssegrade.difficulty import LEVELS
+    >>> from ssegrade.protocol.difficulty import LEVELS
     >>> from ssegrade.run import run
     >>> asked = []
     >>> def interpret(effect):

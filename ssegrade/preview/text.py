@@ -156,7 +156,7 @@ def summarize(report: PreviewReport) -> PreviewResult:
     the level enables, the note naming those it withholds, the failed check's log. It has no
     trailing line break.
 
-    >>> from ssegrade.difficulty import LEVELS
+    >>> from ssegrade.protocol.difficulty import LEVELS
     >>> found = summarize(PreviewReport(LEVELS[3], frozenset({"build"}), build=ScriptResult(1)))
     >>> found.headline, found.failed, found.passed
     ('failed', 'build', False)
@@ -191,7 +191,7 @@ def summarize(report: PreviewReport) -> PreviewResult:
 def render(report: PreviewReport) -> str:
     """The whole `test_patch` text for `report` (`summarize`'s text).
 
-    >>> from ssegrade.difficulty import LEVELS
+    >>> from ssegrade.protocol.difficulty import LEVELS
     >>> print(render(PreviewReport(LEVELS[3], frozenset({"build"}), build=ScriptResult(0))))
     test_patch result: every check that ran passed.
     <BLANKLINE>

@@ -17,7 +17,9 @@ Pure core, one concept per module:
   a task (`public_project`, `capabilities`);
 - `ssegrade.protocol.answers`: how the grading effects' answers travel
   (`bencher_reply`, `prepare_reply`/`prepared_result`) and patches as JSON;
-- `ssegrade.protocol.changes`: how git's list of the changed files reads (`changed_files`).
+- `ssegrade.protocol.changes`: how git's list of the changed files reads (`changed_files`);
+- `ssegrade.protocol.difficulty`: the difficulty levels, which bencher actions the agent may
+  call before grading (`LEVELS`, `allowed`, `parse_difficulty`).
 """
 
 from ssegrade.protocol.answers import (
@@ -28,6 +30,14 @@ from ssegrade.protocol.answers import (
     prepared_result,
 )
 from ssegrade.protocol.changes import changed_files
+from ssegrade.protocol.difficulty import (
+    ACTIONS,
+    DEFAULT_LEVEL,
+    LEVELS,
+    Level,
+    allowed,
+    parse_difficulty,
+)
 from ssegrade.protocol.documents import (
     API_VERSION,
     PREFIX,
@@ -62,9 +72,12 @@ from ssegrade.protocol.rules import (
 )
 
 __all__ = [
+    "ACTIONS",
     "ADMIN_ONLY",
     "AGENT_PHASE_OVER",
     "API_VERSION",
+    "DEFAULT_LEVEL",
+    "LEVELS",
     "PREFIX",
     "AgentExitedReply",
     "BencherRequest",
@@ -75,6 +88,7 @@ __all__ = [
     "DiffText",
     "ErrorBody",
     "FilesReply",
+    "Level",
     "Listener",
     "PrepareApplyFailed",
     "PrepareCaptureFailed",
@@ -84,12 +98,14 @@ __all__ = [
     "ProjectView",
     "Refusal",
     "VersionReply",
+    "allowed",
     "bencher_reply",
     "capabilities",
     "changed_files",
     "decode_patch",
     "encode_patch",
     "gate",
+    "parse_difficulty",
     "prepare_reply",
     "prepared_result",
     "public_project",

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from returns.result import Failure, Result, Success
 
 from ssegrade.checks import Action
-from ssegrade.difficulty import ACTIONS
+from ssegrade.protocol.difficulty import ACTIONS
 from ssegrade.task import Task
 
 __all__ = ["TOOLS", "ToolCall", "parse_tool_call", "unconfigured"]

@@ -10,7 +10,9 @@ Pure core, one concept per module; other tools import this package alone:
   `aggregate`);
 - `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment;
 - `ssegrade.report.guard`: the patch guard's columns, and shares without flagged runs;
-- `ssegrade.report.model`: the report model (the `--format json` document).
+- `ssegrade.report.model`: the report model (the `--format json` document);
+- `ssegrade.report.stats`: the statistics, plain arithmetic on counts (Wilson intervals,
+  pass@k and pass^k, the exact McNemar test, Holm's adjustment).
 
 Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
 """
@@ -32,10 +34,29 @@ from ssegrade.report.model import (
 )
 from ssegrade.report.rules import DIFFERENCE, Rules
 from ssegrade.report.select import Selection, Selector, natural_key, run_order
+from ssegrade.report.stats import (
+    CLUSTERED_NAME,
+    INTERVAL_NAME,
+    TEST_NAME,
+    Z95,
+    clustered_wilson,
+    holm,
+    mcnemar_exact,
+    mean_pass_at_k,
+    mean_pass_hat_k,
+    pass_at_k,
+    pass_hat_k,
+    wilson,
+    wilson_of_share,
+)
 from ssegrade.report.summary import ReadError, RunFolder, RunRecord, parse_run, poc_passed
 
 __all__ = [
+    "CLUSTERED_NAME",
     "DIFFERENCE",
+    "INTERVAL_NAME",
+    "TEST_NAME",
+    "Z95",
     "Comparison",
     "Excluded",
     "Interval",
@@ -54,14 +75,23 @@ __all__ = [
     "TaskRow",
     "TaskRun",
     "aggregate",
+    "clustered_wilson",
     "compare",
     "compare_all",
     "exclude_flagged",
     "find_row",
+    "holm",
+    "mcnemar_exact",
+    "mean_pass_at_k",
+    "mean_pass_hat_k",
     "natural_key",
     "parse_run",
+    "pass_at_k",
+    "pass_hat_k",
     "poc_passed",
     "row_guard",
     "run_order",
     "summarize",
+    "wilson",
+    "wilson_of_share",
 ]

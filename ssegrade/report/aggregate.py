@@ -35,8 +35,8 @@ from ssegrade.report.model import (
 )
 from ssegrade.report.rules import Rules, counted, is_error
 from ssegrade.report.select import Selection, Selector
+from ssegrade.report.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
 from ssegrade.report.summary import RunRecord
-from ssegrade.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
 from ssegrade.task import Check
 
 __all__ = ["aggregate", "summarize"]

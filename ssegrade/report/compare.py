@@ -8,8 +8,8 @@ from __future__ import annotations
 from returns.result import Failure, Result, Success
 
 from ssegrade.report.model import Comparison, Report, RowKey
+from ssegrade.report.stats import holm, mcnemar_exact
 from ssegrade.report.summary import ReadError
-from ssegrade.stats import holm, mcnemar_exact
 
 __all__ = ["compare", "compare_all", "find_row"]
 

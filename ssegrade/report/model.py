@@ -12,8 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ssegrade.report.rules import Rules
+from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
 from ssegrade.result import Status
-from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
 from ssegrade.task import Check
 
 __all__ = [

@@ -11,7 +11,9 @@ per module:
 - `ssegrade.trace.records`: the header, step and end records, and the one pydantic
   `TypeAdapter` over their union, discriminated by `kind`;
 - `ssegrade.trace.document`: `Trace`, `dump_trace` and `parse_trace` with its checks;
-- `ssegrade.trace.changes`: `verdict_changes`, what a replay changed in the document.
+- `ssegrade.trace.changes`: `verdict_changes`, what a replay changed in the document;
+- `ssegrade.trace.replay`: `replay`, the grading program against the recorded answers, with
+  the current rules (`Replay`, the interpreter; `Diverged` when the program asks otherwise).
 """
 
 from ssegrade.trace.changes import verdict_changes
@@ -30,15 +32,19 @@ from ssegrade.trace.raised import (
 from ssegrade.trace.records import TRACE_FORMAT, TRACE_VERSION
 from ssegrade.trace.records import TraceEnd as TraceEnd
 from ssegrade.trace.records import TraceHeader as TraceHeader
+from ssegrade.trace.replay import Diverged, Replay, Replayed, replay
 
 __all__ = [
     "TRACE_FORMAT",
     "TRACE_VERSION",
+    "Diverged",
     "ErrorRaised",
     "InterruptRaised",
     "NotStartedRaised",
     "Raised",
     "RecordedError",
+    "Replay",
+    "Replayed",
     "TimeLimitRaised",
     "Trace",
     "TraceError",
@@ -49,5 +55,6 @@ __all__ = [
     "exception_of",
     "parse_trace",
     "raised_of",
+    "replay",
     "verdict_changes",
 ]

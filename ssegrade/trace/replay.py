@@ -1,8 +1,8 @@
 """Replaying a recorded trace: the grading program against the answers it got then.
 
-Interpreter layer, but it touches nothing: `Replay` answers each grading effect with the
-recorded answer (or throws the recorded exception) and stops with `Diverged` when the program
-asks for an effect the trace does not hold at that step. The patch guard's effects, which a
+Pure core: `Replay`, an interpreter that touches nothing, answers each grading effect with
+the recorded answer (or throws the recorded exception) and stops with `Diverged` when the
+program asks for an effect the trace does not hold at that step. The patch guard's effects, which a
 trace recorded before the guard existed does not hold, are answered as if nothing was
 observed. `replay` re-grades a trace with the current rules and compares the document with the
 recorded one.
@@ -13,26 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ssegrade import (
-    Effect,
-    EvaluationResult,
-    GuardFacts,
-    ObserveGuard,
-    RuntimeResult,
-    WriteGuard,
-    grade,
-    run,
-)
-from ssegrade.trace import (
-    ErrorRaised,
-    InterruptRaised,
-    Raised,
-    Trace,
-    answer_type,
-    exception_of,
-    raised_of,
-    verdict_changes,
-)
+from ssegrade.effects import Effect, ObserveGuard, WriteGuard
+from ssegrade.guard.facts import GuardFacts
+from ssegrade.program import grade
+from ssegrade.result import EvaluationResult, RuntimeResult
+from ssegrade.run import run
+from ssegrade.trace.changes import verdict_changes
+from ssegrade.trace.codec import answer_type
+from ssegrade.trace.document import Trace
+from ssegrade.trace.raised import ErrorRaised, InterruptRaised, Raised, exception_of, raised_of
 from ssegrade.verdict import Crashed, Interrupted, escaped
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]

@@ -1,7 +1,10 @@
-"""A fake world: answers every system effect from data and records the trace.
+"""A fake world: answers every effect from data and records the trace.
 
-Public, so that embedders can test programs without git, processes or files. Grading effects
-are answered by wrapping the world with `ssegrade.bencher_interpreter`; see `FakeWorld.grade`.
+Pure core, part of the testing kit (`ssegrade.testing`): embedders test programs with it,
+without git, processes or files. It answers the system effects and the daemon's reads
+(`DaemonRead`) itself, and the grading effects by running the bencher programs over itself
+(`ssegrade.bencher_interpreter`): for the whole grading program see `FakeWorld.grade`; for
+the preview, `Bench` on the live tree and `SpillLog`, give the world its task.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from ssegrade import (
     ApplyError,
     Archive,
     ArchiveError,
+    Bench,
     BenchSession,
     Capture,
     CaptureError,
     CaptureTree,
+    ChangedFiles,
     CheckFinished,
     CheckPatch,
     CheckRecord,
@@ -34,11 +39,16 @@ from ssegrade import (
     NewSession,
     Notify,
     ObjectScan,
+    ObserveGuard,
+    PrepareGrading,
     ProvePatch,
+    ReadArtifact,
+    ReadDialog,
     ReadTaskFile,
     RunScript,
     ScanObjects,
     ScriptResult,
+    SpillLog,
     Staged,
     StageFiles,
     SystemEffect,
@@ -52,6 +62,7 @@ from ssegrade import (
     grade,
     run,
 )
+from ssegrade.run import Interpreter
 
 __all__ = ["FakeWorld", "Script"]
 
@@ -73,13 +84,22 @@ class FakeWorld:
     """Answers from data. Scripts are looked up by run label: `build`, `poc-1`, `poc-2`, …,
     `function_test`, `intent_test`; a missing label passes.
 
+    For the daemon's reads: `changed` is the listing `ChangedFiles` answers (it fails with
+    `capture_error` as the capture does), `dialog` the agent side's dialog file (None: none);
+    `ReadArtifact` reads back what was written into `artifacts`.
+
     For the patch guard: `task_files` holds the task's files by absolute path (a missing one
     cannot be read); `objects` is what a scan of the build's objects finds (None: every
     runtime asked for, in `a.out`).
 
+    The grading effects (`PrepareGrading`, `Bench`, `ObserveGuard`) asked of the world itself
+    are answered by the bencher programs over it, for `task` in `folder` (a `Bench` of the
+    preview: on the live tree, no patch prepared); `SpillLog` writes a long log to a new path
+    under `/logs`, or fails with `spill_error`.
+
     After a run, `trace` holds every effect in order, `artifacts` the results files written,
     `checks` the `checks.jsonl` records, `notes` the messages, `result` the grade written,
-    `guard` the guard's report written.
+    `guard` the guard's report written, `spilled` the logs spilled by path.
     """
 
     patch: bytes = b""
@@ -94,18 +114,25 @@ class FakeWorld:
     crash_on: str | None = None
     task_files: dict[str, bytes] = field(default_factory=dict)
     objects: ObjectScan | None = None
+    changed: bytes = b""
+    dialog: bytes | None = None
     timeout: int = 3600
     now: float = 0.0
+    task: Task | None = None
+    folder: str = "/task"
+    spill_error: str | None = None
     trace: list[Effect[Any]] = field(default_factory=list)
     artifacts: dict[str, bytes] = field(default_factory=dict)
     checks: list[CheckRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     result: EvaluationResult | None = None
     guard: GuardReport | None = None
+    spilled: dict[str, str] = field(default_factory=dict)
     live_workspaces: set[str] = field(default_factory=set)
     live_staged: set[str] = field(default_factory=set)
     applied: int = 0
     _counter: int = 0
+    _bencher: Interpreter | None = None
 
     def _next(self, kind: str) -> str:
         self._counter += 1
@@ -130,11 +157,35 @@ class FakeWorld:
         )
 
     def __call__(self, effect: Effect[Any]) -> object:
-        """Answer one system effect (the interpreter function)."""
+        """Answer one effect (the interpreter function)."""
         self.trace.append(effect)
+        match effect:
+            case PrepareGrading() | Bench() | ObserveGuard():
+                return self._bench(effect)
+            case SpillLog(name=name, text=text):
+                if self.spill_error is not None:
+                    return Failure(self.spill_error)
+                path = f"/logs/{name}-{len(self.spilled) + 1}.log"
+                self.spilled[path] = text
+                return Success(path)
+            case ChangedFiles():
+                if self.capture_error is not None:
+                    return Failure(CaptureError(self.capture_error))
+                return Success(self.changed)
+            case ReadArtifact(name=name):
+                return self.artifacts.get(name)
+            case ReadDialog():
+                return self.dialog
         if not isinstance(effect, SystemEffect):
-            raise TypeError(f"not a system effect: {effect!r}")
+            raise TypeError(f"not an effect the world knows: {effect!r}")
         return self._answer(effect)
+
+    def _bench(self, effect: Effect[Any]) -> object:
+        if self._bencher is None:
+            if self.task is None:
+                raise TypeError(f"{effect!r} needs the world's task: FakeWorld(task=...)")
+            self._bencher = bencher_interpreter(self.session(self.task, self.folder), self)
+        return self._bencher(effect)
 
     def _answer(self, effect: SystemEffect) -> object:
         match effect:

@@ -1,4 +1,4 @@
-"""Batch grading, the pure part: job lines, run folders, the digest, summaries and the tally.
+"""The jobs of a batch: job lines, run folders, the digest, summaries and the tally.
 
 Pure core: `parse_jobs` reads the bytes of a JSON Lines jobs file and names every bad line by
 its number; the other functions say where a run goes, what identifies a grading, what its
@@ -309,7 +309,7 @@ def summary_document(
     scripts ran in (`full`, `weak`; null when none ran), the patch guard's report (`guard`,
     SPEC §15; absent when none was written) and, for a cached run, where the grade comes from,
     or, for a graded run, the number of attempts its grade took
-    (`ssegrade.batch_summary.next_attempt`). `agent`, `model` and `reference_run` are also
+    (`ssegrade.batch.summary.next_attempt`). `agent`, `model` and `reference_run` are also
     written at the top level, where readers that take `config` for the task config (as in
     `result.json`) find them."""
     run_config = job.run_config().model_dump(mode="json")

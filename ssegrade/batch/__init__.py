@@ -1,0 +1,78 @@
+"""Batch grading and task verification, the pure part (SPEC §13, §14).
+
+Pure core, one concept per module; reading task folders, hashing files and running the
+gradings is `interpreters.batch`'s job:
+
+- `ssegrade.batch.jobs`: the job lines (`parse_jobs`), where a run goes, the digest that
+  identifies a grading, a run's `summary.json` and the tally of the progress line;
+- `ssegrade.batch.summary`: the batch's own `batch.json`, and which runs are graded again;
+- `ssegrade.batch.verify`: the verdict on a task's controls (`judge`).
+"""
+
+from ssegrade.batch.jobs import (
+    JOB_KEYS,
+    Job,
+    JobProblem,
+    Tally,
+    cached_result,
+    describe_invalid,
+    duplicate_problems,
+    job_digest,
+    nested_problems,
+    parse_jobs,
+    run_parts,
+    summary_document,
+)
+from ssegrade.batch.summary import (
+    KINDS,
+    BatchCounts,
+    BatchRuns,
+    BatchSummary,
+    JobsFile,
+    RunKind,
+    batch_summary,
+    next_attempt,
+)
+from ssegrade.batch.verify import (
+    CONTROLS,
+    Control,
+    ControlRun,
+    Evidence,
+    Verdict,
+    Verification,
+    expected_outcomes,
+    judge,
+    observed_outcomes,
+)
+
+__all__ = [
+    "CONTROLS",
+    "JOB_KEYS",
+    "KINDS",
+    "BatchCounts",
+    "BatchRuns",
+    "BatchSummary",
+    "Control",
+    "ControlRun",
+    "Evidence",
+    "Job",
+    "JobProblem",
+    "JobsFile",
+    "RunKind",
+    "Tally",
+    "Verdict",
+    "Verification",
+    "batch_summary",
+    "cached_result",
+    "describe_invalid",
+    "duplicate_problems",
+    "expected_outcomes",
+    "job_digest",
+    "judge",
+    "nested_problems",
+    "next_attempt",
+    "observed_outcomes",
+    "parse_jobs",
+    "run_parts",
+    "summary_document",
+]

@@ -1,0 +1,62 @@
+"""Batch grading without grading: a stand-in grader that decides by the patch's words, and a
+progress reporter that keeps its lines.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
+
+
+def verdict_grade(
+    task: Path,
+    patch: Path | bytes,
+    repo: Path,
+    results: Path,
+    *,
+    timeout: int = 3600,
+    script_timeout: int | None = None,
+    runner_user: str | None = None,
+    runtime: RuntimeResult | None = None,
+    force: bool = False,
+) -> EvaluationResult:
+    """A stand-in for grading: `passed` when the patch says `fixed`, `error` when it says
+    `crash`, else `failed`; writes the files a grading writes."""
+    data = patch if isinstance(patch, bytes) else patch.read_bytes()
+    if b"crash" in data:
+        raise RuntimeError("the grading crashed")
+    status: Status = "passed" if b"fixed" in data else "failed"
+    result = EvaluationResult(
+        patch_result=PatchResult(status=status, build_success=status == "passed"),
+        runtime_result=runtime or RuntimeResult(),
+    )
+    assert not (results / "result.json").exists() or force
+    (results / "logs").mkdir(parents=True, exist_ok=True)
+    (results / "logs" / "01-build.log").write_text(f"pid {os.getpid()}\n")
+    (results / "final.patch").write_bytes(data)
+    (results / "checks.jsonl").write_text("")
+    (results / "result.json").write_bytes(result.to_json())
+    return result
+
+
+class Quiet:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def begin(self, tally: Any) -> None:
+        pass
+
+    def finished(self, tally: Any, line: str) -> None:
+        self.lines.append(line)
+
+    def note(self, message: str) -> None:
+        self.lines.append(message)
+
+    def tick(self, tally: Any) -> None:
+        pass
+
+    def end(self, line: str) -> None:
+        self.lines.append(line)

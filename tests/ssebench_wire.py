@@ -1,0 +1,90 @@
+"""The shapes SSEBench's own clients read from its daemon's wire, key for key.
+
+The field lists are written from SSEBench's Python SDK (`sse.metadata.Metadata`,
+`TaskDescription`, `Capabilities`, `sse.helper.ScriptResult`, built with `Class(**data)` or
+dacite) and from its daemon's reply types (`/version`, `/diff`, `/files`, `/result`,
+`/prepare_grading`, `/admin/agent_exited`, `/agent/dialog`, the error body); the SDK's
+dataclasses are rebuilt here from those field lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+VERSION = {"version"}
+METADATA = {
+    "id",
+    "project",
+    "language",
+    "source",
+    "task_description",
+    "poc",
+    "build_script",
+    "test_script",
+}
+TASK_DESCRIPTION = {"issue", "crash_report", "bug_description"}
+CAPABILITIES = {"can_build", "can_run_poc", "poc_count", "has_function_test", "has_intent_test"}
+SCRIPT_RESULT = {"code", "stdout", "stderr"}
+DIFF = {"diff"}
+FILES = {"files"}
+CHANGED_FILE = {"path", "status", "additions", "deletions"}
+RESULT_UNAVAILABLE = {"available"}
+RESULT = {"available", "patch_result", "runtime_result"}
+PATCH_RESULT = {
+    "status",
+    "build_success",
+    "pov_passed",
+    "pov_total",
+    "func_test_success",
+    "intent_test_success",
+    "error_msg",
+    "error_log",
+}
+RUNTIME_RESULT = {"agent_duration", "agent_timeout", "evaluator_timeout"}
+SUCCESS = {"success"}
+ERROR = {"error"}
+DIALOG = {"entries"}
+
+
+@dataclass
+class TaskDescription:
+    """The SDK's `TaskDescription`, rebuilt from `TASK_DESCRIPTION`."""
+
+    issue: str | None
+    crash_report: list[str] | None
+    bug_description: str | None
+
+
+@dataclass
+class Metadata:
+    """The SDK's `Metadata`, rebuilt from `METADATA`."""
+
+    id: str
+    project: str
+    language: str
+    source: Path
+    task_description: TaskDescription
+    poc: list[Path]
+    build_script: str | None = None
+    test_script: str | None = None
+
+
+@dataclass
+class Capabilities:
+    """The SDK's `Capabilities`, rebuilt from `CAPABILITIES`; built with `Capabilities(**data)`."""
+
+    can_build: bool
+    can_run_poc: bool
+    poc_count: int
+    has_function_test: bool
+    has_intent_test: bool
+
+
+@dataclass
+class ScriptResult:
+    """The SDK's `ScriptResult`, rebuilt from `SCRIPT_RESULT`; built with `ScriptResult(**data)`."""
+
+    code: int
+    stdout: str
+    stderr: str
