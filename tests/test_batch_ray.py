@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from interpreters import run_batch
-from tests.realtask import make_task
+from tests.raycluster import free_port
+from tests.realtask import make_task, ssegrade
 from tests.test_batch_cli import fix_to, write_jobs
 from tests.test_batch_run import Quiet
 
@@ -53,3 +54,14 @@ def test_ray_and_local_engines_give_the_same_results(tmp_path: Path) -> None:
         on_local[name]["patch_result"].pop("error_log")
         assert on_ray[name] == on_local[name]
     assert on_ray["broken"]["patch_result"]["error_msg"] == "Build failed"
+
+
+def test_a_cluster_address_nothing_answers_is_one_line_at_once(tmp_path: Path) -> None:
+    made = make_task(tmp_path / "t")
+    jobs = write_jobs(tmp_path, made, {"fixed": fix_to("fixed")})
+    address = f"127.0.0.1:{free_port()}"  # Ray alone would try for minutes
+    args = ["batch", str(jobs), "--results", str(tmp_path / "r"), "--engine", "ray"]
+    done = ssegrade(*args, "--ray-address", address, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == f"ssegrade: error: no Ray cluster at {address}: Connection refused\n"
+    assert not (tmp_path / "r").exists()

@@ -15,7 +15,7 @@ import os
 from typing import Literal
 
 from interpreters.batch.landing import Landing
-from interpreters.batch.ray_engine import NO_RAY, EngineUnavailable, RayEngine
+from interpreters.batch.ray_engine import NO_RAY, EngineUnavailable, RayEngine, check_reachable
 from interpreters.batch.work import Done, Engine, GradeFunction, Work, run_work
 from interpreters.batch.workers import LocalEngine
 
@@ -37,10 +37,13 @@ __all__ = [
 EngineName = Literal["local", "ray"]
 
 
-def check_engine(name: EngineName) -> None:
-    """`EngineUnavailable` when the engine called `name` cannot run here."""
+def check_engine(name: EngineName, address: str | None = None) -> None:
+    """`EngineUnavailable` when the engine called `name` cannot run here (for Ray: not
+    installed, or nothing answers at the cluster's `address`)."""
     if name == "ray" and importlib.util.find_spec("ray") is None:
         raise EngineUnavailable(NO_RAY)
+    if name == "ray" and address is not None:
+        check_reachable(address)
 
 
 def make_engine(

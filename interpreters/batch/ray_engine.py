@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,11 +26,13 @@ from interpreters.batch.transit import IN_FLIGHT, grade_on_node
 from interpreters.batch.work import Done, GradeFunction, Work
 from ssegrade import EvaluationResult, PatchResult
 
-__all__ = ["NO_RAY", "EngineUnavailable", "RayEngine"]
+__all__ = ["NO_RAY", "EngineUnavailable", "RayEngine", "check_reachable"]
 
 NO_RAY = "the ray engine needs Ray: pip install 'ssegrade[ray]'"
 _KILL_GRACE = 5.0
 """Seconds a cancelled grading has to stop by itself before its worker is killed."""
+_CONNECT = 10.0
+"""Seconds to wait for the cluster's address to answer."""
 _SLICE = 0.5
 """Seconds one grading's pieces may take of one look at the running gradings."""
 
@@ -87,6 +90,7 @@ class RayEngine:
                     configure_logging=False,
                 )
             else:
+                check_reachable(self.address)
                 try:
                     ray.init(address=self.address, log_to_driver=False, configure_logging=False)
                 except ConnectionError as exc:
@@ -205,6 +209,18 @@ class RayEngine:
                 flow.arrival.close()
         self._flows.clear()
         self._ray.shutdown()
+
+
+def check_reachable(address: str) -> None:
+    """`EngineUnavailable` at once when nothing listens at `address` (`HOST:PORT`), where
+    Ray would try for minutes; other forms of address are left to Ray."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT).close()
+    except OSError as exc:
+        raise EngineUnavailable(f"no Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
 def _line(exc: BaseException) -> str:

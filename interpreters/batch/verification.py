@@ -201,7 +201,7 @@ def verify_tasks(
     private (a link, another user's, writable by group or others) or another live grading
     holds one of its run folders.
     """
-    check_engine(engine)
+    check_engine(engine, ray_address)
     runner = check_runner(runner_user)
     subjects: list[_Subject] = []
     problems: list[str] = []
