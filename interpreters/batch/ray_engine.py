@@ -29,8 +29,9 @@ from ssegrade import EvaluationResult, PatchResult
 __all__ = ["NO_RAY", "EngineUnavailable", "RayEngine", "check_reachable"]
 
 NO_RAY = "the ray engine needs Ray: pip install 'ssegrade[ray]'"
-_KILL_GRACE = 5.0
-"""Seconds a cancelled grading has to stop by itself before its worker is killed."""
+_WORKER_ENV = {"RAY_kill_child_processes_on_worker_exit": "false"}
+"""A Ray worker that exits (its task killed) leaves its children to themselves: the guardian
+of its gradings must outlive it, to kill their scripts and remove their folders."""
 _CONNECT = 10.0
 """Seconds to wait for the cluster's address to answer."""
 _SLICE = 0.5
@@ -101,6 +102,7 @@ class RayEngine:
             max_retries=0,
             num_returns="streaming",
             _generator_backpressure_num_objects=IN_FLIGHT,
+            runtime_env={"env_vars": _WORKER_ENV},
         )(grade_on_node)
         if self.capacity <= 0:
             self.capacity = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
@@ -180,24 +182,18 @@ class RayEngine:
         return Done(flow.work.key, flow.arrival.lost(message), seconds)
 
     def kill(self) -> list[int]:
-        """Cancel every running grading (an interrupt in it, which kills its scripts; its
-        worker is killed if it has not stopped within a few seconds); what arrived of them
-        is dropped."""
+        """Kill every running grading: its Ray worker is killed, as a local worker killed
+        with -9 (the worker's guardian then kills its scripts and removes its folders on the
+        node; an interrupt would land only once the script under way ends); what arrived of
+        it is dropped."""
         keys = [flow.work.key for flow in self._flows.values()]
         keys += [done.key for done in self._ready]
         self._ready.clear()
         for flow in self._flows.values():
             if flow.arrival is not None:
                 flow.arrival.close()
-                flow.arrival = None
             with contextlib.suppress(Exception):
-                self._ray.cancel(flow.stream)
-        deadline = time.monotonic() + _KILL_GRACE
-        while self._flows and time.monotonic() < deadline:
-            self.poll(0.2)
-        for stream in list(self._flows):
-            with contextlib.suppress(Exception):
-                self._ray.cancel(stream, force=True)
+                self._ray.cancel(flow.stream, force=True)
         self._flows.clear()
         return keys
 
