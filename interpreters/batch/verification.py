@@ -24,6 +24,7 @@ from interpreters.batch.engines import (
     Done,
     EngineName,
     GradeFunction,
+    Landing,
     Work,
     check_engine,
     make_engine,
@@ -200,7 +201,7 @@ def verify_tasks(
     private (a link, another user's, writable by group or others) or another live grading
     holds one of its run folders.
     """
-    check_engine(engine)
+    check_engine(engine, ray_address)
     runner = check_runner(runner_user)
     subjects: list[_Subject] = []
     problems: list[str] = []
@@ -330,7 +331,8 @@ def _verify(
         )
         return []
 
-    running = make_engine(options.engine, grade, options.workers, options.ray_address)
+    landing = Landing(folders.token, holds)
+    running = make_engine(options.engine, grade, options.workers, options.ray_address, landing)
     try:
         try:
             driven = drive(running, works, on_done, say=options.say, on_start=start)
