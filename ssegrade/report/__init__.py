@@ -7,15 +7,17 @@ Pure core, one concept per module; other tools import this package alone:
 - `ssegrade.report.select`: which runs count, folded one run at a time (`Selector`);
 - `ssegrade.report.rules`: ssegrade's rules and SSEBench's report's (`--rules ssebench`);
 - `ssegrade.report.aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,
-  `aggregate`);
-- `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment;
+  `aggregate`), or task by task (`Fold`, whose `TaskPart`s are final at once);
+- `ssegrade.report.tally`: a row counted task by task without its runs;
+- `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment (`Outcomes`:
+  which row passed which task, in bits);
 - `ssegrade.report.model`: the report model (the `--format json` document).
 
 Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
 """
 
-from ssegrade.report.aggregate import aggregate, summarize
-from ssegrade.report.compare import compare, compare_all, find_row
+from ssegrade.report.aggregate import Fold, TaskPart, aggregate, parts_of, summarize
+from ssegrade.report.compare import Outcomes, compare, compare_all, find_row
 from ssegrade.report.model import (
     Comparison,
     Excluded,
@@ -36,7 +38,9 @@ __all__ = [
     "DIFFERENCE",
     "Comparison",
     "Excluded",
+    "Fold",
     "Interval",
+    "Outcomes",
     "ReadError",
     "Report",
     "Row",
@@ -48,6 +52,7 @@ __all__ = [
     "Selection",
     "Selector",
     "Share",
+    "TaskPart",
     "TaskRow",
     "TaskRun",
     "aggregate",
@@ -56,6 +61,7 @@ __all__ = [
     "find_row",
     "natural_key",
     "parse_run",
+    "parts_of",
     "poc_passed",
     "run_order",
     "summarize",

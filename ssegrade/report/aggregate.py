@@ -1,6 +1,10 @@
 """Aggregation: from the selected runs to pass shares per (model, agent) and per task.
 
-Pure core. `summarize` turns a `Selection` into the `Report`; `aggregate` is the one-call form
+Pure core. `Fold` makes the report one task at a time: each task's runs give a `TaskPart` (its
+per-task row, its kept runs, its runs left out), final at once, while each (model, agent) row
+is counted (`ssegrade.report.tally`) and which row passed which task kept in a few bits
+(`ssegrade.report.compare.Outcomes`), so a report over 100,000 runs holds one task's runs at a
+time. `summarize` folds a whole `Selection` into the `Report`; `aggregate` is the one-call form
 over any iterable of run records. The rules of the shares (SPEC §11):
 
 - a check's share is taken over the kept runs whose task has that check (the denominator
@@ -16,14 +20,13 @@ the order SSEBench's report gives them.
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from ssegrade.checks import grading_order
+from ssegrade.report.compare import Outcomes
 from ssegrade.report.model import (
     Excluded,
-    Interval,
     Report,
     Row,
     RowKey,
@@ -32,13 +35,13 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
-from ssegrade.report.rules import Rules, counted
+from ssegrade.report.rules import Rules
 from ssegrade.report.select import Selection, Selector
 from ssegrade.report.summary import RunRecord
-from ssegrade.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
+from ssegrade.report.tally import RowTally, count_checks
 from ssegrade.task import Check
 
-__all__ = ["aggregate", "summarize"]
+__all__ = ["Fold", "TaskPart", "aggregate", "parts_of", "summarize"]
 
 
 def aggregate(
@@ -82,64 +85,16 @@ def aggregate(
     return summarize(selector.result())
 
 
-def _mean(values: Iterable[float | None]) -> float | None:
-    """The mean of the known values; `fsum` is exact, so the input order cannot change it."""
-    known = [v for v in values if v is not None]
-    return math.fsum(known) / len(known) if known else None
-
-
 def _shares(
-    kept: Sequence[RunRecord], has: dict[str, frozenset[Check]], rules: Rules
+    kept: Sequence[RunRecord], has: frozenset[Check], rules: Rules
 ) -> tuple[Share, Share, Share, Share, Share]:
-    """(build, poc, func, intent, passed) over `kept`, each check as `rules` counts it."""
-    order = grading_order()
-    counts = {check.name: [0, 0] for check in order}
-    passed = 0
-    for rec in kept:
-        passed += rec.patch.status == "passed"
-        task_has = has[rec.task]
-        for check in order:
-            within, ok = counted(rec, check, task_has, rules)
-            if within:
-                tally = counts[check.name]
-                tally[1] += 1
-                tally[0] += ok
-    b, p, f, i = (Share.of_counts(*counts[check.name]) for check in order)
-    return b, p, f, i, Share.of_counts(passed, len(kept))
+    """(build, poc, func, intent, passed) over the kept runs of one task, each check as `rules`
+    counts it."""
+    counts = count_checks(kept, has, rules)
+    return tuple(Share.of_counts(*counts[key]) for key in _SHARE_KEYS)  # type: ignore[return-value]
 
 
-def _row(
-    key: RowKey, kept: Sequence[RunRecord], has: dict[str, frozenset[Check]], rules: Rules
-) -> Row:
-    build, poc, func, intent, passed = _shares(kept, has, rules)
-    per_task: dict[str, list[int]] = {}
-    for rec in kept:
-        tally = per_task.setdefault(rec.task, [0, 0])
-        tally[0] += 1
-        tally[1] += rec.patch.status == "passed"
-    counts = [(n, c) for n, c in per_task.values()]
-    trials = min(n for n, _ in counts)
-    repeated = any(n > 1 for n, _ in counts)
-    bounds = clustered_wilson(counts) if repeated else None
-    spend = [r.spend for r in kept if r.spend is not None]
-    return Row(
-        model=key[0],
-        agent=key[1],
-        runs=len(kept),
-        spend=_mean(spend),
-        minutes=_mean(None if r.agent_seconds is None else r.agent_seconds / 60 for r in kept),
-        build=build,
-        poc=poc,
-        func=func,
-        intent=intent,
-        passed=passed,
-        tasks=len(counts),
-        trials=trials,
-        cost_per_pass=math.fsum(spend) / passed.passed if spend and passed.passed else None,
-        pass_at_k={k: mean_pass_at_k(counts, k) for k in range(1, trials + 1)},
-        pass_hat_k={k: mean_pass_hat_k(counts, k) for k in range(1, trials + 1)},
-        clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
-    )
+_SHARE_KEYS = ("build", "poc", "func", "intent", "passed")
 
 
 def _minutes(rec: RunRecord) -> float | None:
@@ -200,56 +155,159 @@ def _excluded(rec: RunRecord) -> Excluded:
     )
 
 
-def _row_order(selection: Selection) -> Callable[[Row], tuple[object, ...]]:
-    """ssegrade's rows by pass share (highest first), then (model, agent); SSEBench's by the
-    order in which models, then agents, first appear among the kept runs sorted by (task,
-    model, agent), as its report lists them."""
-    if selection.rules != "ssebench":
-        return lambda row: (-(row.passed.share or 0.0), row.model, row.agent)
-    models: dict[str, int] = {}
-    agents: dict[str, int] = {}
-    for _, rec in sorted(selection.kept, key=lambda i: (i[1].task, i[1].model, i[1].agent)):
-        models.setdefault(rec.model, len(models))
-        agents.setdefault(rec.agent, len(agents))
-    return lambda row: (models[row.model], agents[row.agent])
+@dataclass(frozen=True, slots=True)
+class TaskPart:
+    """One task's share of the report, final once every run of the task is known: its row in
+    the per-task table (None when no run of it was kept), its kept runs by (model, agent,
+    trial), and its runs left out of the shares by (model, agent, run id)."""
+
+    task: str
+    row: TaskRow | None
+    runs: tuple[TaskRun, ...]
+    excluded: tuple[Excluded, ...]
 
 
-def summarize(selection: Selection) -> Report:
-    """The report of a selection: rows, per-task rows, kept runs and excluded runs."""
-    has = selection.checks
-    rules = selection.rules
-    by_row: dict[RowKey, list[RunRecord]] = defaultdict(list)
-    by_task: dict[str, list[RunRecord]] = defaultdict(list)
-    for _, rec in selection.kept:
-        by_row[(rec.model, rec.agent)].append(rec)
-        by_task[rec.task].append(rec)
-    rows = sorted(
-        (_row(key, recs, has, rules) for key, recs in by_row.items()),
-        key=_row_order(selection),
+class Fold:
+    """The report folded one task at a time: `add` a selection holding every run of its tasks
+    (tasks after those already added), get each task's `TaskPart` at once, then `report` for
+    the rows, sorted. Memory holds the rows' counts, not the runs."""
+
+    __slots__ = (
+        "_agents",
+        "_last",
+        "_models",
+        "_set_aside",
+        "_tallies",
+        "errors_as_failures",
+        "outcomes",
+        "rules",
+        "runs",
     )
-    task_rows = []
-    for task, recs in sorted(by_task.items()):
-        build, poc, func, intent, passed = _shares(recs, has, rules)
-        task_rows.append(
-            TaskRow(
+
+    def __init__(
+        self, runs: RunsMode = "latest", errors_as_failures: bool = False, rules: Rules = "ssegrade"
+    ) -> None:
+        self.runs: RunsMode = runs
+        self.errors_as_failures = errors_as_failures
+        self.rules: Rules = rules
+        self.outcomes = Outcomes()
+        self._tallies: dict[RowKey, RowTally] = {}
+        self._models: dict[str, int] = {}
+        self._agents: dict[str, int] = {}
+        self._set_aside = 0
+        self._last: str | None = None
+
+    def add(self, selection: Selection) -> list[TaskPart]:
+        """Fold in a selection (made with this fold's options) holding every run of its
+        tasks; one part per task, in task order. A task already folded in is refused."""
+        self._set_aside += selection.set_aside
+        runs: dict[str, tuple[list[tuple[int, RunRecord]], list[RunRecord]]] = {}
+        for trial, rec in selection.kept:
+            runs.setdefault(rec.task, ([], []))[0].append((trial, rec))
+        for rec in selection.excluded:
+            runs.setdefault(rec.task, ([], []))[1].append(rec)
+        parts = []
+        for task in sorted(runs):
+            if self._last is not None and task <= self._last:
+                raise ValueError(f"task {task!r} comes after {self._last!r}: add tasks in order")
+            self._last = task
+            kept, excluded = runs[task]
+            parts.append(self._task(task, kept, excluded, selection.checks.get(task, frozenset())))
+        return parts
+
+    def _task(
+        self,
+        task: str,
+        kept: list[tuple[int, RunRecord]],
+        excluded: list[RunRecord],
+        has: frozenset[Check],
+    ) -> TaskPart:
+        kept.sort(key=lambda i: (i[1].model, i[1].agent, i[0]))
+        excluded.sort(key=lambda r: (r.model, r.agent, r.run_id))
+        by_row: dict[RowKey, list[RunRecord]] = {}
+        for _, rec in kept:
+            by_row.setdefault((rec.model, rec.agent), []).append(rec)
+        passed: dict[RowKey, bool] = {}
+        for key, recs in by_row.items():
+            tally = self._tallies.get(key)
+            if tally is None:
+                tally = self._tallies[key] = RowTally(self.rules)
+            tally.add(recs, has)
+            self._models.setdefault(key[0], len(self._models))
+            self._agents.setdefault(key[1], len(self._agents))
+            passed[key] = 2 * sum(r.patch.status == "passed" for r in recs) > len(recs)
+        row = None
+        if kept:
+            self.outcomes.add(passed)
+            build, poc, func, intent, share = _shares([rec for _, rec in kept], has, self.rules)
+            row = TaskRow(
                 task=task,
-                runs=len(recs),
+                runs=len(kept),
                 build=build,
                 poc=poc,
                 func=func,
                 intent=intent,
-                passed=passed,
+                passed=share,
             )
+        return TaskPart(
+            task=task,
+            row=row,
+            runs=tuple(_task_run(trial, rec, has) for trial, rec in kept),
+            excluded=tuple(_excluded(rec) for rec in excluded),
         )
-    kept = sorted(selection.kept, key=lambda i: (i[1].task, i[1].model, i[1].agent, i[0]))
-    excluded = sorted(selection.excluded, key=lambda r: (r.task, r.model, r.agent, r.run_id))
-    return Report(
-        runs=selection.runs,
-        rows=tuple(rows),
-        excluded=tuple(_excluded(r) for r in excluded),
-        tasks=tuple(_task_run(trial, rec, has[rec.task]) for trial, rec in kept),
-        by_task=tuple(task_rows),
-        set_aside=selection.set_aside,
-        errors_as_failures=selection.errors_as_failures,
-        rules=rules,
+
+    def _row_order(self, row: Row) -> tuple[object, ...]:
+        """ssegrade's rows by pass share (highest first), then (model, agent); SSEBench's by
+        the order in which models, then agents, first appear among the kept runs sorted by
+        (task, model, agent), as its report lists them."""
+        if self.rules == "ssebench":
+            return (self._models[row.model], self._agents[row.agent])
+        return (-(row.passed.share or 0.0), row.model, row.agent)
+
+    def report(self) -> Report:
+        """The report of every task added so far: its rows, sorted, and its counts; the
+        per-task rows and the runs are in the parts `add` gave."""
+        rows = sorted((t.row(key) for key, t in self._tallies.items()), key=self._row_order)
+        return Report(
+            runs=self.runs,
+            rows=tuple(rows),
+            excluded=(),
+            tasks=(),
+            set_aside=self._set_aside,
+            errors_as_failures=self.errors_as_failures,
+            rules=self.rules,
+        )
+
+
+def summarize(selection: Selection) -> Report:
+    """The report of a selection: rows, per-task rows, kept runs and excluded runs."""
+    fold = Fold(selection.runs, selection.errors_as_failures, selection.rules)
+    parts = fold.add(selection)
+    return fold.report().model_copy(
+        update={
+            "tasks": tuple(run for part in parts for run in part.runs),
+            "excluded": tuple(ex for part in parts for ex in part.excluded),
+            "by_task": tuple(part.row for part in parts if part.row is not None),
+        }
     )
+
+
+def parts_of(report: Report) -> list[TaskPart]:
+    """A whole report's per-task rows and runs as parts, in task order (what `Fold.add` gave
+    for it)."""
+    tasks = {row.task: row for row in report.by_task}
+    runs: dict[str, list[TaskRun]] = {}
+    for run in report.tasks:
+        runs.setdefault(run.task, []).append(run)
+    excluded: dict[str, list[Excluded]] = {}
+    for ex in report.excluded:
+        excluded.setdefault(ex.task, []).append(ex)
+    return [
+        TaskPart(
+            task=task,
+            row=tasks.get(task),
+            runs=tuple(runs.get(task, ())),
+            excluded=tuple(excluded.get(task, ())),
+        )
+        for task in sorted(tasks.keys() | runs.keys() | excluded.keys())
+    ]
