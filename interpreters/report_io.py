@@ -16,9 +16,10 @@ The files of a run folder may have been written by a hostile agent: each is open
 following a final symbolic link and without blocking (a FIFO cannot hang the report), and is
 read only when it is a regular file of at most `MAX_BYTES`.
 
-Speed and memory (a results folder can hold 100,000 runs): one `os.scandir` per folder above
-the runs, each document read with plain `os.read` and handed to a callback at once, so nothing
-but what the selection keeps stays in memory; the cyclic garbage collector is paused meanwhile.
+Speed and memory (a results folder can hold 100,000 runs): one `os.scandir` per folder, each
+document read with plain `os.read` and parsed at once; a task's runs are all below its folder,
+so they are handed on together once the folder is read (`scan_tasks`, `select_tasks`), and
+nothing but one task's runs stays in memory; the cyclic garbage collector is paused meanwhile.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Success
 
+from interpreters.report_links import RUN_FILES
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 from ssegrade.report.rules import Rules
 
@@ -41,11 +43,15 @@ __all__ = [
     "MAX_BYTES",
     "Loaded",
     "NoRuns",
+    "RunFiles",
     "Scanned",
     "load_runs",
     "paused_gc",
+    "read_document",
     "scan_runs",
+    "scan_tasks",
     "select_runs",
+    "select_tasks",
 ]
 
 DOCUMENTS = ("summary.json", "result.json")
@@ -102,10 +108,10 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _read(path: str) -> bytes | None:
+def _read(path: str, dir_fd: int | None = None) -> bytes | None:
     """The regular file's bytes; None when it does not exist. Raises `_Skip` otherwise."""
     try:
-        fd = os.open(path, _FLAGS)
+        fd = os.open(path, _FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -138,60 +144,91 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
+def read_document(path: str, dir_fd: int | None = None) -> bytes | None:
+    """A document's bytes, read as the report reads a run's (never through a link, only a
+    regular file of at most `MAX_BYTES`, without blocking on a FIFO): None when it does not
+    exist; raises `ValueError` saying why it cannot be read otherwise. `path` is relative to
+    the folder `dir_fd` when given."""
+    try:
+        return _read(path, dir_fd)
+    except _Skip as why:
+        raise ValueError(str(why)) from None
+
+
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def _is_real_dir(entry: os.DirEntry[str]) -> bool:
+RunFiles = dict[str, frozenset[str]]
+"""Run folder (below RESULTS) → which of the files a report links to (`RUN_FILES`) it holds:
+each a regular file, or a folder where it should be one."""
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    """`dir`, `file` (regular) or `other` (a link, a FIFO, …), never following a link."""
     try:
-        return entry.is_dir(follow_symlinks=False)
+        if entry.is_dir(follow_symlinks=False):
+            return "dir"
+        return "file" if entry.is_file(follow_symlinks=False) else "other"
     except OSError:
-        return False
+        return "other"
 
 
 class _Walker:
-    __slots__ = ("add", "scanned", "ssebench")
+    __slots__ = ("files", "on_task", "pending", "ran", "scanned", "ssebench")
 
     def __init__(
-        self, add: Callable[[RunRecord], None], scanned: Scanned, ssebench: bool = False
+        self,
+        on_task: Callable[[list[RunRecord], RunFiles], None],
+        scanned: Scanned,
+        ssebench: bool = False,
+        files: bool = False,
     ) -> None:
-        self.add = add
+        self.on_task = on_task
         self.scanned = scanned
         self.ssebench = ssebench
+        self.files = files
+        self.pending: list[RunRecord] = []
+        self.ran: RunFiles = {}
 
     def walk(self, path: str, parts: tuple[str, ...]) -> None:
+        """Read the runs below `path`, handing each task's to `on_task` once it is read."""
         try:
             with os.scandir(path) as it:
-                children = sorted(entry.name for entry in it if _is_real_dir(entry))
+                entries = {entry.name: _kind(entry) for entry in it}
         except OSError as exc:
             self.scanned.warnings.append(f"{path}: skipped, cannot list the folder ({_why(exc)})")
             return
-        deep = len(parts) >= 3
-        for name in children:
-            child = f"{path}/{name}"
-            below = (*parts, name)
-            if deep and self.run(child, below):
-                continue
-            self.walk(child, below)
+        if len(parts) >= 4 and any(name in entries for name in DOCUMENTS):
+            self.run(path, parts, entries)
+            return
+        for name in sorted(name for name, kind in entries.items() if kind == "dir"):
+            self.walk(f"{path}/{name}", (*parts, name))
+            if not parts:  # a task's folder is read whole: its runs go on together
+                self.flush()
 
-    def run(self, path: str, parts: tuple[str, ...]) -> bool:
-        """Read the run in `path`; False when `path` holds neither document (not a run)."""
-        found = False
+    def flush(self) -> None:
+        """Hand the runs read so far (one task's) on."""
+        if self.pending or self.ran:
+            pending, ran = self.pending, self.ran
+            self.pending, self.ran = [], {}
+            self.on_task(pending, ran)
+
+    def run(self, path: str, parts: tuple[str, ...], entries: dict[str, str]) -> None:
+        """Read the run in `path`, a folder holding one of `DOCUMENTS` (of any kind)."""
+        self.scanned.folders += 1
         for name in DOCUMENTS:
-            file = f"{path}/{name}"
-            if self.ssebench and name != "summary.json":
+            if name not in entries or (self.ssebench and name != "summary.json"):
                 # SSEBench's report stops at a folder of grades, but reads only summaries.
-                found = found or os.path.lexists(file)
                 continue
+            file = f"{path}/{name}"
             try:
                 data = _read(file)
             except _Skip as why:
-                found = True
                 self.scanned.warnings.append(f"{file}: skipped, {why}")
                 continue
             if data is None:
                 continue
-            found = True
             if not data.strip():
                 self.scanned.warnings.append(f"{file}: skipped, empty (a run not finished?)")
                 continue
@@ -199,7 +236,14 @@ class _Walker:
             parsed = parse_run(data, folder, ssebench=self.ssebench)
             if isinstance(parsed, Success):
                 self.scanned.runs += 1
-                self.add(parsed.unwrap())
+                record = parsed.unwrap()
+                self.pending.append(record)
+                if self.files:
+                    self.ran[record.folder] = frozenset(
+                        linked
+                        for _, linked, is_folder in RUN_FILES
+                        if entries.get(linked) == ("dir" if is_folder else "file")
+                    )
                 break
             failed = parsed.failure()
             if failed.left_out is not None:
@@ -207,18 +251,18 @@ class _Walker:
                 left[failed.left_out] = left.get(failed.left_out, 0) + 1
                 break
             self.scanned.warnings.append(f"{file}: skipped, {failed.message}")
-        if found:
-            self.scanned.folders += 1
-        return found
 
 
-def scan_runs(
+def scan_tasks(
     results: str | os.PathLike[str],
-    add: Callable[[RunRecord], None],
+    on_task: Callable[[list[RunRecord], RunFiles], None],
     scanned: Scanned,
     rules: Rules = "ssegrade",
+    files: bool = False,
 ) -> None:
-    """Find every run folder under `results` and hand each run read to `add`, as it is read.
+    """Find every run folder under `results` and hand the runs read to `on_task` one task at a
+    time, in task order (a task's runs are all below its folder), with, when `files` is asked,
+    which of `RUN_FILES` each run folder holds.
 
     Unreadable files and folders are skipped, each with one warning line in `scanned`; runs a
     rule leaves out are counted, with one line per rule at the end. Raises `NoRuns` when
@@ -228,14 +272,52 @@ def scan_runs(
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "no such folder"
         raise NoRuns(f"{root}: {what}")
+    walker = _Walker(on_task, scanned, rules == "ssebench", files)
     with paused_gc():
-        _Walker(add, scanned, rules == "ssebench").walk(root.rstrip("/") or "/", ())
+        walker.walk(root.rstrip("/") or "/", ())
     for rule, count in sorted(scanned.left_out.items()):
         scanned.warnings.append(f"left out {count} {_LEFT_OUT[rule]}")
     if not scanned.runs:
         if scanned.folders:
             raise NoRuns(f"{root}: none of the {scanned.folders} run folders could be read")
         raise NoRuns(f"{root}: no run folders found (expected {_LAYOUT})")
+
+
+def scan_runs(
+    results: str | os.PathLike[str],
+    add: Callable[[RunRecord], None],
+    scanned: Scanned,
+    rules: Rules = "ssegrade",
+) -> None:
+    """As `scan_tasks`, handing each run read to `add`."""
+
+    def each(records: list[RunRecord], _: RunFiles) -> None:
+        for record in records:
+            add(record)
+
+    scan_tasks(results, each, scanned, rules)
+
+
+def select_tasks(
+    results: str | os.PathLike[str],
+    on_task: Callable[[Selection, RunFiles], None],
+    runs: RunsMode = "latest",
+    errors_as_failures: bool = False,
+    rules: Rules = "ssegrade",
+    files: bool = False,
+) -> Scanned:
+    """As `scan_tasks`, handing on the selection of each task's runs (made on its own: every
+    run of a (task, model, agent) is below the task's folder). Memory stays with one task."""
+    scanned = Scanned()
+
+    def select(records: list[RunRecord], ran: RunFiles) -> None:
+        selector = Selector(runs, errors_as_failures, rules)
+        for record in records:
+            selector.add(record)
+        on_task(selector.result(), ran)
+
+    scan_tasks(results, select, scanned, rules, files)
+    return scanned
 
 
 def select_runs(
