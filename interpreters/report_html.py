@@ -17,6 +17,7 @@ of ssegrade made it, and when.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -24,7 +25,7 @@ from functools import cache
 from typing import Any, TextIO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from interpreters.report_io import RunFiles
 from interpreters.report_links import Linker
@@ -132,7 +133,7 @@ def _built(line: str) -> Markup:
 
 
 def _e(value: object) -> str:
-    return str(escape(value))
+    return html.escape(str(value))
 
 
 def _share_cell(share: Share) -> str:
@@ -168,8 +169,12 @@ def _poc_ok(value: str) -> bool:
 
 
 def _files(links: Sequence[tuple[str, str]], extra: str = "") -> str:
-    anchors = "".join(f'<a href="{_e(href)}">{_e(name)}</a>' for name, href in links)
+    # The shown names are RUN_FILES' own; an address is quoted, so escaping it is enough.
+    anchors = "".join(f'<a href="{_e(href)}">{name}</a>' for name, href in links)
     return f'<td class="files">{anchors}{extra}</td>'
+
+
+_CHECKS = tuple((check.name, check.label) for check in grading_order())
 
 
 class HtmlSink:
@@ -201,9 +206,10 @@ class HtmlSink:
         return self.linker.links(folder, files.get(folder, ()))
 
     def _run_line(self, run: TaskRun, files: RunFiles) -> str:
+        has = run.checks
         marks = "".join(
-            _mark(getattr(run, check.label), "given" if check.name in run.checks else "absent")
-            for check in grading_order()
+            _mark(getattr(run, label), "given" if name in has else "absent")
+            for name, label in _CHECKS
         )
         ident = _e(run.run_id)
         extra = ""
@@ -224,11 +230,11 @@ class HtmlSink:
 
     def _left_out_line(self, ex: Excluded, files: RunFiles) -> str:
         marks = "".join(
-            _mark(getattr(ex, check.label), "given")
-            if getattr(ex, check.label) is not None
+            _mark(getattr(ex, label), "given")
+            if getattr(ex, label) is not None
             # a run left out does not say which checks its task has
             else '<td class="na">—</td>'
-            for check in grading_order()
+            for _, label in _CHECKS
         )
         return (
             f'<tr class="out"><td>{_e(ex.task)}</td><td>{_e(ex.model)}</td>'

@@ -164,14 +164,20 @@ RunFiles = dict[str, frozenset[str]]
 each a regular file, or a folder where it should be one."""
 
 
-def _kind(entry: os.DirEntry[str]) -> str:
-    """`dir`, `file` (regular) or `other` (a link, a FIFO, …), never following a link."""
+def _is_dir(entry: os.DirEntry[str] | None) -> bool:
+    """Whether the entry is a folder, not a link to one."""
     try:
-        if entry.is_dir(follow_symlinks=False):
-            return "dir"
-        return "file" if entry.is_file(follow_symlinks=False) else "other"
+        return entry is not None and entry.is_dir(follow_symlinks=False)
     except OSError:
-        return "other"
+        return False
+
+
+def _is_file(entry: os.DirEntry[str] | None) -> bool:
+    """Whether the entry is a regular file, not a link to one."""
+    try:
+        return entry is not None and entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 class _Walker:
@@ -195,14 +201,14 @@ class _Walker:
         """Read the runs below `path`, handing each task's to `on_task` once it is read."""
         try:
             with os.scandir(path) as it:
-                entries = {entry.name: _kind(entry) for entry in it}
+                entries = {entry.name: entry for entry in it}
         except OSError as exc:
             self.scanned.warnings.append(f"{path}: skipped, cannot list the folder ({_why(exc)})")
             return
         if len(parts) >= 4 and any(name in entries for name in DOCUMENTS):
             self.run(path, parts, entries)
             return
-        for name in sorted(name for name, kind in entries.items() if kind == "dir"):
+        for name in sorted(name for name, entry in entries.items() if _is_dir(entry)):
             self.walk(f"{path}/{name}", (*parts, name))
             if not parts:  # a task's folder is read whole: its runs go on together
                 self.flush()
@@ -214,7 +220,7 @@ class _Walker:
             self.pending, self.ran = [], {}
             self.on_task(pending, ran)
 
-    def run(self, path: str, parts: tuple[str, ...], entries: dict[str, str]) -> None:
+    def run(self, path: str, parts: tuple[str, ...], entries: dict[str, os.DirEntry[str]]) -> None:
         """Read the run in `path`, a folder holding one of `DOCUMENTS` (of any kind)."""
         self.scanned.folders += 1
         for name in DOCUMENTS:
@@ -242,7 +248,7 @@ class _Walker:
                     self.ran[record.folder] = frozenset(
                         linked
                         for _, linked, is_folder in RUN_FILES
-                        if entries.get(linked) == ("dir" if is_folder else "file")
+                        if (_is_dir if is_folder else _is_file)(entries.get(linked))
                     )
                 break
             failed = parsed.failure()

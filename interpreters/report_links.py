@@ -52,8 +52,11 @@ class Linker:
 
     def links(self, folder: str, present: Collection[str]) -> list[tuple[str, str]]:
         """(shown name, address) of each of `RUN_FILES` the run folder holds."""
+        if not present:
+            return []
+        base = self._prefix + quote(folder) + "/"  # the names in RUN_FILES need no quoting
         return [
-            (shown, self.href(folder, name, is_folder))
+            (shown, base + name + ("/" if is_folder else ""))
             for shown, name, is_folder in RUN_FILES
             if name in present
         ]

@@ -73,12 +73,16 @@ class Spool:
 
     _file: IO[str] | None = field(default=None, repr=False)
 
-    def write(self, text: str) -> None:
-        """Add text."""
+    def file(self) -> IO[str]:
+        """The file to write into (made on first use)."""
         if self._file is None:
             # Closed by `copy_to`, `lines` or `close`: no `with` spans those calls.
             self._file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="")  # noqa: SIM115
-        self._file.write(text)
+        return self._file
+
+    def write(self, text: str) -> None:
+        """Add text."""
+        self.file().write(text)
 
     def lines(self) -> Iterator[str]:
         """The lines written, each with its line end; then the file is closed."""

@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
+from pydantic import TypeAdapter
+
 from interpreters.report_io import RunFiles
 from interpreters.report_output import Ending, Spool, write_report
 from ssegrade.checks import grading_order
@@ -85,7 +87,11 @@ def _rounded_share(share: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_RECORD: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+"""Per-run records to JSON in pydantic's serializer: several times faster than `json`."""
 
 
 def _rounded_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -117,26 +123,26 @@ class JsonSink:
             key: (Spool(), [0]) for key in ("excluded", "tasks", "by_task")
         }
 
-    def _item(self, key: str, value: dict[str, Any]) -> None:
+    def _item(self, key: str, value: str) -> None:
         spool, count = self._lists[key]
-        spool.write((", " if count[0] else "") + _json(value))
+        spool.write(("," if count[0] else "") + value)
         count[0] += 1
 
     def add(self, part: TaskPart, files: RunFiles) -> None:
         """Take one task's runs, runs left out and per-task row."""
         for ex in part.excluded:
-            self._item("excluded", ex.model_dump(mode="json"))
+            self._item("excluded", ex.model_dump_json())
         for run in part.runs:
-            self._item("tasks", run.model_dump(mode="json"))
+            self._item("tasks", run.model_dump_json())
         if part.row is not None:
-            self._item("by_task", _task_row(part.row))
+            self._item("by_task", _json(_task_row(part.row)))
 
     def finish(self, ending: Ending, out: TextIO) -> None:
         """Write the object, keys in the report model's order."""
         doc = ending.report.model_dump(mode="json")
         out.write("{")
         for i, (key, value) in enumerate(doc.items()):
-            out.write((", " if i else "") + _json(key) + ": ")
+            out.write(("," if i else "") + _json(key) + ":")
             if key in self._lists:
                 out.write("[")
                 self._lists[key][0].copy_to(out)
@@ -146,10 +152,10 @@ class JsonSink:
             else:
                 out.write(_json(value))
         if ending.asked is not None:
-            out.write(', "compare": ' + _json(ending.asked.model_dump(mode="json")))
+            out.write(',"compare":' + _json(ending.asked.model_dump(mode="json")))
         if ending.comparisons:
             family = [c.model_dump(mode="json") for c in ending.comparisons]
-            out.write(', "comparisons": ' + _json(family))
+            out.write(',"comparisons":' + _json(family))
         out.write("}\n")
 
     def close(self) -> None:
@@ -299,10 +305,8 @@ def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
         yield excluded_row(ex)
 
 
-def _csv_line(row: dict[str, Any]) -> str:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerow([_cell(row[name]) for name in PER_RUN_FIELDS])
-    return out.getvalue()
+def _csv_cells(row: dict[str, Any]) -> list[object]:
+    return [_cell(row[name]) for name in PER_RUN_FIELDS]
 
 
 def _cell(value: object) -> object:
@@ -319,15 +323,15 @@ class RunsSink:
     then the runs left out."""
 
     def __init__(self, kind: Literal["jsonl", "csv"]) -> None:
-        self._line = _csv_line if kind == "csv" else (lambda row: _json(row) + "\n")
-        self._header = _csv_line(dict(zip(PER_RUN_FIELDS, PER_RUN_FIELDS, strict=True)))
         self._csv = kind == "csv"
         self._kept = Spool()
         self._left_out = Spool()
 
     def _write(self, spool: Spool, rows: Iterable[dict[str, Any]]) -> None:
-        line = self._line
-        spool.write("".join(line(row) for row in rows))
+        if self._csv:
+            csv.writer(spool.file(), lineterminator="\r\n").writerows(map(_csv_cells, rows))
+        else:
+            spool.write("".join(_RECORD.dump_json(row).decode() + "\n" for row in rows))
 
     def add(self, part: TaskPart, files: RunFiles) -> None:
         """Take one task's runs."""
@@ -337,7 +341,7 @@ class RunsSink:
     def finish(self, ending: Ending, out: TextIO) -> None:
         """Write the header (CSV), the kept runs, the runs left out."""
         if self._csv:
-            out.write(self._header)
+            csv.writer(out, lineterminator="\r\n").writerow(PER_RUN_FIELDS)
         self._kept.copy_to(out)
         self._left_out.copy_to(out)
 

@@ -20,7 +20,7 @@ the order SSEBench's report gives them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ssegrade.checks import grading_order
@@ -38,7 +38,7 @@ from ssegrade.report.model import (
 from ssegrade.report.rules import Rules
 from ssegrade.report.select import Selection, Selector
 from ssegrade.report.summary import RunRecord
-from ssegrade.report.tally import RowTally, count_checks
+from ssegrade.report.tally import RowTally, add_counts, count_checks
 from ssegrade.task import Check
 
 __all__ = ["Fold", "TaskPart", "aggregate", "parts_of", "summarize"]
@@ -83,15 +83,6 @@ def aggregate(
             seen.add(key)
             selector.add(rec)
     return summarize(selector.result())
-
-
-def _shares(
-    kept: Sequence[RunRecord], has: frozenset[Check], rules: Rules
-) -> tuple[Share, Share, Share, Share, Share]:
-    """(build, poc, func, intent, passed) over the kept runs of one task, each check as `rules`
-    counts it."""
-    counts = count_checks(kept, has, rules)
-    return tuple(Share.of_counts(*counts[key]) for key in _SHARE_KEYS)  # type: ignore[return-value]
 
 
 _SHARE_KEYS = ("build", "poc", "func", "intent", "passed")
@@ -228,18 +219,20 @@ class Fold:
         for _, rec in kept:
             by_row.setdefault((rec.model, rec.agent), []).append(rec)
         passed: dict[RowKey, bool] = {}
+        counts = count_checks((), has, self.rules)
         for key, recs in by_row.items():
             tally = self._tallies.get(key)
             if tally is None:
                 tally = self._tallies[key] = RowTally(self.rules)
-            tally.add(recs, has)
+            mine = tally.add(recs, has)
+            add_counts(counts, mine)
             self._models.setdefault(key[0], len(self._models))
             self._agents.setdefault(key[1], len(self._agents))
-            passed[key] = 2 * sum(r.patch.status == "passed" for r in recs) > len(recs)
+            passed[key] = 2 * mine["passed"][0] > len(recs)
         row = None
         if kept:
             self.outcomes.add(passed)
-            build, poc, func, intent, share = _shares([rec for _, rec in kept], has, self.rules)
+            build, poc, func, intent, share = (Share.of_counts(*counts[k]) for k in _SHARE_KEYS)
             row = TaskRow(
                 task=task,
                 runs=len(kept),

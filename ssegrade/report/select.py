@@ -177,12 +177,14 @@ class Selector:
 
     def _note_checks(self, rec: RunRecord) -> None:
         task = rec.task
-        if rec.checks is not None:
-            known = self._configured.get(task)
-            self._configured[task] = rec.checks if known is None else known | rec.checks
         seen = self._observed.get(task)
         if seen is None:
             seen = self._observed[task] = set()
+        if rec.checks is not None:
+            known = self._configured.get(task)
+            self._configured[task] = rec.checks if known is None else known | rec.checks
+        if task in self._configured:
+            return  # its config decides: what runs show is not needed
         for check in grading_order():  # its last field is null when it did not run
             if getattr(rec.patch, check.fields[-1]) is not None:
                 seen.add(check.name)
@@ -193,7 +195,8 @@ class Selector:
         excluded = list(self._excluded)
         for group in self._groups.values():
             if isinstance(group, list):
-                group.sort(key=ssebench_order if self._rules == "ssebench" else run_order)
+                if len(group) > 1:
+                    group.sort(key=ssebench_order if self._rules == "ssebench" else run_order)
                 kept.extend(enumerate(group, start=1))
             elif self.graded(group.best):
                 kept.append((group.graded, group.best))

@@ -5,22 +5,24 @@ each row keeps counts only. `RowTally.add` takes the row's kept runs of one task
 that task at once); `RowTally.row` gives the `Row`, equal to what the whole list of runs would
 give: the shares count runs as `ssegrade.report.rules.counted` says, the means of spend and
 minutes are exact sums (`ExactSum`, rounded as `math.fsum` rounds), and pass@k, pass^k and the
-clustered interval come from how many tasks had each (runs, passes) pair.
+clustered interval come from how many tasks had each (runs, passes) pair, each pair's
+estimate computed once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
 
 from ssegrade.checks import grading_order
 from ssegrade.report.model import Interval, Row, RowKey, Share
 from ssegrade.report.rules import Rules, counted
 from ssegrade.report.summary import RunRecord
-from ssegrade.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
+from ssegrade.stats import clustered_wilson, pass_at_k, pass_hat_k
 from ssegrade.task import Check
 
-__all__ = ["CheckCounts", "ExactSum", "RowTally", "count_checks"]
+__all__ = ["CheckCounts", "ExactSum", "RowTally", "add_counts", "count_checks"]
 
 CheckCounts = dict[str, list[int]]
 """Per share of a row, by its `Row` field (`build`, `poc`, `func`, `intent`, `passed`):
@@ -105,29 +107,38 @@ class RowTally:
         self._tasks: Counter[tuple[int, int]] = Counter()
         self.runs = 0
 
-    def add(self, kept: Sequence[RunRecord], has: frozenset[Check]) -> None:
-        """Add the row's kept runs of one task, whose checks are `has` (not again later)."""
+    def add(self, kept: Sequence[RunRecord], has: frozenset[Check]) -> CheckCounts:
+        """Add the row's kept runs of one task, whose checks are `has` (not again later);
+        return their counts alone (a task's per-task row is the sum over its rows)."""
+        counts = count_checks(kept, has, self._rules)
         if not kept:
-            return
-        self._checks = count_checks(kept, has, self._rules, self._checks)
-        passes = 0
+            return counts
+        mine = self._checks
+        if mine is None:
+            self._checks = {key: list(pair) for key, pair in counts.items()}
+        else:
+            for key, (passed, of) in counts.items():
+                mine[key][0] += passed
+                mine[key][1] += of
         for rec in kept:
-            passes += rec.patch.status == "passed"
             if rec.spend is not None:
                 self._spend.add(rec.spend)
             if rec.agent_seconds is not None:
                 self._minutes.add(rec.agent_seconds / 60)
         self.runs += len(kept)
-        self._tasks[(len(kept), passes)] += 1
+        self._tasks[(len(kept), counts["passed"][0])] += 1
+        return counts
 
     def row(self, key: RowKey) -> Row:
         """The row, once every task was added."""
         checks = self._checks or count_checks((), frozenset(), self._rules)
         shares = {name: Share.of_counts(*counts) for name, counts in checks.items()}
-        counts = [pair for pair, times in sorted(self._tasks.items()) for _ in range(times)]
-        trials = min((n for n, _ in counts), default=0)
-        repeated = any(n > 1 for n, _ in counts)
-        bounds = clustered_wilson(counts) if repeated else None
+        pairs = self._tasks
+        tasks = sum(pairs.values())
+        trials = min((n for n, _ in pairs), default=0)
+        bounds = None
+        if any(n > 1 for n, _ in pairs):
+            bounds = clustered_wilson([pair for pair, times in pairs.items() for _ in range(times)])
         spent = self._spend
         passes = shares["passed"].passed
         return Row(
@@ -141,10 +152,31 @@ class RowTally:
             func=shares["func"],
             intent=shares["intent"],
             passed=shares["passed"],
-            tasks=len(counts),
+            tasks=tasks,
             trials=trials,
             cost_per_pass=spent.total() / passes if spent.count and passes else None,
-            pass_at_k={k: mean_pass_at_k(counts, k) for k in range(1, trials + 1)},
-            pass_hat_k={k: mean_pass_hat_k(counts, k) for k in range(1, trials + 1)},
+            pass_at_k={k: _mean(pairs, tasks, pass_at_k, k) for k in range(1, trials + 1)},
+            pass_hat_k={k: _mean(pairs, tasks, pass_hat_k, k) for k in range(1, trials + 1)},
             clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
         )
+
+
+def add_counts(into: CheckCounts, counts: CheckCounts) -> None:
+    """Add `counts` to `into`, share by share."""
+    for key, (passed, of) in counts.items():
+        tally = into[key]
+        tally[0] += passed
+        tally[1] += of
+
+
+def _mean(
+    pairs: Counter[tuple[int, int]],
+    tasks: int,
+    estimate: Callable[[int, int, int], float],
+    k: int,
+) -> float:
+    """The mean over tasks of `estimate(n, c, k)`, each distinct (n, c) computed once: its
+    exact sum, correctly rounded, over the number of tasks (what `math.fsum` over every
+    task's value, divided, gives)."""
+    total = sum(Fraction(estimate(n, c, k)) * times for (n, c), times in pairs.items())
+    return float(total) / tasks
