@@ -23,7 +23,13 @@ from typing import TextIO
 import click
 from returns.result import Failure
 
-from interpreters.report_io import NoRuns, RunFiles, paused_gc, select_tasks
+from interpreters.report_io import (
+    NoRuns,
+    RunFiles,
+    parallel_reading,
+    paused_gc,
+    select_tasks,
+)
 from interpreters.report_output import Ending, Sink, WriteFailed, emit, text_width
 from interpreters.report_render import CsvSink, JsonSink, RunsSink
 from ssegrade.report import (
@@ -262,7 +268,9 @@ def _run(
             sink.add(part, files)
 
     try:
-        scanned = select_tasks(results, take, mode, errors_as_failures, rule, fmt == "html")
+        scanned = select_tasks(
+            results, take, mode, errors_as_failures, rule, fmt == "html", parallel_reading()
+        )
     except NoRuns as exc:
         raise _bad(str(exc)) from None
     for warning in scanned.warnings:

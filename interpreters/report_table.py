@@ -306,8 +306,8 @@ class TableSink:
         lines = [
             "",
             *wrap(
-                f"Why runs did not pass: the first failing check of the {failed} kept "
-                f"run{'s' if failed != 1 else ''} that did not pass",
+                f"Why runs did not pass (the first failing check of {failed} kept "
+                f"run{'s' if failed != 1 else ''}):",
                 width,
             ),
         ]

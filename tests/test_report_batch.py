@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import interpreters.report_io
+import interpreters.report_reader
 from ssegrade.report.batch import OUTCOMES, parse_batch
 from tests.test_report_cli import invoke, one_line_error
 from tests.test_report_io import summary, write_run
@@ -154,7 +154,7 @@ def test_a_link_a_fifo_or_a_huge_file_is_not_read(
     assert "not a regular file" in one_line_error(invoke(str(batch), "--batch"))
     target.unlink()
     target.write_text(elsewhere.read_text())
-    monkeypatch.setattr(interpreters.report_io, "MAX_BYTES", 100)
+    monkeypatch.setattr(interpreters.report_reader, "MAX_BYTES", 100)
     assert "larger than" in one_line_error(invoke(str(batch), "--batch"))
 
 
@@ -214,7 +214,7 @@ folders = st.lists(
 
 
 @given(
-    st.fixed_dictionaries({kind: folders for kind in OUTCOMES}),
+    st.fixed_dictionaries(dict.fromkeys(OUTCOMES, folders)),
     st.none() | st.text(max_size=20),
     st.sampled_from(["local", "ray"]),
     st.booleans(),

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from interpreters.report_io import NoRuns, load_runs
+import interpreters.report_io
+from interpreters.report_io import NoRuns, Scanned, load_runs, scan_tasks
 
 
 def summary(
@@ -222,3 +225,74 @@ def test_gc_state_is_restored(tmp_path: Path) -> None:
     assert gc.isenabled()
     load_runs(tmp_path)
     assert gc.isenabled()
+
+
+def mixed_tree(root: Path) -> None:
+    """Runs of every kind the reader meets: good, nested models, result.json only, a bad
+    summary beside a good grade, an empty one, links and a FIFO, files the page links to."""
+    good = write_run(root, "t1/openai/gpt-5/codex/r1", summary(task="t1"))
+    (good / "final.patch").write_text("")
+    (good / "result.json").write_text("{}")
+    (good / "logs").mkdir()
+    (good / "logs" / "summary.json").write_text("{}")  # inside a run folder: not a run
+    write_run(root, "t1/org/team/m/a/r2", summary(task="t1"))
+    write_run(root, "t2/m/a/r1", {"patch_result": {"status": "failed"}}, name="result.json")
+    bad = write_run(root, "t2/m/a/r2", "{oops")
+    (bad / "result.json").write_text(json.dumps({"patch_result": {"status": "passed"}}))
+    write_run(root, "t2/m/a/r3", "")
+    (root / "t2/m/a/latest").symlink_to("r1")
+    linked = write_run(root, "t3/m/a/r1", None)
+    (linked / "summary.json").symlink_to(good / "logs" / "summary.json")
+    fifo = write_run(root, "t3/m/a/r2", None)
+    os.mkfifo(fifo / "summary.json")
+    write_run(root, "t3/m/a/r3", summary(task="t3"))
+
+
+@pytest.mark.parametrize("files", [False, True])
+def test_the_reading_process_reads_what_reading_here_reads(tmp_path: Path, files: bool) -> None:
+    """Read in a process of its own (as the command reads) or here, the same runs come in the
+    same tasks, with the same warnings, folders counted and files the page links to."""
+    mixed_tree(tmp_path)
+
+    def scan(parallel: bool) -> tuple[list[list[str]], list[dict[str, frozenset[str]]], Any]:
+        tasks: list[list[str]] = []
+        ran: list[dict[str, frozenset[str]]] = []
+
+        def take(records: list[Any], found: dict[str, frozenset[str]]) -> None:
+            tasks.append([r.folder for r in records])
+            ran.append(found)
+
+        scanned = Scanned()
+        scan_tasks(tmp_path, take, scanned, files=files, parallel=parallel)
+        return tasks, ran, scanned
+
+    here, there = scan(False), scan(True)
+    assert here == there
+    tasks, ran, scanned = here
+    assert tasks == [
+        ["t1/openai/gpt-5/codex/r1", "t1/org/team/m/a/r2"],
+        ["t2/m/a/r1", "t2/m/a/r2"],
+        ["t3/m/a/r3"],
+    ]
+    assert scanned.folders == 8
+    assert len(scanned.warnings) == 4
+    if files:
+        assert ran[0]["t1/openai/gpt-5/codex/r1"] == {"result.json", "final.patch", "logs"}
+    else:
+        assert ran[0] == {}
+
+
+def test_a_reading_process_that_fails_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the reading process ends before it said it was done, the report stops with one
+    line giving its last word."""
+    write_run(tmp_path, "t1/m/a/r1", summary())
+
+    def broken(*_: Any) -> subprocess.Popen[bytes]:
+        command = [sys.executable, "-c", "import sys; sys.exit('cannot go on')"]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    monkeypatch.setattr(interpreters.report_io, "_child", broken)
+    with pytest.raises(NoRuns, match=r"could not be read \(cannot go on\)$"):
+        scan_tasks(tmp_path, lambda *_: None, Scanned(), parallel=True)
