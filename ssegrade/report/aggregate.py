@@ -38,7 +38,7 @@ from ssegrade.report.model import (
 from ssegrade.report.rules import Rules
 from ssegrade.report.select import Selection, Selector
 from ssegrade.report.summary import RunRecord
-from ssegrade.report.tally import RowTally, add_counts, count_checks
+from ssegrade.report.tally import RowTally, new_counts
 from ssegrade.task import Check
 
 __all__ = ["Fold", "TaskPart", "aggregate", "parts_of", "summarize"]
@@ -97,7 +97,7 @@ def _poc(rec: RunRecord) -> str | None:
     return None if patch.pov_total is None else f"{patch.pov_passed or 0}/{patch.pov_total}"
 
 
-def _task_run(trial: int, rec: RunRecord, has: frozenset[Check]) -> TaskRun:
+def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
     patch = rec.patch
     return TaskRun(
         model=rec.model,
@@ -110,7 +110,7 @@ def _task_run(trial: int, rec: RunRecord, has: frozenset[Check]) -> TaskRun:
         func=patch.func_test_success,
         intent=patch.intent_test_success,
         run_id=rec.run_id,
-        checks=tuple(check.name for check in grading_order() if check.name in has),
+        checks=checks,
         folder=rec.folder,
         spend=rec.spend,
         minutes=_minutes(rec),
@@ -214,21 +214,20 @@ class Fold:
         has: frozenset[Check],
     ) -> TaskPart:
         kept.sort(key=lambda i: (i[1].model, i[1].agent, i[0]))
+        checks = tuple(check.name for check in grading_order() if check.name in has)
         excluded.sort(key=lambda r: (r.model, r.agent, r.run_id))
         by_row: dict[RowKey, list[RunRecord]] = {}
         for _, rec in kept:
             by_row.setdefault((rec.model, rec.agent), []).append(rec)
         passed: dict[RowKey, bool] = {}
-        counts = count_checks((), has, self.rules)
+        counts = new_counts()
         for key, recs in by_row.items():
             tally = self._tallies.get(key)
             if tally is None:
                 tally = self._tallies[key] = RowTally(self.rules)
-            mine = tally.add(recs, has)
-            add_counts(counts, mine)
+            passed[key] = 2 * tally.add(recs, has, counts) > len(recs)
             self._models.setdefault(key[0], len(self._models))
             self._agents.setdefault(key[1], len(self._agents))
-            passed[key] = 2 * mine["passed"][0] > len(recs)
         row = None
         if kept:
             self.outcomes.add(passed)
@@ -245,7 +244,7 @@ class Fold:
         return TaskPart(
             task=task,
             row=row,
-            runs=tuple(_task_run(trial, rec, has) for trial, rec in kept),
+            runs=tuple(_task_run(trial, rec, checks) for trial, rec in kept),
             excluded=tuple(_excluded(rec) for rec in excluded),
         )
 

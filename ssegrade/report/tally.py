@@ -22,7 +22,7 @@ from ssegrade.report.summary import RunRecord
 from ssegrade.stats import clustered_wilson, pass_at_k, pass_hat_k
 from ssegrade.task import Check
 
-__all__ = ["CheckCounts", "ExactSum", "RowTally", "add_counts", "count_checks"]
+__all__ = ["CheckCounts", "ExactSum", "RowTally", "count_checks", "new_counts"]
 
 CheckCounts = dict[str, list[int]]
 """Per share of a row, by its `Row` field (`build`, `poc`, `func`, `intent`, `passed`):
@@ -34,22 +34,32 @@ def count_checks(
     has: frozenset[Check],
     rules: Rules,
     into: CheckCounts | None = None,
+    also: CheckCounts | None = None,
 ) -> CheckCounts:
     """Add the runs of one task (whose checks are `has`) to the counts of every check and of
-    the pass share, as `rules` count them; new counts unless `into` is given."""
+    the pass share, as `rules` count them: to `into` (new counts when not given), and to
+    `also` too, if given."""
     order = grading_order()
-    counts = into if into is not None else {key: [0, 0] for key in (*_LABELS, "passed")}
-    passed = counts["passed"]
+    counts = into if into is not None else new_counts()
+    targets = (counts,) if also is None else (counts, also)
     for rec in kept:
-        passed[0] += rec.patch.status == "passed"
-        passed[1] += 1
+        passed = rec.patch.status == "passed"
+        for target in targets:
+            target["passed"][0] += passed
+            target["passed"][1] += 1
         for check in order:
             within, ok = counted(rec, check, has, rules)
             if within:
-                tally = counts[check.label]
-                tally[1] += 1
-                tally[0] += ok
+                for target in targets:
+                    tally = target[check.label]
+                    tally[1] += 1
+                    tally[0] += ok
     return counts
+
+
+def new_counts() -> CheckCounts:
+    """Counts of nothing yet."""
+    return {key: [0, 0] for key in (*_LABELS, "passed")}
 
 
 _LABELS = tuple(check.label for check in grading_order())
@@ -107,31 +117,30 @@ class RowTally:
         self._tasks: Counter[tuple[int, int]] = Counter()
         self.runs = 0
 
-    def add(self, kept: Sequence[RunRecord], has: frozenset[Check]) -> CheckCounts:
-        """Add the row's kept runs of one task, whose checks are `has` (not again later);
-        return their counts alone (a task's per-task row is the sum over its rows)."""
-        counts = count_checks(kept, has, self._rules)
+    def add(
+        self, kept: Sequence[RunRecord], has: frozenset[Check], task: CheckCounts | None = None
+    ) -> int:
+        """Add the row's kept runs of one task, whose checks are `has` (not again later), and
+        count them in the task's counts `task` too, if given; return how many passed."""
         if not kept:
-            return counts
-        mine = self._checks
-        if mine is None:
-            self._checks = {key: list(pair) for key, pair in counts.items()}
-        else:
-            for key, (passed, of) in counts.items():
-                mine[key][0] += passed
-                mine[key][1] += of
+            return 0
+        if self._checks is None:
+            self._checks = new_counts()
+        before = self._checks["passed"][0]
+        count_checks(kept, has, self._rules, self._checks, task)
+        passes = self._checks["passed"][0] - before
         for rec in kept:
             if rec.spend is not None:
                 self._spend.add(rec.spend)
             if rec.agent_seconds is not None:
                 self._minutes.add(rec.agent_seconds / 60)
         self.runs += len(kept)
-        self._tasks[(len(kept), counts["passed"][0])] += 1
-        return counts
+        self._tasks[(len(kept), passes)] += 1
+        return passes
 
     def row(self, key: RowKey) -> Row:
         """The row, once every task was added."""
-        checks = self._checks or count_checks((), frozenset(), self._rules)
+        checks = self._checks or new_counts()
         shares = {name: Share.of_counts(*counts) for name, counts in checks.items()}
         pairs = self._tasks
         tasks = sum(pairs.values())
@@ -159,14 +168,6 @@ class RowTally:
             pass_hat_k={k: _mean(pairs, tasks, pass_hat_k, k) for k in range(1, trials + 1)},
             clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
         )
-
-
-def add_counts(into: CheckCounts, counts: CheckCounts) -> None:
-    """Add `counts` to `into`, share by share."""
-    for key, (passed, of) in counts.items():
-        tally = into[key]
-        tally[0] += passed
-        tally[1] += of
 
 
 def _mean(
