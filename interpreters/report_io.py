@@ -26,7 +26,7 @@ import gc
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -208,7 +208,8 @@ def _child(root: str, ssebench: bool, files: bool) -> subprocess.Popen[bytes]:
     flags = ("s" if ssebench else "") + ("f" if files else "") or "-"
     code = "from interpreters.report_reader import main; main()"
     return subprocess.Popen(
-        [sys.executable, "-c", code, root, flags],
+        # -P: the current folder (it may be a results folder) is not where modules are found.
+        [sys.executable, "-P", "-c", code, root, flags],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -216,7 +217,7 @@ def _child(root: str, ssebench: bool, files: bool) -> subprocess.Popen[bytes]:
     )
 
 
-def _events(root: str, ssebench: bool, files: bool, parallel: bool) -> Iterator[Event]:
+def _events(root: str, ssebench: bool, files: bool, parallel: bool) -> Generator[Event, None, None]:
     if not parallel:
         yield from walk(root, ssebench, files)
         return
@@ -267,8 +268,12 @@ def scan_tasks(
         what = "is not a folder" if os.path.exists(root) else "no such folder"
         raise NoRuns(f"{root}: {what}")
     runs = _Runs(root.rstrip("/") or "/", on_task, scanned, rules == "ssebench")
-    with paused_gc():
-        runs.take(_events(root, rules == "ssebench", files, parallel))
+    events = _events(root, rules == "ssebench", files, parallel)
+    try:
+        with paused_gc():
+            runs.take(events)
+    finally:
+        events.close()  # a reading process still running is stopped
     for rule, count in sorted(scanned.left_out.items()):
         scanned.warnings.append(f"left out {count} {_LEFT_OUT[rule]}")
     if not scanned.runs:

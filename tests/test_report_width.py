@@ -123,3 +123,26 @@ def test_a_terminal_is_as_wide_as_it_says(results: Path, columns: int) -> None:
     assert longest(text) <= columns
     assert "Intent" in text
     assert "spend per passed run." in " ".join(text.split())
+
+
+def test_the_reading_process_takes_no_module_from_the_current_folder(
+    results: Path, tmp_path: Path
+) -> None:
+    """Run from a folder holding a module of ssegrade's name (a results folder an agent
+    wrote, say), the report's reading process does not import it."""
+    planted = tmp_path / "planted" / "interpreters"
+    planted.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (planted / "report_reader.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    done = subprocess.run(
+        # -P: as the console script, which never looks for modules in the current folder
+        [sys.executable, "-P", "-c", CODE, "report", str(results), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=planted.parent,
+        env=environment(None),
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
