@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import cache
@@ -176,6 +177,9 @@ def _files(links: Sequence[tuple[str, str]], extra: str = "") -> str:
 
 _CHECKS = tuple((check.name, check.label) for check in grading_order())
 
+_SECTIONS = ("task_lines", "grid_lines", "run_lines", "left_out_lines")
+_MARK = re.compile(r"<!--ssegrade:(task_lines|grid_lines|run_lines|left_out_lines)-->")
+
 
 class HtmlSink:
     """`--format html`: the page (see the module's docstring)."""
@@ -260,7 +264,7 @@ class HtmlSink:
         self._runs.write("".join(self._run_line(run, files) for run in part.runs))
         self._left_out.write("".join(self._left_out_line(ex, files) for ex in part.excluded))
 
-    def _grid_lines(self, report: Report) -> Iterator[Markup]:
+    def _grid_lines(self, report: Report) -> Iterator[str]:
         """The task × row grid, in the rows' final order."""
         order = [json.dumps([row.model, row.agent]) for row in report.rows]
         for line in self._grid.lines():
@@ -274,7 +278,7 @@ class HtmlSink:
                 kind = "passed" if passed == total else "failed" if passed == 0 else "mixed"
                 text = ("passed" if passed else "failed") if total == 1 else f"{passed}/{total}"
                 out.append(f'<td><span class="cell {kind}">{text}</span></td>')
-            yield _built("".join(out) + "</tr>\n")
+            yield "".join(out) + "</tr>\n"
 
     def finish(self, ending: Ending, out: TextIO) -> None:
         """Stream the page onto `out`."""
@@ -301,10 +305,7 @@ class HtmlSink:
             "reasons": top,
             "other_reasons": others,
             "failed": self._reasons.runs,
-            "task_lines": (_built(line) for line in self._tasks.lines()),
-            "grid_lines": self._grid_lines(report),
-            "run_lines": (_built(line) for line in self._runs.lines()),
-            "left_out_lines": (_built(line) for line in self._left_out.lines()),
+            **{name: _built(f"<!--ssegrade:{name}-->") for name in _SECTIONS},
             "difference": DIFFERENCE,
             "interval_name": INTERVAL_NAME,
             "clustered_name": CLUSTERED_NAME,
@@ -314,8 +315,21 @@ class HtmlSink:
             "minutes": _minutes,
             "p": _p,
         }
+        sections = {
+            "task_lines": lambda: self._tasks.copy_to(out),
+            "grid_lines": lambda: out.writelines(self._grid_lines(report)),
+            "run_lines": lambda: self._runs.copy_to(out),
+            "left_out_lines": lambda: self._left_out.copy_to(out),
+        }
+        # The long tables go straight from their spools where the template marks them (no
+        # value the template escapes can look like a mark: it holds no `<`).
         for chunk in _environment().get_template(TEMPLATE).generate(context):
-            out.write(chunk)
+            at = 0
+            for mark in _MARK.finditer(chunk):
+                out.write(chunk[at : mark.start()])
+                sections[mark.group(1)]()
+                at = mark.end()
+            out.write(chunk[at:])
 
     def close(self) -> None:
         """Drop the spools."""
