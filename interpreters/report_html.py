@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, TextIO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -137,6 +137,12 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
+@lru_cache(maxsize=8192)
+def _ec(value: str) -> str:
+    """`_e` for the values many runs share (task, model, agent, status, first failure)."""
+    return html.escape(value)
+
+
 def _share_cell(share: Share) -> str:
     if share.share is None:
         return '<td class="num na">n/a</td>'
@@ -151,6 +157,7 @@ def _task_line(row: TaskRow) -> str:
     return f'<tr><td>{_e(row.task)}</td><td class="num">{row.runs}</td>{shares}</tr>\n'
 
 
+@lru_cache(maxsize=1024)
 def _mark(value: bool | str | None, kind: str) -> str:
     """One check of a run: absent (the task has no such check), not run, passed, failed."""
     if kind == "absent":
@@ -170,8 +177,9 @@ def _poc_ok(value: str) -> bool:
 
 
 def _files(links: Sequence[tuple[str, str]], extra: str = "") -> str:
-    # The shown names are RUN_FILES' own; an address is quoted, so escaping it is enough.
-    anchors = "".join(f'<a href="{_e(href)}">{name}</a>' for name, href in links)
+    # The shown names are RUN_FILES' own and an address is quoted (`report_links`): neither
+    # holds a character to escape.
+    anchors = "".join(f'<a href="{href}">{name}</a>' for name, href in links)
     return f'<td class="files">{anchors}{extra}</td>'
 
 
@@ -225,10 +233,10 @@ class HtmlSink:
                 extra = f'<a href="{_e(logs)}" title="the logs of {source}">logs of {source}</a>'
         status = "ok" if run.status == "passed" else "no"
         return (
-            f"<tr><td>{_e(run.task)}</td><td>{_e(run.model)}</td><td>{_e(run.agent)}</td>"
+            f"<tr><td>{_ec(run.task)}</td><td>{_ec(run.model)}</td><td>{_ec(run.agent)}</td>"
             f'<td class="num">{run.trial}</td><td>{ident}</td>'
-            f'<td class="{status}">{_e(run.status)}</td>{marks}'
-            f"<td>{_e(run.error_msg or '—')}</td>{_files(self._links(run.folder, files), extra)}"
+            f'<td class="{status}">{run.status}</td>{marks}'
+            f"<td>{_ec(run.error_msg or '—')}</td>{_files(self._links(run.folder, files), extra)}"
             "</tr>\n"
         )
 
@@ -241,9 +249,9 @@ class HtmlSink:
             for _, label in _CHECKS
         )
         return (
-            f'<tr class="out"><td>{_e(ex.task)}</td><td>{_e(ex.model)}</td>'
-            f'<td>{_e(ex.agent)}</td><td class="num">—</td><td>{_e(ex.run_id)}</td>'
-            f'<td class="nr">{_e(ex.status)}, left out</td>{marks}<td>{_e(ex.why)}</td>'
+            f'<tr class="out"><td>{_ec(ex.task)}</td><td>{_ec(ex.model)}</td>'
+            f'<td>{_ec(ex.agent)}</td><td class="num">—</td><td>{_e(ex.run_id)}</td>'
+            f'<td class="nr">{ex.status}, left out</td>{marks}<td>{_ec(ex.why)}</td>'
             f"{_files(self._links(ex.folder, files))}</tr>\n"
         )
 
