@@ -245,23 +245,16 @@ def report(
     fold = Fold(mode, errors_as_failures, rule)
     with paused_gc():
         try:
-            _run(sink, fold, results, mode, errors_as_failures, rule, fmt, pair, output)
+            _run(sink, fold, results, fmt, pair, output)
         finally:
             sink.close()
 
 
 def _run(
-    sink: Sink,
-    fold: Fold,
-    results: str,
-    mode: RunsMode,
-    errors_as_failures: bool,
-    rule: Rules,
-    fmt: str,
-    pair: tuple[str, str] | None,
-    output: str | None,
+    sink: Sink, fold: Fold, results: str, fmt: str, pair: tuple[str, str] | None, output: str | None
 ) -> None:
-    """Read every task into `sink` through `fold`, then write the output."""
+    """Read every task into `sink` through `fold` (selected with its options), then write the
+    output."""
 
     def take(selection: Selection, files: RunFiles) -> None:
         for part in fold.add(selection):
@@ -269,7 +262,13 @@ def _run(
 
     try:
         scanned = select_tasks(
-            results, take, mode, errors_as_failures, rule, fmt == "html", parallel_reading()
+            results,
+            take,
+            fold.runs,
+            fold.errors_as_failures,
+            fold.rules,
+            files=fmt == "html",
+            parallel=parallel_reading(),
         )
     except NoRuns as exc:
         raise _bad(str(exc)) from None
