@@ -143,6 +143,7 @@ def _ec(value: str) -> str:
     return html.escape(value)
 
 
+@lru_cache(maxsize=8192)
 def _share_cell(share: Share) -> str:
     if share.share is None:
         return '<td class="num na">n/a</td>'

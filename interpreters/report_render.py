@@ -15,6 +15,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
 from typing import Any, Literal, TextIO
 
 from pydantic import TypeAdapter
@@ -106,11 +107,21 @@ def _rounded_row(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _task_row(row: TaskRow) -> dict[str, Any]:
-    doc = row.model_dump(mode="json")
-    for key, _ in SHARES:
-        doc[key] = _rounded_share(doc[key])
-    return doc
+@lru_cache(maxsize=8192)
+def _share_json(share: Share) -> str:
+    """A share as JSON, rounded (shares are frozen and shared: each distinct one once)."""
+    return _json(_rounded_share(share.model_dump(mode="json")))
+
+
+def _task_row_json(row: TaskRow) -> str:
+    """A per-task row as JSON, keys in the model's order, shares rounded."""
+    shares = ",".join(f'"{key}":{_share_json(getattr(row, key))}' for key in _TASK_SHARES)
+    return f'{{"task":{_json(row.task)},"runs":{row.runs},{shares}}}'
+
+
+_TASK_SHARES = tuple(
+    name for name, info in TaskRow.model_fields.items() if info.annotation is Share
+)
 
 
 class JsonSink:
@@ -135,7 +146,7 @@ class JsonSink:
         for run in part.runs:
             self._item("tasks", run.model_dump_json())
         if part.row is not None:
-            self._item("by_task", _json(_task_row(part.row)))
+            self._item("by_task", _task_row_json(part.row))
 
     def finish(self, ending: Ending, out: TextIO) -> None:
         """Write the object, keys in the report model's order."""
