@@ -99,25 +99,32 @@ def _poc(rec: RunRecord) -> str | None:
 
 def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
     patch = rec.patch
-    return TaskRun(
-        model=rec.model,
-        agent=rec.agent,
-        task=rec.task,
-        trial=trial,
-        status="failed" if patch.status == "error" else patch.status,
-        build=patch.build_success,
-        poc=_poc(rec),
-        func=patch.func_test_success,
-        intent=patch.intent_test_success,
-        run_id=rec.run_id,
-        checks=checks,
-        folder=rec.folder,
-        spend=rec.spend,
-        minutes=_minutes(rec),
-        started_at=rec.started_at,
-        cached_from=rec.cached_from,
-        error_msg=patch.error_msg,
+    # The model's validator on a dict: half the cost of the keyword call, 100,000 times over.
+    run: TaskRun = _NEW_TASK_RUN(
+        {
+            "model": rec.model,
+            "agent": rec.agent,
+            "task": rec.task,
+            "trial": trial,
+            "status": "failed" if patch.status == "error" else patch.status,
+            "build": patch.build_success,
+            "poc": _poc(rec),
+            "func": patch.func_test_success,
+            "intent": patch.intent_test_success,
+            "run_id": rec.run_id,
+            "checks": checks,
+            "folder": rec.folder,
+            "spend": rec.spend,
+            "minutes": _minutes(rec),
+            "started_at": rec.started_at,
+            "cached_from": rec.cached_from,
+            "error_msg": patch.error_msg,
+        }
     )
+    return run
+
+
+_NEW_TASK_RUN = TaskRun.__pydantic_validator__.validate_python
 
 
 def _excluded(rec: RunRecord) -> Excluded:
