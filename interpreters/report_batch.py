@@ -19,7 +19,7 @@ from typing import TextIO
 from returns.result import Failure, Success
 
 from interpreters.report_io import read_document
-from interpreters.report_text import wrap
+from interpreters.report_text import Inert, Writer, wrap
 from ssegrade.report import RunFolder, parse_run
 from ssegrade.report.batch import OUTCOMES, BatchSummary, parse_batch
 
@@ -106,7 +106,13 @@ def first_failure(results: str, folder: str) -> str:
 def print_batch(
     results: str, summary: BatchSummary, out: TextIO, verbose: bool = False, width: int = 80
 ) -> None:
-    """Print the summary readably (see the module's docstring)."""
+    """Print the summary readably (see the module's docstring), inert on a terminal."""
+    _print_batch(results, summary, Inert(out), verbose, width)
+
+
+def _print_batch(
+    results: str, summary: BatchSummary, out: Writer, verbose: bool, width: int
+) -> None:
     label = f'"{summary.label}"' if summary.label else "(no label)"
     counts = ", ".join(f"{getattr(summary.counts, o)} {o}" for o in OUTCOMES)
     jobs = summary.jobs

@@ -17,7 +17,7 @@ from typing import TextIO
 from interpreters.report_io import RunFiles
 from interpreters.report_output import Ending, Reasons, write_report
 from interpreters.report_tasks import SHARES, TASK_LIMIT, TaskLines
-from interpreters.report_text import Column, Row, fits, table, wrap
+from interpreters.report_text import Column, Inert, Row, Writer, fits, table, wrap
 from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.report import (
     DIFFERENCE,
@@ -268,7 +268,10 @@ class TableSink:
         self._left_out += part.excluded[: max(0, room)]
 
     def finish(self, ending: Ending, out: TextIO) -> None:
-        """Write the report (see `render_table`)."""
+        """Write the report (see `render_table`), inert on a terminal (`Inert`)."""
+        self._finish(ending, Inert(out))
+
+    def _finish(self, ending: Ending, out: Writer) -> None:
         report, width = ending.report, self.width
         lines = _paragraph(
             f"Pass shares per model and agent (runs: {report.runs}; {self._kept} kept)", width
@@ -325,7 +328,7 @@ class TableSink:
             )
         return lines
 
-    def _tasks(self, out: TextIO) -> None:
+    def _tasks(self, out: Writer) -> None:
         grid, width = self._grid, self.width
         if not grid.tasks:
             return

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TextIO
 
 from interpreters.report_output import Spool
-from interpreters.report_text import wrap
+from interpreters.report_text import Writer, wrap
 from ssegrade.checks import grading_order
 from ssegrade.report import TaskRow
 
@@ -55,7 +54,7 @@ class TaskLines:
         elif len(self.rows) <= TASK_LIMIT:
             self.rows.append((row.task, shares))
 
-    def lines(self, width: int, out: TextIO) -> None:
+    def lines(self, width: int, out: Writer) -> None:
         """Write the titles, a rule, and each task's line, none longer than `width` (but
         for counts of more digits than a line can hold)."""
         numbers, text, name = _layout(self.count, self.name, width)

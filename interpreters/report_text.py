@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Column", "Row", "fits", "fold", "table", "wrap"]
+__all__ = ["Column", "Inert", "Row", "Writer", "fits", "fold", "table", "wrap"]
+
+_CONTROLS = {
+    code: "\N{REPLACEMENT CHARACTER}"
+    for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+    if chr(code) != "\n"
+}
+_CONTROLS[ord("\t")] = " "
 
 GAP = "  "
 INDENT = "  "
@@ -133,3 +141,24 @@ def table(columns: Sequence[Column], rows: Sequence[Row], width: int) -> list[st
             lines += wrap(row.head, width)
         lines += _block(row.cells, columns, widths, indent)
     return lines
+
+
+class Writer(Protocol):
+    """Where text goes: a file, or `Inert` in front of one."""
+
+    def write(self, text: str, /) -> int:
+        """Write `text`."""
+        ...
+
+
+class Inert:
+    """Writes text with every control character but the line break shown as `�` (a tab as a
+    space): names and messages that came from run folders cannot move a terminal's cursor,
+    change its colours or its title. One character for one: the layout stays."""
+
+    def __init__(self, out: Writer) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        """Write `text`, inert."""
+        return self.out.write(text.translate(_CONTROLS))

@@ -121,3 +121,43 @@ def test_a_cached_run_links_the_logs_of_its_source(results: Path, tmp_path: Path
     page = out.read_text()
     assert "etc/x/y/logs" not in page
     assert "t8/openai/gpt-5/a/r/logs" not in page
+
+
+CONTROLS = "\x1b]0;owned\x07\x1b[2J\r\x08\x9b31m"
+
+
+def test_the_text_is_inert_on_a_terminal(tmp_path: Path) -> None:
+    """A first failure, a model's folder or a batch's run folder holding terminal controls
+    (escape sequences, a bell, a carriage return, a C1 control) is printed with each control
+    shown as `�`: nothing a terminal would act on reaches it, and the layout holds."""
+    root = tmp_path / "results"
+    model = "evil\x1b[31m"
+    doc = summary(task="t1", status="failed")
+    doc["patch_result"]["error_msg"] = f"Patch apply failed: {CONTROLS}"
+    write_run(root, f"t1/{model}/codex/r1", doc)
+    batch = {
+        "ssegrade": "1.0",
+        "label": f"night{CONTROLS}",
+        "engine": "local",
+        "workers": 1,
+        "containment": "namespaces",
+        "jobs": {"path": "jobs.jsonl", "sha256": "0" * 64, "count": 1},
+        "started_at": "2026-11-30T10:00:00Z",
+        "ended_at": "2026-11-30T10:00:01Z",
+        "interrupted": False,
+        "counts": {"passed": 0, "failed": 1, "error": 0, "cached": 0, "skipped": 0},
+        "runs": {
+            "passed": [],
+            "failed": [f"t1/{model}/codex/r1"],
+            "error": [],
+            "cached": [],
+            "skipped": [],
+        },
+    }
+    (root / "batch.json").write_text(json.dumps(batch))
+    for args in ((), ("--batch",), ("--batch", "-v")):
+        text = invoke(str(root), *args).stdout
+        assert not [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0]
+        assert "�" in text
+    table = invoke(str(root)).stdout
+    assert "Patch apply failed: �]0;owned��[2J���31m" in table
