@@ -22,12 +22,13 @@ runs are read (records hold no cycles).
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from returns.result import Success
@@ -224,6 +225,10 @@ def _events(root: str, ssebench: bool, files: bool, parallel: bool) -> Generator
     child = _child(root, ssebench, files)
     assert child.stdout is not None
     assert child.stderr is not None
+    with suppress(OSError, AttributeError):
+        # A pipe of 1 MiB rather than 64 KiB: the reader runs ahead instead of waiting for
+        # the report to take each 64 KiB (the system's ceiling may be lower; then it is kept).
+        fcntl.fcntl(child.stdout.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
     try:
         yield from read_frames(child.stdout)
     except EOFError:

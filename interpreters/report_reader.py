@@ -12,7 +12,7 @@ folders and reading files then goes on while the report parses what came before.
 A run folder is any folder at least four levels below the results folder
 (`<task>/<model…>/<agent>/<run-id>/`) holding `summary.json` or `result.json`; its folders are
 not searched. At that depth `summary.json` is opened first, without listing the folder (a
-listing is made when it is missing, or when the files a page links to are asked for).
+listing is made when it is missing); the files a page links to are then looked up by name.
 
 The files of a run folder may have been written by a hostile agent: each is opened without
 following a final symbolic link and without blocking (a FIFO cannot hang the report), and is
@@ -142,6 +142,26 @@ def _is_file(entry: os.DirEntry[str] | None) -> bool:
         return False
 
 
+def _present(path: str) -> frozenset[str]:
+    """Which of `RUN_FILES` the run folder holds (a regular file, or a folder), its names
+    listed, and the status of those it has looked at without following a link."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return frozenset()
+    found = []
+    for _, name, is_folder in RUN_FILES:
+        if name not in names:
+            continue
+        try:
+            mode = os.lstat(f"{path}/{name}").st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) if is_folder else stat.S_ISREG(mode):
+            found.append(name)
+    return frozenset(found)
+
+
 class _Walk:
     __slots__ = ("files", "folders", "ssebench")
 
@@ -151,7 +171,7 @@ class _Walk:
         self.folders = 0
 
     def folder(self, path: str, parts: tuple[str, ...]) -> Iterator[Event]:
-        if len(parts) >= 4 and not self.files:
+        if len(parts) >= 4:
             # Deep enough to be a run: its summary first, without listing the folder.
             name = f"{path}/summary.json"
             try:
@@ -164,7 +184,8 @@ class _Walk:
             if data is not None:
                 self.folders += 1
                 if data.strip():
-                    yield Document("/".join(parts), "summary.json", data)
+                    files = _present(path) if self.files else None
+                    yield Document("/".join(parts), "summary.json", data, files)
                     return
                 yield f"{name}: skipped, empty (a run not finished?)"
                 yield from self.documents(path, parts, None, first=1)
@@ -194,11 +215,15 @@ class _Walk:
         """The first readable, non-empty document of a run folder (`entries`: its listing,
         if made), from `DOCUMENTS[first]` on."""
         files = None
-        if self.files and entries is not None:
-            files = frozenset(
-                name
-                for _, name, is_folder in RUN_FILES
-                if (_is_dir if is_folder else _is_file)(entries.get(name))
+        if self.files:
+            files = (
+                _present(path)
+                if entries is None
+                else frozenset(
+                    name
+                    for _, name, is_folder in RUN_FILES
+                    if (_is_dir if is_folder else _is_file)(entries.get(name))
+                )
             )
         for name in DOCUMENTS[first:]:
             if self.ssebench and name != "summary.json":
@@ -278,7 +303,8 @@ def main() -> None:
     """As a child process: `walk(argv[1], …)` written as frames on stdout (`argv[2]` holds
     `s` for SSEBench's rules, `f` for the linked files)."""
     root, flags = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
-    with os.fdopen(sys.stdout.fileno(), "wb", buffering=1 << 20, closefd=False) as out:
+    # Small writes into a large pipe (the report widens it): the report always has work.
+    with os.fdopen(sys.stdout.fileno(), "wb", buffering=1 << 16, closefd=False) as out:
         try:
             for event in walk(root, "s" in flags, "f" in flags):
                 out.write(_frame(event))
