@@ -317,7 +317,25 @@ def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
 
 
 def _csv_cells(row: dict[str, Any]) -> list[object]:
-    return [_cell(row[name]) for name in PER_RUN_FIELDS]
+    """A per-run record's CSV cells (as `_cell` makes them, the common cases inline: a
+    report writes 19 cells for each of 100,000 runs)."""
+    cells: list[object] = []
+    for name in PER_RUN_FIELDS:
+        value = row[name]
+        if value is None:
+            cells.append("")
+        elif value is True or value is False:
+            cells.append("true" if value else "false")
+        elif value.__class__ is str:
+            cells.append("'" + value if value[:1] in _ACTIVE_FIRST else value)
+        elif value.__class__ in (int, float):
+            cells.append(value)
+        else:
+            cells.append(_cell(value))
+    return cells
+
+
+_ACTIVE_FIRST = frozenset(_ACTIVE)
 
 
 def _cell(value: object) -> object:

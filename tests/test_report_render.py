@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from interpreters.report_render import (
     PER_RUN_FIELDS,
+    inert,
     per_run_rows,
     render_json,
     render_jsonl,
@@ -62,6 +63,12 @@ def test_per_run_lines_are_every_run_in_order(recs: list[RunRecord], mode: RunsM
     assert lines == [json.loads(json.dumps(row)) for row in rows]
     table = list(csv.DictReader(io.StringIO(render_runs_csv(report))))
     assert [list(row) for row in table[:1]] == ([list(PER_RUN_FIELDS)] if rows else [])
-    assert [(r["task"], r["run_id"], r["error_msg"]) for r in table] == [
-        (r["task"], r["run_id"], r["error_msg"] or "") for r in rows
-    ]
+
+    def text(value: object) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(inert(value))
+
+    assert table == [{name: text(row[name]) for name in PER_RUN_FIELDS} for row in rows]
