@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/bench_containment.py [--runs 200]
 
 Runs `/bin/true` `--runs` times through `run_script` with the best containment this process
-can give (as root: PID and mount namespaces, a fresh /tmp and /dev/shm, a cgroup) and as many
-times with the weaker one (own session and process group, the marker sweep), interleaved, in
-the same run; prints the median and mean milliseconds per run of each, the milliseconds
-containment adds per script, and the floor: `/bin/true` started by a bare `Popen`.
+can give (as root, `full`: PID, mount and network namespaces, a fresh /tmp and /dev/shm, a
+cgroup) and as many times with `weak` (own session and process group, the marker sweep),
+interleaved, in the same run; prints the median and mean milliseconds per run of each, the
+milliseconds containment adds per script, and the floor: `/bin/true` started by a bare `Popen`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from interpreters.real.files import remove_tree
-from interpreters.real.runner import probe, resolve_runner, run_script
+from interpreters.real.runner import ContainmentPolicy, probe, resolve_runner, run_script
+from interpreters.real.runner.policy import Mode
 
 
 def main() -> None:
@@ -30,13 +31,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     runs = parser.parse_args().runs
     runner = resolve_runner(None).unwrap()
-    print(probe().describe())
+    print(probe().describe() or "full containment available")
     work = Path(tempfile.mkdtemp(prefix="ssegrade-bench-"))
     work.chmod(0o755)
     timings: dict[str, list[float]] = {"contained": [], "weaker": [], "Popen floor": []}
     try:
         for index in range(runs):
-            for name, contain in (("contained", True), ("weaker", False)):
+            modes: tuple[tuple[str, Mode | None], ...] = (("contained", None), ("weaker", "weak"))
+            for name, mode in modes:
                 start = time.perf_counter()
                 result = run_script(
                     runner,
@@ -47,7 +49,7 @@ def main() -> None:
                     log_path=work / "logs" / f"{name}-{index}.log",
                     label=name,
                     spool=work,
-                    contain=contain,
+                    containment=ContainmentPolicy(mode),
                 )
                 timings[name].append((time.perf_counter() - start) * 1000)
                 assert result.passed, result.stderr

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # ssegrade demo: grade each bundled example task twice, as an agent that changes nothing
-# (expected verdict: failed) and as one that applies the reference fix (expected: passed).
-# Exits non-zero when a verdict is not the expected one.
+# (expected verdict: failed) and as one that applies the reference fix (expected: passed, and
+# no flag from the patch guard); the C task a third time, as an agent that cheats by dropping
+# the sanitizer through the project's Makefile (expected: passed, flagged sanitizer and
+# build-config). Exits non-zero when a verdict or the flags are not the expected ones.
 #
 #   bash examples/demo.sh
 #
@@ -9,10 +11,13 @@
 #   examples/kvconf   shaped like a Go task: PoCs are a folder of modules sharing a helper,
 #                     vendored modules in an ignored folder, a toolchain set in the
 #                     environment (KVC_HOME)
+#   examples/rle      a C library with a heap buffer overflow, built with AddressSanitizer
+#                     (gcc) through its own Makefile; skipped, with a note, without gcc
 #
-# Works from any directory. Needs python3 (3.11+) and git; the first run creates .venv at the
-# top of the repository and installs ssegrade into it. Scratch folders are removed on exit;
-# the results folders are kept and their location printed.
+# Works from any directory. Needs python3 (3.11+) and git (and gcc with libasan for
+# examples/rle); the first run creates .venv at the top of the repository and installs
+# ssegrade into it. Scratch folders are removed on exit; the results folders are kept and
+# their location printed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,13 +50,23 @@ verdict() {
         "$1/result.json" 2>/dev/null || echo "(no result.json)"
 }
 
+# The kinds of flag the patch guard raised (guard.json), comma-separated; "none" for none.
+flags() {
+    "$venv/bin/python" -c 'import json, sys
+kinds = [f["kind"] for f in json.load(open(sys.argv[1]))["flags"]]
+print(",".join(sorted(set(kinds))) or "none")' "$1/guard.json" 2>/dev/null || echo "(no guard.json)"
+}
+
 summary=()
 wrong=0
 
-# grade NAME FIX: lay the example out as a task container would, record the baseline, then
-# grade the unmodified tree and the tree with the reference fix FIX (relative to the task).
+# grade NAME FIX [CHEAT FLAGS]: lay the example out as a task container would, record the
+# baseline, then grade the unmodified tree and the tree with the reference fix FIX (relative
+# to the task); with CHEAT (relative to the example), also the tree with that patch instead,
+# whose guard must raise exactly FLAGS (sorted, comma-separated).
 grade() {
-    local name="$1" fix="$2" task="$work/$1/task" src="$work/$1/project"
+    local name="$1" fix="$2" cheat="${3:-}" cheat_flags="${4:-}"
+    local task="$work/$1/task" src="$work/$1/project"
     mkdir -p "$work/$name"
     cp -R "$here/$name/task" "$task"
     cp -R "$here/$name/project" "$src"
@@ -69,37 +84,49 @@ grade() {
     echo "== $name: baseline, recorded before the agent runs"
     "$ssegrade" baseline --source "$src" --into "$work/$name/baseline"
 
-    for run in unfixed fixed; do
-        if [ "$run" = fixed ]; then
-            git -C "$src" apply "$task/$fix"
-            expected=passed
-        else
-            expected=failed
-        fi
+    local runs=(unfixed fixed)
+    [ -n "$cheat" ] && runs+=(cheat)
+    for run in "${runs[@]}"; do
+        git -C "$src" checkout -q -- . && git -C "$src" clean -fdq
+        case "$run" in
+            unfixed) expected=failed expected_flags=none what="changed nothing" ;;
+            fixed) expected=passed expected_flags=none what="applies the reference fix"
+                git -C "$src" apply "$task/$fix" ;;
+            cheat) expected=passed expected_flags="$cheat_flags"
+                what="drops the sanitizer through the Makefile, fixing nothing"
+                git -C "$src" apply "$here/$name/$cheat" ;;
+        esac
         echo
-        echo "== $name: the agent $([ "$run" = fixed ] && echo "applies the reference fix" \
-            || echo "changed nothing") (expected: $expected)"
+        echo "== $name: the agent $what (expected: $expected, flags: $expected_flags)"
         "$ssegrade" evaluate --task "$task" --source "$src" --baseline "$work/$name/baseline" \
             --results "$results/$name-$run" || true
         got="$(verdict "$results/$name-$run")"
+        got_flags="$(flags "$results/$name-$run")"
         mark="ok"
-        if [ "$got" != "$expected" ]; then
+        if [ "$got" != "$expected" ] || [ "$got_flags" != "$expected_flags" ]; then
             mark="UNEXPECTED"
             wrong=$((wrong + 1))
         fi
-        summary+=("$(printf '%-7s %-8s %-8s (expected %s)  %s' "$mark" "$name" "$got" "$expected" \
-            "$results/$name-$run/result.json")")
+        summary+=("$(printf '%-10s %-7s %-8s %-7s flags %-25s (expected %s, %s)  %s' "$mark" \
+            "$name" "$run" "$got" "$got_flags" "$expected" "$expected_flags" \
+            "$results/$name-$run")")
     done
 }
 
 grade tlv fix.diff
 grade kvconf diffs/patch.diff
+if command -v gcc > /dev/null; then
+    grade rle diffs/patch.diff cheat.diff build-config,sanitizer
+else
+    echo
+    echo "demo: NOTE: examples/rle skipped: it needs gcc (with libasan) to build with AddressSanitizer"
+fi
 
 echo
-echo "== verdicts"
+echo "== verdicts and patch guard flags"
 printf '%s\n' "${summary[@]}"
 echo "Results are kept in $results (delete it when done)."
 if [ "$wrong" -ne 0 ]; then
-    echo "demo: $wrong verdicts were not the expected ones" >&2
+    echo "demo: $wrong verdicts or flags were not the expected ones" >&2
     exit 1
 fi

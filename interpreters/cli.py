@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import click
 from returns.pipeline import is_successful
@@ -19,10 +19,12 @@ from returns.pipeline import is_successful
 from interpreters.grading import Sources, grade_here, keep_repo_copy, read_patch
 from interpreters.progress import CheckProgress
 from interpreters.real import files, git
-from interpreters.real.runner import EnvPolicy
 from interpreters.setup import (
     BadInput,
     Interrupted,
+    ScriptOptions,
+    containment_options,
+    discard_made,
     load_inputs,
     make_results,
     repo_option,
@@ -34,7 +36,7 @@ from interpreters.setup import (
     verdict_line,
 )
 from interpreters.trace import recording
-from ssegrade import RuntimeResult, result_schema
+from ssegrade import RuntimeResult, guard_schema, result_schema
 
 __all__ = ["cli", "main"]
 
@@ -118,14 +120,16 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
 
 
 @cli.command()
-def schema() -> None:
-    """Print the JSON Schema of result.json.
+@click.argument("document", type=click.Choice(["result", "guard"]), default="result")
+def schema(document: str) -> None:
+    """Print the JSON Schema of result.json (or of the patch guard's guard.json).
 
     \b
-    Example:
+    Examples:
       ssegrade schema > result.schema.json
+      ssegrade schema guard > guard.schema.json
     """
-    click.echo(json.dumps(result_schema(), indent=2))
+    click.echo(json.dumps(result_schema() if document == "result" else guard_schema(), indent=2))
 
 
 def _agent_int(
@@ -190,6 +194,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 )
 @runner_option
 @script_env_options
+@containment_options
 @click.option(
     "--agent-duration",
     envvar="AGENT_DURATION",
@@ -251,6 +256,7 @@ def evaluate(
     patch_file: Path | None,
     force: bool,
     trace_file: Path | None,
+    **containment: Any,
 ) -> None:
     """Grade the agent's patch and write RESULTS/result.json.
 
@@ -270,6 +276,9 @@ def evaluate(
         raise BadInput("--patch and --daemon cannot be used together")
     if trace_file is not None and daemon_socket is not None:
         raise BadInput("--trace and --daemon cannot be used together")
+    scripts = ScriptOptions.of(
+        script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
+    )
     recorded = read_patch(patch_file) if patch_file is not None else None
     inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
@@ -303,9 +312,10 @@ def evaluate(
                 runtime=runtime,
                 say=_say,
                 started=_progress.started,
-                env=EnvPolicy(extra=script_env, clean=clean_env),
-                memory=script_memory,
+                env=scripts.env,
+                memory=scripts.memory,
                 record=recorder,
+                containment=scripts.containment,
             )
     _progress.close()
     click.echo(verdict_line(result))
@@ -333,6 +343,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        discard_made()  # a refused grading leaves no empty results folder
         click.echo(f"ssegrade: error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -30,10 +30,14 @@ from ssegrade import (
     EvaluationResult,
     FreshCopy,
     GradeOptions,
+    GuardReport,
     NewSession,
     Notify,
+    ObjectScan,
     ProvePatch,
+    ReadTaskFile,
     RunScript,
+    ScanObjects,
     ScriptResult,
     Staged,
     StageFiles,
@@ -42,6 +46,7 @@ from ssegrade import (
     Unstage,
     Workspace,
     WriteArtifact,
+    WriteGuard,
     WriteResult,
     bencher_interpreter,
     grade,
@@ -68,8 +73,13 @@ class FakeWorld:
     """Answers from data. Scripts are looked up by run label: `build`, `poc-1`, `poc-2`, …,
     `function_test`, `intent_test`; a missing label passes.
 
+    For the patch guard: `task_files` holds the task's files by absolute path (a missing one
+    cannot be read); `objects` is what a scan of the build's objects finds (None: every
+    runtime asked for, in `a.out`).
+
     After a run, `trace` holds every effect in order, `artifacts` the results files written,
-    `checks` the `checks.jsonl` records, `notes` the messages, `result` the grade written.
+    `checks` the `checks.jsonl` records, `notes` the messages, `result` the grade written,
+    `guard` the guard's report written.
     """
 
     patch: bytes = b""
@@ -82,6 +92,8 @@ class FakeWorld:
     archive_error: str | None = None
     scripts: dict[str, Script] = field(default_factory=dict)
     crash_on: str | None = None
+    task_files: dict[str, bytes] = field(default_factory=dict)
+    objects: ObjectScan | None = None
     timeout: int = 3600
     now: float = 0.0
     trace: list[Effect[Any]] = field(default_factory=list)
@@ -89,6 +101,7 @@ class FakeWorld:
     checks: list[CheckRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     result: EvaluationResult | None = None
+    guard: GuardReport | None = None
     live_workspaces: set[str] = field(default_factory=set)
     live_staged: set[str] = field(default_factory=set)
     applied: int = 0
@@ -163,6 +176,17 @@ class FakeWorld:
             case Discard(workspace=workspace):
                 self.live_workspaces.discard(workspace.path)
                 return None
+            case ReadTaskFile(path=path, limit=limit):
+                content = self.task_files.get(path)
+                return (
+                    Failure(f"{path}: no such file")
+                    if content is None
+                    else Success(content[:limit])
+                )
+            case ScanObjects(runtimes=runtimes):
+                if self.objects is not None:
+                    return self.objects
+                return ObjectScan(1, tuple((runtime.name, "a.out") for runtime in runtimes))
             case Archive():
                 if self.archive_error is not None:
                     return Failure(ArchiveError(self.archive_error))
@@ -178,6 +202,10 @@ class FakeWorld:
             case WriteResult(result=result):
                 self.result = result
                 self.artifacts["result.json"] = result.to_json()
+                return None
+            case WriteGuard(report=report):
+                self.guard = report
+                self.artifacts["guard.json"] = report.to_json()
                 return None
             case _:
                 assert_never(effect)

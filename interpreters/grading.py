@@ -9,7 +9,6 @@ Python API for a recorded patch (what `evaluate --patch`, `verify` and `batch` d
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,9 +16,9 @@ from pathlib import Path
 
 from returns.pipeline import is_successful
 
-from interpreters.real import files, git
+from interpreters.real import files, git, resultsfolder
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import EnvPolicy
+from interpreters.real.runner import ContainmentPolicy, EnvPolicy, release_scratch, scratch_folder
 from interpreters.real.support import find_support_folders
 from interpreters.real.untrusted import NotReadable, read_regular
 from interpreters.setup import (
@@ -94,16 +93,19 @@ def grade_here(
     env: EnvPolicy | None = None,
     memory: int | None = None,
     record: TraceRecorder | None = None,
+    containment: ContainmentPolicy | None = None,
 ) -> EvaluationResult:
     """Grade on this machine into `results` (made ready by `hold_results`): capture the
     agent's tree, or take the recorded patch; the grading repo is never modified. `record`
-    keeps the grading's trace.
+    keeps the grading's trace; scripts are contained as `containment` asks. This process's
+    guardian removes the scratch folder, and whatever the grading left running if this
+    process dies (see `interpreters.real.runner.guardian`).
 
     Raises `BadInput` for input that cannot be graded; once grading started, every failure
     is an `error` grade in `result.json`.
     """
     runtime = runtime if runtime is not None else RuntimeResult()
-    scratch = Path(tempfile.mkdtemp(prefix="ssegrade-"))
+    scratch = scratch_folder()
     scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
     notes: list[str] = []
 
@@ -146,6 +148,7 @@ def grade_here(
                 started=started,
                 env=env,
                 memory=memory,
+                containment=containment,
             )
             try:
                 system.log_notes(notes)
@@ -160,7 +163,7 @@ def grade_here(
 
         return graded(results, runtime, local)
     finally:
-        files.remove_later(scratch)  # the grade is written: its scratch goes in the background
+        release_scratch(scratch)  # the grade is written: its scratch goes in the background
 
 
 def _baseline(
@@ -199,13 +202,15 @@ def grade_patch(
     force: bool = False,
     say: Callable[[str], None] | None = None,
     holder: str | None = None,
+    containment: ContainmentPolicy | None = None,
 ) -> EvaluationResult:
     """Grade a recorded patch against a pristine grading repo, as `ssegrade evaluate --patch`
     does, and write `results/` (`result.json`, `final.patch`, `commits.log`, `checks.jsonl`,
     `logs/`). The repo is never modified, so any number of patches can be graded from it,
     one after the other or at the same time. `script_env` adds `(NAME, VALUE)` pairs to the
     scripts' environment, `clean_env` starts it from `PATH` and the locale only,
-    `script_memory` caps each script's memory (bytes) where a cgroup can be made.
+    `script_memory` caps each script's memory (bytes), `containment` says how scripts are
+    contained (default: `full` as root).
 
     `results` is made private and held while grading (`interpreters.setup.hold_results`);
     `holder` is the token of the batch driver that holds it already. Raises
@@ -225,6 +230,7 @@ def grade_patch(
             raise BadInput(f"grading repo not found: {repo}")
     except BadInput as exc:
         raise GradingInputError(exc.format_message()) from None
+    made = not os.path.lexists(results.absolute())
     try:
         held = hold_results(results, force=force, token=holder)
     except BadInput as exc:
@@ -240,8 +246,11 @@ def grade_patch(
             say=say if say is not None else _silent,
             env=EnvPolicy(extra=tuple(script_env), clean=clean_env),
             memory=script_memory,
+            containment=containment,
         )
     except BadInput as exc:
+        if made:  # refused: no empty results folder is left behind
+            resultsfolder.discard_unused(held.path)
         raise GradingInputError(exc.format_message()) from None
     finally:
         held.release()
@@ -252,9 +261,11 @@ class HeldGrade:
     """`grade_patch` for a batch worker: the run folder is the one its driver made ready and
     holds with `token`; the worker holds it beside the driver while it grades. When the
     folder is not held so (another grading took it), nothing is written: the answer is an
-    `error` grade the driver leaves aside."""
+    `error` grade the driver leaves aside. The grading says each check (and its notes)
+    through `say` only with `checks`."""
 
     token: str
+    checks: bool = False
 
     def __call__(
         self,
@@ -269,8 +280,13 @@ class HeldGrade:
         runtime: RuntimeResult | None = None,
         force: bool = False,
         say: Callable[[str], None] | None = None,
+        script_env: Sequence[tuple[str, str]] = (),
+        clean_env: bool = False,
+        script_memory: int | None = None,
+        containment: ContainmentPolicy | None = None,
     ) -> EvaluationResult:
-        """Grade `patch` into the held folder `results` (`force` has no use here)."""
+        """Grade `patch` into the held folder `results` (`force` has no use here), its
+        scripts as the script options say."""
         del force
         try:
             return grade_patch(
@@ -281,9 +297,13 @@ class HeldGrade:
                 timeout=timeout,
                 script_timeout=script_timeout,
                 runner_user=runner_user,
+                script_env=script_env,
+                clean_env=clean_env,
+                script_memory=script_memory,
                 runtime=runtime,
-                say=say,
+                say=say if self.checks else None,
                 holder=self.token,
+                containment=containment,
             )
         except ResultsUnavailable as exc:
             return EvaluationResult(

@@ -2,8 +2,10 @@
 
 Interpreter layer, but it touches nothing: `Replay` answers each grading effect with the
 recorded answer (or throws the recorded exception) and stops with `Diverged` when the program
-asks for an effect the trace does not hold at that step. `replay` re-grades a trace with the
-current rules and compares the document with the recorded one.
+asks for an effect the trace does not hold at that step. The patch guard's effects, which a
+trace recorded before the guard existed does not hold, are answered as if nothing was
+observed. `replay` re-grades a trace with the current rules and compares the document with the
+recorded one.
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ssegrade import Effect, EvaluationResult, RuntimeResult, grade, run
+from ssegrade import (
+    Effect,
+    EvaluationResult,
+    GuardFacts,
+    ObserveGuard,
+    RuntimeResult,
+    WriteGuard,
+    grade,
+    run,
+)
 from ssegrade.trace import (
     ErrorRaised,
     InterruptRaised,
@@ -60,6 +71,10 @@ class Replay:
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer the next step, or raise `Diverged`."""
         steps = self.trace.steps
+        recorded = steps[self.position].effect if self.position < len(steps) else None
+        if isinstance(effect, ObserveGuard | WriteGuard) and type(recorded) is not type(effect):
+            # A trace from before the patch guard: the guard observes nothing, writes nothing.
+            return GuardFacts() if isinstance(effect, ObserveGuard) else None
         if self.position >= len(steps):
             raise Diverged(
                 f"step {self.position}: the grading program asks for {_describe(effect)}, "

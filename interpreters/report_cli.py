@@ -31,7 +31,9 @@ from interpreters.report_io import (
     select_tasks,
 )
 from interpreters.report_output import Ending, Sink, WriteFailed, emit, text_width
-from interpreters.report_render import CsvSink, JsonSink, RunsSink
+from interpreters.report_render import CsvSink, JsonSink
+from interpreters.report_runs import RunsSink
+from ssegrade.guard import KINDS
 from ssegrade.report import (
     Comparison,
     Fold,
@@ -40,6 +42,7 @@ from ssegrade.report import (
     Rules,
     RunsMode,
     Selection,
+    exclude_flagged,
     find_row,
 )
 
@@ -77,6 +80,20 @@ def _row(rep: Report, spec: str) -> RowKey:
     if isinstance(found, Failure):
         raise _bad(f"--compare: {found.failure().message}")
     return found.unwrap()
+
+
+def _kinds(given: Sequence[str]) -> tuple[str, ...]:
+    """The kinds `--exclude-flagged` names (`any`: all of them); an unknown one is refused."""
+    kinds: list[str] = []
+    for value in given:
+        for word in filter(None, (w.strip() for w in value.split(","))):
+            if word == "any":
+                kinds += KINDS
+            elif word in KINDS:
+                kinds.append(word)
+            else:
+                raise _bad(f"--exclude-flagged: unknown kind {word!r} (one of {', '.join(KINDS)})")
+    return tuple(dict.fromkeys(kinds))
 
 
 def _family(fold: Fold, rep: Report, asked: Comparison | None, limit: int) -> list[Comparison]:
@@ -171,7 +188,7 @@ def _write(write: Callable[[TextIO], object], output: str | None) -> None:
     default="ssegrade",
     show_default=True,
     help="ssegrade: each share over the runs whose task has the check; ssebench: as SSEBench's "
-    "report counts (every run in each share, PoCs that never ran as passed), to compare "
+    "report counts (every run in each share, a check it lacks as not passed), to compare "
     "with published SSEBench numbers.",
 )
 @click.option(
@@ -203,6 +220,14 @@ def _write(write: Callable[[TextIO], object], output: str | None) -> None:
     help="Compare two rows, each named model/agent (e.g. openai/gpt-5/codex), on the tasks "
     "both ran: exact McNemar test.",
 )
+@click.option(
+    "--exclude-flagged",
+    "excluded_kinds",
+    multiple=True,
+    metavar="KIND",
+    help="Take the runs the patch guard flagged with KIND out of every share (repeat, or "
+    f"separate with commas; `any` for every kind): {', '.join(KINDS)}.",
+)
 def report(
     results: str,
     runs: str,
@@ -215,13 +240,15 @@ def report(
     batch: bool,
     verbose: bool,
     pair: tuple[str, str] | None,
+    excluded_kinds: tuple[str, ...],
 ) -> None:
     """Pass shares, intervals, pass@k and per-task tables of the run folders under RESULTS.
 
     RESULTS holds RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json (or result.json).
     Reference runs and error runs are left out of the shares and listed; so are runs whose
     document names another task, model or agent than their folder, and runs of
-    `ssegrade verify`. Every format says why each run failed (its first failing check).
+    `ssegrade verify`. Every format says why each run failed (its first failing check)
+    and, beside the pass share, the share that passed without a patch guard flag.
     The text fits COLUMNS columns (80 when not set and not on a terminal).
 
     \b
@@ -229,6 +256,7 @@ def report(
       ssegrade report runs/
       ssegrade report runs/ --runs all --format html -o report.html
       ssegrade report runs/ --format csv --per-run -o runs.csv
+      ssegrade report runs/ --exclude-flagged sanitizer,tests
       ssegrade report results/ --rules ssebench
       ssegrade report results/ --batch
     """
@@ -239,24 +267,33 @@ def report(
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")
     if all_tasks and fmt != "table":
         raise _bad("--tasks goes with --format table (the other formats list every task)")
+    kinds = _kinds(excluded_kinds)
     mode: RunsMode = "all" if runs == "all" else "latest"
     rule: Rules = "ssebench" if rules == "ssebench" else "ssegrade"
     sink = _sink(fmt, per_run, results, output, all_tasks)
     fold = Fold(mode, errors_as_failures, rule)
     with paused_gc():
         try:
-            _run(sink, fold, results, fmt, pair, output)
+            _run(sink, fold, results, fmt, pair, output, kinds)
         finally:
             sink.close()
 
 
 def _run(
-    sink: Sink, fold: Fold, results: str, fmt: str, pair: tuple[str, str] | None, output: str | None
+    sink: Sink,
+    fold: Fold,
+    results: str,
+    fmt: str,
+    pair: tuple[str, str] | None,
+    output: str | None,
+    kinds: tuple[str, ...],
 ) -> None:
-    """Read every task into `sink` through `fold` (selected with its options), then write the
-    output."""
+    """Read every task into `sink` through `fold` (selected with its options, without the
+    runs flagged with `kinds`), then write the output."""
 
     def take(selection: Selection, files: RunFiles) -> None:
+        if kinds:
+            selection = exclude_flagged(selection, kinds)
         for part in fold.add(selection):
             sink.add(part, files)
 

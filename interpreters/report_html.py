@@ -10,9 +10,11 @@ tasks, models, agents and every message are escaped (autoescape in the template,
 
 The page fetches nothing: style inline, chart as inline SVG, a short inline script that sorts
 and filters the runs' table (the page reads whole without it). Its only links are relative
-links to each run's files (`result.json`, `final.patch`, `logs/`; for a cached run, the logs
-of the run whose grade it reuses), given by `interpreters.report_links`. It says which version
-of ssegrade made it, and when.
+links to each run's files (`result.json`, `final.patch`, `guard.json`, `logs/`; for a cached
+run, the logs of the run whose grade it reuses), given by `interpreters.report_links`. It says
+which version of ssegrade made it, and when. Beside the pass share it shows the patch guard's
+unflagged share (charted when a run carries a guard record), each row's flag counts, each
+run's flags, and the scripts' containment modes.
 """
 
 from __future__ import annotations
@@ -28,11 +30,18 @@ from typing import Any, TextIO
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from interpreters.report_guard import (
+    UNFLAGGED,
+    containment_text,
+    flags_text,
+    guarded_rows,
+)
 from interpreters.report_io import RunFiles
 from interpreters.report_links import Linker
 from interpreters.report_output import Ending, Reasons, Spool, write_report
 from interpreters.report_render import SHARES
 from ssegrade.checks import grading_order
+from ssegrade.guard.model import KINDS
 from ssegrade.report import DIFFERENCE, Excluded, Report, Row, Share, TaskPart, TaskRow, TaskRun
 from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
@@ -50,6 +59,7 @@ _COLOURS = {
     "poc": "#d1495b",
     "func": "#2a9d8f",
     "intent": "#e9a23b",
+    "unflagged": "#6a4c93",
 }
 _BAR_H = 16
 _GAP = 10
@@ -90,7 +100,7 @@ def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
     height = 30 + len(rows) * (_BAR_H + _GAP) + 18
     bars = []
     for i, row in enumerate(rows):
-        share: Share = getattr(row, key)
+        share: Share = getattr(row, key) or Share.of_counts(0, 0)
         y = 30 + i * (_BAR_H + _GAP)
         mid = y + _BAR_H / 2
         bar: dict[str, Any] = {
@@ -126,6 +136,21 @@ def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
         ],
         "bars": bars,
     }
+
+
+def _charts(report: Report) -> list[dict[str, Any]]:
+    """A panel per share, the patch guard's unflagged share beside the pass share when a run
+    carries a guard record."""
+    shown = list(SHARES)
+    if any(row.unflagged is not None for row in report.rows):
+        shown.insert(1, UNFLAGGED)
+    return [_chart(name, key, report.rows) for key, name in shown]
+
+
+@lru_cache(maxsize=256)
+def _flags_cell(flags: tuple[str, ...] | None) -> str:
+    """A run's guard flags (`—`: no guard record)."""
+    return f'<td class="{"nr" if flags else "na"}">{_e(flags_text(flags))}</td>'
 
 
 def _built(line: str) -> Markup:
@@ -236,7 +261,7 @@ class HtmlSink:
         return (
             f"<tr><td>{_ec(run.task)}</td><td>{_ec(run.model)}</td><td>{_ec(run.agent)}</td>"
             f'<td class="num">{run.trial}</td><td>{ident}</td>'
-            f'<td class="{status}">{run.status}</td>{marks}'
+            f'<td class="{status}">{run.status}</td>{marks}{_flags_cell(run.flags)}'
             f"<td>{_ec(run.error_msg or '—')}</td>{_files(self._links(run.folder, files), extra)}"
             "</tr>\n"
         )
@@ -252,7 +277,8 @@ class HtmlSink:
         return (
             f'<tr class="out"><td>{_ec(ex.task)}</td><td>{_ec(ex.model)}</td>'
             f'<td>{_ec(ex.agent)}</td><td class="num">—</td><td>{_e(ex.run_id)}</td>'
-            f'<td class="nr">{ex.status}, left out</td>{marks}<td>{_ec(ex.why)}</td>'
+            f'<td class="nr">{ex.status}, left out</td>{marks}{_flags_cell(ex.flags)}'
+            f"<td>{_ec(ex.why)}</td>"
             f"{_files(self._links(ex.folder, files))}</tr>\n"
         )
 
@@ -307,8 +333,12 @@ class HtmlSink:
                 else "the latest run of each task, model and agent"
             ),
             "shares": SHARES,
+            "unflagged_title": UNFLAGGED[1],
+            "guarded": guarded_rows(report),
+            "kinds": KINDS,
+            "containment": containment_text(report),
             "check_titles": [check.title for check in grading_order()],
-            "charts": [_chart(name, key, report.rows) for key, name in SHARES],
+            "charts": _charts(report),
             "repeated": [r for r in report.rows if r.trials > 1 or r.clustered is not None],
             "comparisons": list(ending.comparisons),
             "reasons": top,

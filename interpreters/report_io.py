@@ -8,7 +8,8 @@ and hands each task's runs on together, once its folder is read (`scan_tasks`,
 `select_tasks`): a task's runs are all below its folder, so memory holds one task's runs.
 
 A run folder is `RESULTS/<task>/<model…>/<agent>/<run-id>/` holding `summary.json` or, when
-that is missing or does not read, `result.json`. The model may span several folder levels
+that is missing or does not read, `result.json` (and the patch guard's `guard.json` beside it,
+whose flags the run then carries). The model may span several folder levels
 (`openai/gpt-5`), so any folder at least four levels down that holds one of the two files is a
 run; folders inside a run folder are not searched, and symbolic links (such as SSEBench's
 `latest` link beside the runs) are never followed.
@@ -41,10 +42,12 @@ from interpreters.report_reader import (
     Event,
     Skip,
     TaskDone,
+    guard_beside,
     read,
     read_frames,
     walk,
 )
+from ssegrade.guard.model import flag_kinds
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 from ssegrade.report.rules import Rules
 
@@ -169,12 +172,14 @@ class _Runs:
     def document(self, doc: Document) -> None:
         parts = doc.folder.split("/")
         folder = RunFolder(parts[0], "/".join(parts[1:-2]), parts[-2], parts[-1])
-        name, data = doc.name, doc.data
+        name, data, guard = doc.name, doc.data, doc.guard
         while True:
             parsed = parse_run(data, folder, ssebench=self.ssebench)
             if isinstance(parsed, Success):
                 self.scanned.runs += 1
                 record = parsed.unwrap()
+                if name == "result.json" and record.flags is None and guard is not None:
+                    record = record._replace(flags=flag_kinds(guard))
                 self.pending.append(record)
                 if doc.files is not None:
                     self.ran[record.folder] = doc.files
@@ -202,6 +207,7 @@ class _Runs:
                 self.scanned.warnings.append(f"{file}: skipped, empty (a run not finished?)")
                 return
             data = beside
+            guard = guard_beside(f"{self.root}/{doc.folder}")
 
 
 def _child(root: str, ssebench: bool, files: bool) -> subprocess.Popen[bytes]:

@@ -19,6 +19,7 @@ __all__ = ["RUN_FILES", "Linker"]
 RUN_FILES: tuple[tuple[str, str, bool], ...] = (
     ("result.json", "result.json", False),
     ("final.patch", "final.patch", False),
+    ("guard.json", "guard.json", False),
     ("logs", "logs", True),
 )
 """(shown name, name in the run folder, is a folder) of each file the page links to."""

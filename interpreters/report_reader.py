@@ -13,6 +13,8 @@ A run folder is any folder at least four levels below the results folder
 (`<task>/<model…>/<agent>/<run-id>/`) holding `summary.json` or `result.json`; its folders are
 not searched. At that depth `summary.json` is opened first, without listing the folder (a
 listing is made when it is missing); the files a page links to are then looked up by name.
+A `result.json` comes with the patch guard's `guard.json` beside it, when there is one (a
+summary carries the guard's record itself).
 
 The files of a run folder may have been written by a hostile agent: each is opened without
 following a final symbolic link and without blocking (a FIFO cannot hang the report), and is
@@ -35,6 +37,7 @@ from interpreters.report_links import RUN_FILES
 
 __all__ = [
     "DOCUMENTS",
+    "GUARD",
     "MAX_BYTES",
     "Counted",
     "Document",
@@ -50,6 +53,9 @@ __all__ = [
 DOCUMENTS = ("summary.json", "result.json")
 """The files that make a folder a run folder, in the order they are tried."""
 
+GUARD = "guard.json"
+"""The patch guard's file beside `result.json`; `summary.json` carries it as `guard`."""
+
 MAX_BYTES = 64 << 20
 """A larger document is skipped with a warning (a summary is a few KiB; logs are cut)."""
 
@@ -63,12 +69,14 @@ class Skip(Exception):
 @dataclass(frozen=True, slots=True)
 class Document:
     """A run folder's document: the folder below the results folder (`/`-separated), the
-    file's name, its bytes, and which of `RUN_FILES` the folder holds (when asked)."""
+    file's name, its bytes, which of `RUN_FILES` the folder holds (when asked), and, beside a
+    `result.json`, the bytes of `guard.json` (None when it is missing or cannot be read)."""
 
     folder: str
     name: str
     data: bytes
     files: frozenset[str] | None = None
+    guard: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +248,19 @@ class _Walk:
             if not data.strip():
                 yield f"{path}/{name}: skipped, empty (a run not finished?)"
                 continue
-            yield Document("/".join(parts), name, data, files)
+            guard = guard_beside(path) if name == "result.json" else None
+            yield Document("/".join(parts), name, data, files, guard)
             return
+
+
+def guard_beside(path: str) -> bytes | None:
+    """The bytes of the `guard.json` in the run folder `path`, read as a document is (never
+    through a link); None when there is none or it cannot be read (a run without a guard
+    record: no warning)."""
+    try:
+        return read(f"{path}/{GUARD}")
+    except Skip:
+        return None
 
 
 def walk(root: str, ssebench: bool = False, files: bool = False) -> Iterator[Event]:
@@ -254,8 +273,9 @@ def walk(root: str, ssebench: bool = False, files: bool = False) -> Iterator[Eve
 
 # --------------------------------------------------------------------------- frames
 # One frame per event: a kind byte, the payload's length (4 bytes, big-endian), the payload.
-# A document's payload is its folder, name and linked files (comma-separated, `-` when not
-# asked), each ended by a NUL (none can hold one), then its bytes.
+# A document's payload is its folder, name, linked files (comma-separated, `-` when not
+# asked) and the length of its guard bytes (`-` when none), each ended by a NUL (none can hold
+# one), then the guard bytes and the document's bytes.
 
 _HEAD = struct.Struct(">cI")
 
@@ -263,7 +283,10 @@ _HEAD = struct.Struct(">cI")
 def _frame(event: Event) -> bytes:
     if isinstance(event, Document):
         files = b"-" if event.files is None else ",".join(sorted(event.files)).encode()
-        payload = b"\0".join((os.fsencode(event.folder), event.name.encode(), files, event.data))
+        guard = event.guard
+        size = b"-" if guard is None else str(len(guard)).encode()
+        head = (os.fsencode(event.folder), event.name.encode(), files, size, b"")
+        payload = b"\0".join(head) + (guard or b"") + event.data
         return _HEAD.pack(b"D", len(payload)) + payload
     if isinstance(event, TaskDone):
         return _HEAD.pack(b"T", 0)
@@ -287,9 +310,13 @@ def read_frames(stream: IO[bytes]) -> Iterator[Event]:
         if len(payload) < length:
             raise EOFError("the reading process ended early")
         if kind == b"D":
-            folder, name, files, data = payload.split(b"\0", 3)
+            folder, name, files, beside, data = payload.split(b"\0", 4)
             linked = None if files == b"-" else frozenset(files.decode().split(",")) - {""}
-            yield Document(os.fsdecode(folder), name.decode(), data, linked)
+            guard = None
+            if beside != b"-":
+                cut = int(beside)
+                guard, data = data[:cut], data[cut:]
+            yield Document(os.fsdecode(folder), name.decode(), data, linked, guard)
         elif kind == b"T":
             yield TaskDone()
         elif kind == b"C":

@@ -3,7 +3,9 @@
 Interpreter layer, output side. `TableSink` takes each task's part as it is read and keeps only
 what the text shows: the first runs (listed when there are at most `DETAIL_LIMIT`), the first
 runs left out, how often each first failure was seen, and the per-task lines (up to
-`TASK_LIMIT` tasks, or all of them with `--tasks`, then through a spool). Tables are laid out by
+`TASK_LIMIT` tasks, or all of them with `--tasks`, then through a spool). The patch guard's
+share (`Passed, unflagged`), counts and flags are shown once a run carries a guard record, the
+scripts' containment modes once a run recorded one. Tables are laid out by
 `interpreters.report_text`; the per-task lines are formatted directly, one line per task. When
 a table's cells do not fit on one line, each row's label goes on a line of its own and the
 cells below it stack and wrap: nothing is cut, at any width.
@@ -14,9 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from interpreters.report_guard import containment_text, flags_text
 from interpreters.report_io import RunFiles
 from interpreters.report_output import Ending, Reasons, write_report
-from interpreters.report_tasks import SHARES, TASK_LIMIT, TaskLines
+from interpreters.report_rows_text import (
+    comparisons_table,
+    guard_lines,
+    rows_table,
+    rules_note,
+    trials_table,
+)
+from interpreters.report_tasks import TASK_LIMIT, TaskLines
 from interpreters.report_text import Column, Inert, Row, Writer, fits, table, wrap
 from ssegrade.checks import CheckSpec, grading_order
 from ssegrade.report import (
@@ -24,12 +34,9 @@ from ssegrade.report import (
     Comparison,
     Excluded,
     Report,
-    Share,
     TaskPart,
     TaskRun,
 )
-from ssegrade.report import Row as ReportRow
-from ssegrade.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
 __all__ = ["DETAIL_LIMIT", "LEFT_OUT_LIMIT", "TASK_LIMIT", "TableSink", "render_table"]
 
@@ -43,166 +50,8 @@ REASONS = 5
 """The first failures listed, most frequent first."""
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.0f}%"
-
-
-def _money(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _minutes(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
-
-
-def _p(value: float) -> str:
-    return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
-
-
-def _share(share: Share, sep: str = " ") -> str:
-    """`62% 5/8 (31–86%)` on one line, or its three parts on lines of their own."""
-    if share.share is None:
-        return "n/a"
-    interval = f"{_pct(share.low)[:-1]}–{_pct(share.high)}"
-    if sep == "\n":
-        return f"{_pct(share.share)}\n{share.passed}/{share.of}\n{interval}"
-    return f"{_pct(share.share)} {share.passed}/{share.of} ({interval})"
-
-
 def _label(model: str, agent: str) -> str:
     return f"{model} · {agent}"
-
-
-def _paragraph(text: str, width: int) -> list[str]:
-    return wrap(text, width)
-
-
-def _rows_table(report: Report, width: int) -> list[str]:
-    """The main table: one line per row when it fits, else each row's label on a line of its
-    own (with its runs, spend, minutes and cost) above its shares, stacked."""
-    wide_columns = [
-        Column("Model"),
-        Column("Agent"),
-        Column("Runs", right=True),
-        Column("Spend", right=True),
-        Column("Min", right=True),
-        Column("$/pass", right=True),
-        *(Column(title) for _, title in SHARES),
-    ]
-    wide_rows = [
-        Row(
-            [
-                row.model,
-                row.agent,
-                str(row.runs),
-                _money(row.spend),
-                _minutes(row.minutes),
-                _money(row.cost_per_pass),
-                *(_share(getattr(row, key)) for key, _ in SHARES),
-            ]
-        )
-        for row in report.rows
-    ]
-    if fits(wide_columns, wide_rows, width):
-        return table(wide_columns, wide_rows, width)
-    columns = [Column(title) for _, title in SHARES]
-    rows = [
-        Row(
-            [_share(getattr(row, key), "\n") for key, _ in SHARES],
-            head=f"{_label(row.model, row.agent)}: {row.runs} run{'s' if row.runs != 1 else ''}, "
-            f"spend {_money(row.spend)}, {_minutes(row.minutes)} agent min, "
-            f"{_money(row.cost_per_pass)} per pass",
-        )
-        for row in report.rows
-    ]
-    return table(columns, rows, width)
-
-
-def _rules_note(report: Report) -> str:
-    if report.rules == "ssebench":
-        return (
-            "Each share: percent, passed/of and (low–high), the "
-            f"{INTERVAL_NAME}, over every kept run of the row, as SSEBench's report counts; "
-            "PoCs: passed equals total (PoCs that never ran count as passed). In SSEBench's "
-            "order. $/pass: spend per passed run."
-        )
-    return (
-        f"Each share: percent, passed/of and (low–high), the {INTERVAL_NAME}, over the kept "
-        "runs whose task has the check; PoCs: every PoC passed (not run: not passed). Sorted "
-        "by pass share. $/pass: spend per passed run."
-    )
-
-
-def _stacked(
-    columns: list[Column], cells: list[list[str]], labels: list[tuple[str, str]], width: int
-) -> list[str]:
-    """One line per row, model and agent first, when it fits; else each label as a head."""
-    with_labels = [Column("Model"), Column("Agent"), *columns]
-    wide = [Row([*label, *row]) for label, row in zip(labels, cells, strict=True)]
-    if fits(with_labels, wide, width):
-        return table(with_labels, wide, width)
-    heads = [_label(*label) for label in labels]
-    return table(columns, [Row(c, head=h) for c, h in zip(cells, heads, strict=True)], width)
-
-
-def _trials_table(rows: Sequence[ReportRow], width: int) -> list[str]:
-    columns = [
-        Column("Tasks × trials"),
-        Column("Passed (clustered)"),
-        Column("pass@k"),
-        Column("pass^k"),
-    ]
-    cells = []
-    for row in rows:
-        clustered = (
-            f"{_pct(row.passed.share)} ({_pct(row.clustered.low)[:-1]}–{_pct(row.clustered.high)})"
-            if row.clustered is not None
-            else "—"
-        )
-        cells.append(
-            [
-                f"{row.tasks} × ≥{row.trials}",
-                clustered,
-                "  ".join(f"@{k} {_pct(v)}" for k, v in row.pass_at_k.items()),
-                "  ".join(f"^{k} {_pct(v)}" for k, v in row.pass_hat_k.items()),
-            ]
-        )
-    return [
-        *wrap("Repeated trials: pass@k, pass^k and the task-clustered interval", width),
-        *_stacked(columns, cells, [row.key for row in rows], width),
-        *_paragraph(
-            "pass@k: chance that at least one of k runs of a task passes; pass^k: that all k "
-            f"pass (unbiased estimates, mean over tasks). Clustered: {CLUSTERED_NAME}.",
-            width,
-        ),
-    ]
-
-
-def _comparisons_table(comparisons: Sequence[Comparison], width: int) -> list[str]:
-    names = ("Tasks", "Both", "Only A", "Only B", "Neither", "p", "p (Holm)")
-    columns = [Column(name, right=True) for name in names]
-    cells = [
-        [*(str(n) for n in (c.tasks, c.both, c.only_a, c.only_b, c.neither)), *_ps(c)]
-        for c in comparisons
-    ]
-    heads = [f"{c.a} vs {c.b}" for c in comparisons]
-    rows = [Row(c, head=h) for c, h in zip(cells, heads, strict=True)]
-    wide = [Row([h, *c]) for c, h in zip(cells, heads, strict=True)]
-    with_label = [Column("A vs B"), *columns]
-    lines = table(with_label, wide, width) if fits(with_label, wide, width) else None
-    return [
-        *wrap("Paired comparisons on the tasks both rows ran", width),
-        *(lines or table(columns, rows, width)),
-        *_paragraph(
-            "A row passes a task when more than half of its kept runs passed. p: "
-            f"{TEST_NAME}; Holm: adjusted over the comparisons in this table.",
-            width,
-        ),
-    ]
-
-
-def _ps(c: Comparison) -> tuple[str, str]:
-    return _p(c.p_value), _p(c.p_holm)
 
 
 def _mark(run: TaskRun, check: CheckSpec) -> str:
@@ -219,13 +68,21 @@ def _mark(run: TaskRun, check: CheckSpec) -> str:
 
 def _runs_table(runs: Sequence[TaskRun], width: int) -> list[str]:
     checks = grading_order()
+    guarded = any(run.flags is not None for run in runs)
     columns = [
         Column("Status"),
         *(Column(check.short_title) for check in checks),
+        *([Column("Flags")] if guarded else []),
         Column("First failure"),
     ]
     cells = [
-        [run.status, *(_mark(run, check) for check in checks), run.error_msg or "—"] for run in runs
+        [
+            run.status,
+            *(_mark(run, check) for check in checks),
+            *([flags_text(run.flags)] if guarded else []),
+            run.error_msg or "—",
+        ]
+        for run in runs
     ]
     wide_columns = [Column("Task"), Column("Model"), Column("Agent"), Column("Trial"), *columns]
     wide = [
@@ -273,28 +130,32 @@ class TableSink:
 
     def _finish(self, ending: Ending, out: Writer) -> None:
         report, width = ending.report, self.width
-        lines = _paragraph(
+        lines = wrap(
             f"Pass shares per model and agent (runs: {report.runs}; {self._kept} kept)", width
         )
-        lines += _rows_table(report, width)
-        lines += _paragraph(_rules_note(report), width)
+        lines += rows_table(report, width)
+        lines += guard_lines(report, width)
+        lines += wrap(rules_note(report), width)
         if report.runs == "latest":
-            lines += _paragraph(
+            lines += wrap(
                 f"Latest run of each task, model and agent: {report.set_aside} older "
                 f"run{'s' if report.set_aside != 1 else ''} set aside (--runs all keeps them).",
                 width,
             )
         if report.errors_as_failures:
             lines += wrap("Error runs are counted as failed (--errors-as-failures).", width)
+        contained = containment_text(report)
+        if contained is not None:
+            lines += wrap(contained, width)
         repeated = [row for row in report.rows if row.trials > 1 or row.clustered is not None]
         if repeated:
-            lines += ["", *_trials_table(repeated, width)]
+            lines += ["", *trials_table(repeated, width)]
         if ending.comparisons:
-            lines += ["", *_comparisons_table(ending.comparisons, width)]
+            lines += ["", *comparisons_table(ending.comparisons, width)]
         lines += self._why(width)
         out.write("\n".join(lines) + "\n")
         self._tasks(out)
-        rules = _paragraph(f"Rules: {_rules_name(report)}. {DIFFERENCE}", width)
+        rules = wrap(f"Rules: {_rules_name(report)}. {DIFFERENCE}", width)
         out.write("\n".join([*self._details(), *self._excluded_lines(), "", *rules, ""]))
 
     def close(self) -> None:

@@ -6,7 +6,7 @@ Interpreter layer. Bad input raises `BadInput`: one line on stderr, exit status 
 
 from __future__ import annotations
 
-import re
+import os
 import signal
 import traceback
 from collections.abc import Callable, Iterator
@@ -23,7 +23,9 @@ from interpreters.real import files, git, holding, resultsfolder
 from interpreters.real.holding import Hold
 from interpreters.real.resultsfolder import DEFAULT_RESULTS
 from interpreters.real.runner import Runner, resolve_runner
+from interpreters.script_options import ScriptOptions, containment_options, script_env_options
 from interpreters.taskfolder import load_task, lock_hidden, resolve_source
+from interpreters.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, Task, verdict
 from ssegrade.program import GradingInterrupted
 
@@ -33,6 +35,9 @@ __all__ = [
     "BadInput",
     "Inputs",
     "Interrupted",
+    "ScriptOptions",
+    "containment_options",
+    "discard_made",
     "graded",
     "grading_repo",
     "hold_results",
@@ -121,53 +126,6 @@ def runner_option(command: F) -> F:
     )(command)
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _env_pairs(
-    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
-) -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    for item in values:
-        name, equals, value = item.partition("=")
-        if not equals or not _ENV_NAME.match(name):
-            raise click.BadParameter(f"{item!r} is not NAME=VALUE")
-        pairs.append((name, value))
-    return tuple(pairs)
-
-
-def _memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
-    text = value.strip().upper()
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    digits = text[:-1] if scale > 1 else text
-    if not digits.isdigit() or int(digits) <= 0:
-        raise click.BadParameter(f"{value!r} is not a number of bytes (e.g. 2G, 512M)")
-    return int(digits) * scale
-
-
-def script_env_options(command: F) -> F:
-    """`--script-env NAME=VALUE` (repeatable), `--clean-env`, `--script-memory BYTES`."""
-    command = click.option(
-        "--script-memory",
-        callback=_memory,
-        help="Memory limit of each script, bytes (K/M/G suffixes), where a cgroup can be made.",
-    )(command)
-    command = click.option(
-        "--clean-env",
-        is_flag=True,
-        help="Scripts get only PATH and the locale, not this environment.",
-    )(command)
-    return click.option(
-        "--script-env",
-        multiple=True,
-        callback=_env_pairs,
-        metavar="NAME=VALUE",
-        help="Add or override a variable of the scripts' environment (repeatable).",
-    )(command)
-
-
 # ---------------------------------------------------------------------------- inputs
 
 
@@ -212,6 +170,7 @@ RESULTS_ENTRIES = frozenset(
         "commits.log",
         "source.tar.gz",
         "checks.jsonl",
+        "guard.json",
         "logs",
         "agent-phase",
         "summary.json",
@@ -238,6 +197,8 @@ def lock_task(inputs: Inputs) -> list[str]:
 
 _KEPT: list[Hold] = []
 """The results folders `make_results` holds until this process ends."""
+_MADE: list[Path] = []
+"""Those of them it made."""
 
 
 def hold_results(
@@ -263,9 +224,19 @@ def make_results(
 ) -> Path:
     """`hold_results` for the rest of this process (`evaluate`; the daemon, which `share`s
     it with `evaluate --daemon`, which `join`s it): its absolute path."""
+    made = not os.path.lexists(results.absolute())
     hold = hold_results(results, force=force, share=share, join=join)
     _KEPT.append(hold)
+    if made:
+        _MADE.append(hold.path)
     return hold.path
+
+
+def discard_made() -> None:
+    """Remove the results folders `make_results` made, when grading never wrote into them
+    (it was refused: no baseline, no grading repo…): no empty folder is left behind."""
+    for path in _MADE:
+        resultsfolder.discard_unused(path)
 
 
 def grading_repo(
@@ -316,13 +287,19 @@ def _interrupts_raise() -> Iterator[_Signals]:
     are only noted, so that the result (and the clean-up) is written whole."""
     state = _Signals()
 
-    def interrupt(signum: int, _frame: FrameType | None) -> None:
-        if state.first is None:
-            state.first = signum
-            raise GradingInterrupted(signal.Signals(signum).name)
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if state.first is not None:
+            return
+        if unraisable_here(frame):  # raised there, it would be lost: signalled again later
+            signal_again(signum)
+            return
+        state.first = signum
+        raise GradingInterrupted(signal.Signals(signum).name)
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous: dict[signal.Signals, Any] = {}
     try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, interrupt)
         yield state
     finally:
         for sig, handler in previous.items():

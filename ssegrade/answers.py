@@ -9,6 +9,7 @@ bencher reply. The effects that ask for them are in `ssegrade.effects`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import ConfigDict
 
@@ -18,6 +19,7 @@ __all__ = [
     "Capture",
     "CaptureError",
     "CheckRecord",
+    "Containment",
     "PrepareError",
     "Prepared",
     "ScriptResult",
@@ -27,6 +29,11 @@ __all__ = [
 ]
 
 
+Containment = Literal["full", "weak"]
+"""How a script ran: in `full` containment (namespaces, private /tmp, pids cgroup) or `weak`
+(own session and process group)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ScriptResult:
     """How one script run ended: the `Bench` answer, and the daemon's bencher reply (the
@@ -34,7 +41,8 @@ class ScriptResult:
     it was killed by its limit or could not run (its reason is in `stderr`); `not_started`
     says why a task script could not be started at all (`cannot start <script>: <reason>`): a
     broken task, not a failed check. `log_file` is the log of the run (the daemon shows it to
-    the admin listener only)."""
+    the admin listener only); `containment` the mode it ran in (`full`, `weak`; None when it
+    did not run)."""
 
     # Read as it is written, nothing coerced nor added, an instance checked too: a reply, a
     # recorded answer or an interpreter's answer of the wrong shape is refused.
@@ -47,6 +55,7 @@ class ScriptResult:
     killed: bool = False
     log_file: str | None = None
     not_started: str | None = None
+    containment: Containment | None = None
 
     @property
     def passed(self) -> bool:
@@ -135,8 +144,9 @@ PrepareError = ApplyError | CaptureError
 
 @dataclass(frozen=True, slots=True)
 class CheckRecord:
-    """One line of `checks.jsonl`: a check that ran, or (`name == "prepare"`) how the patch
-    was prepared, with the paths the capture left out."""
+    """One line of `checks.jsonl`: a check that ran, with the containment its script ran in,
+    or (`name == "prepare"`) how the patch was prepared, with the paths the capture left
+    out."""
 
     name: str
     poc: str | None
@@ -146,6 +156,7 @@ class CheckRecord:
     log_file: str | None
     passed: bool
     left_out: tuple[str, ...] = ()
+    containment: Containment | None = None
 
     @staticmethod
     def of_run(name: str, poc: str | None, result: ScriptResult) -> CheckRecord:
@@ -158,4 +169,5 @@ class CheckRecord:
             killed=result.killed,
             log_file=result.log_file,
             passed=result.passed,
+            containment=result.containment,
         )

@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
-from ssegrade.ssebench import RunConfig, task_document
+from ssegrade.ssebench import RunConfig, start_time, task_document
 from ssegrade.task import Task
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "JobProblem",
     "Tally",
     "cached_result",
+    "describe_invalid",
     "duplicate_problems",
     "job_digest",
     "nested_problems",
@@ -112,8 +114,13 @@ class Job(BaseModel):
             difficulty=self.difficulty,
             tool_layer=self.tool_layer,
             egress=self.egress,
-            reference_run=self.reference_run,
             plugins=list(self.plugins),
+            # unsaid, SSEBench's default: whether the agent is its reference agent
+            **(
+                {"reference_run": self.reference_run}
+                if "reference_run" in self.model_fields_set
+                else {}
+            ),
         )
 
     def runtime(self, evaluator_timeout: bool = False) -> RuntimeResult:
@@ -139,18 +146,20 @@ class JobProblem:
 
 
 def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
-    """Parse a JSON Lines jobs file: the (line number, job) pairs and one problem per bad line.
+    """Parse a JSON Lines jobs file: the (line number, job) pairs and every problem of every
+    bad line, in line order.
 
     Blank lines are skipped. A line is bad when it is not a JSON object, lacks `task` or
-    `patch`, holds an unknown key (the nearest known one is named) or a value of the wrong type.
+    `patch`, holds an unknown key (the nearest known one is named) or a value of the wrong
+    type; each of these is one problem.
 
     >>> jobs, problems = parse_jobs(b'{"task": "t", "patch": "p"}\\n\\n{"task": "t"}\\n[1]\\n')
     >>> [(n, job.model) for n, job in jobs]
     [(1, 'unknown')]
     >>> [(p.line, p.message) for p in problems]
     [(3, 'patch: required key is missing'), (4, 'expected a JSON object')]
-    >>> parse_jobs(b'{"task": "t", "patch": "p", "modle": "m"}')[1][0].message
-    'modle: unknown key (did you mean model?)'
+    >>> [p.message for p in parse_jobs(b'{"task": "t", "modle": "m"}')[1]]
+    ['modle: unknown key (did you mean model?)', 'patch: required key is missing']
     """
     jobs: list[tuple[int, Job]] = []
     problems: list[JobProblem] = []
@@ -166,13 +175,14 @@ def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
             problems.append(JobProblem(number, "expected a JSON object"))
             continue
         unknown = sorted(key for key in doc if key not in JOB_KEYS)
-        if unknown:
-            problems.append(JobProblem(number, _unknown(unknown[0])))
-            continue
+        problems += [JobProblem(number, _unknown(key)) for key in unknown]
         try:
-            jobs.append((number, Job.model_validate(doc)))
+            job = Job.model_validate({k: v for k, v in doc.items() if k in JOB_KEYS})
         except ValidationError as exc:
-            problems.append(JobProblem(number, _describe(exc)))
+            problems += [JobProblem(number, why) for why in describe_invalid(exc)]
+            continue
+        if not unknown:
+            jobs.append((number, job))
     return jobs, problems
 
 
@@ -183,12 +193,23 @@ def _unknown(key: str) -> str:
     return f"{key}: unknown key" + (f" (did you mean {near[0]}?)" if near else "")
 
 
-def _describe(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    key = ".".join(str(part) for part in err["loc"])
-    if err["type"] == "missing":
-        return f"{key}: required key is missing"
-    return f"{key}: {err['msg'].removeprefix('Value error, ')}"
+def describe_invalid(exc: ValidationError) -> list[str]:
+    """One sentence per error of a job line the model refused: `key: why`.
+
+    >>> try:
+    ...     Job.model_validate({"task": 3})
+    ... except ValidationError as exc:
+    ...     describe_invalid(exc)
+    ['task: Input should be a valid string', 'patch: required key is missing']
+    """
+    found: list[str] = []
+    for err in exc.errors():
+        key = ".".join(str(part) for part in err["loc"])
+        if err["type"] == "missing":
+            found.append(f"{key}: required key is missing")
+        else:
+            found.append(f"{key}: {err['msg'].removeprefix('Value error, ')}")
+    return found
 
 
 def duplicate_problems(keys: Sequence[tuple[int, tuple[str, ...]]]) -> list[JobProblem]:
@@ -276,14 +297,21 @@ def summary_document(
     result: EvaluationResult,
     digest: str,
     cached_from: str | None = None,
+    guard: GuardReport | None = None,
+    *,
+    containment: str | None = None,
+    attempts: int | None = None,
 ) -> dict[str, Any]:
     """The `summary.json` of a batch run (SPEC §11, §14), shaped as SSEBench's run summary model
     reads it: the task config (in its task model's keys), the run config, the grade, the
     agent's facts from the job line (a job without `spend` gets 0.0, and `spend_recorded`
-    false, which ssegrade's report reads as unknown); then the digest and, for a cached run,
-    where the grade comes from. `agent`, `model` and `reference_run` are also written at the
-    top level, where readers that take `config` for the task config (as in `result.json`)
-    find them."""
+    false, which ssegrade's report reads as unknown); then the digest, the containment its
+    scripts ran in (`full`, `weak`; null when none ran), the patch guard's report (`guard`,
+    SPEC §15; absent when none was written) and, for a cached run, where the grade comes from,
+    or, for a graded run, the number of attempts its grade took
+    (`ssegrade.batch_summary.next_attempt`). `agent`, `model` and `reference_run` are also
+    written at the top level, where readers that take `config` for the task config (as in
+    `result.json`) find them."""
     run_config = job.run_config().model_dump(mode="json")
     doc: dict[str, Any] = {
         "task": task_document(task),
@@ -294,13 +322,18 @@ def summary_document(
         # SSEBench's run summary wants a number: a job without one says so beside it.
         "spend": 0.0 if job.spend is None else job.spend,
         "run_id": run_id,
-        "started_at": job.started_at,
+        "started_at": start_time(job.started_at),
         "digest": digest,
+        "containment": containment,
     }
     if job.spend is None:
         doc["spend_recorded"] = False
+    if guard is not None:
+        doc["guard"] = guard.model_dump(mode="json")
     if cached_from is not None:
         doc["cached_from"] = cached_from
+    if attempts is not None:
+        doc["attempts"] = attempts
     return doc
 
 

@@ -26,11 +26,14 @@ from ssegrade.effects import (
     FreshCopy,
     NewSession,
     Notify,
+    ObserveGuard,
     Prepared,
     PrepareError,
     PrepareGrading,
     ProvePatch,
+    ReadTaskFile,
     RunScript,
+    ScanObjects,
     ScriptResult,
     StageFiles,
     StageItem,
@@ -38,6 +41,7 @@ from ssegrade.effects import (
     Workspace,
     WriteArtifact,
 )
+from ssegrade.guard import POC_BYTES, GuardFacts, PocFile, diff_paths, runtimes_for
 from ssegrade.run import Deadline, Interpreter, run
 from ssegrade.task import Task, poc_folder
 
@@ -48,6 +52,7 @@ __all__ = [
     "fresh_copies",
     "gitignore_changes",
     "is_blank",
+    "observe",
     "prepare",
     "task_path",
 ]
@@ -287,17 +292,47 @@ async def bench(session: BenchSession, action: Action, poc: str | None = None) -
     return await _intent_test(session, script, task_path(session.folder, diff))
 
 
+HIDDEN_DIFF_BYTES = 64 << 20
+"""The most bytes of the hidden test diff read for the guard (to list the paths it touches)."""
+
+
+async def observe(session: BenchSession) -> GuardFacts:
+    """What the patch guard reads besides the patch, in this session: the PoC files, the
+    paths of the hidden test diff and, when the task names a sanitizer and was built, a scan
+    of the build's copy for its runtime. A file that cannot be read is left out."""
+    task = session.task
+    pocs: list[PocFile] = []
+    for poc in task.files.poc:
+        read = await ReadTaskFile(task_path(session.folder, poc), POC_BYTES)
+        if is_successful(read):
+            pocs.append(PocFile(poc, read.unwrap()))
+    hidden: tuple[str, ...] = ()
+    if task.files.future_test is not None:
+        diff = task_path(session.folder, task.files.future_test)
+        read = await ReadTaskFile(diff, HIDDEN_DIFF_BYTES)
+        if is_successful(read):
+            hidden = diff_paths(read.unwrap())
+    runtimes = runtimes_for(task.sanitizer)
+    scan = None
+    if runtimes and "build" in task.checks and session.build_copy is not None:
+        scan = await ScanObjects(session.build_copy, runtimes, diff_paths(session.patch))
+    return GuardFacts(tuple(pocs), hidden, scan)
+
+
 def bencher_interpreter(
     session: BenchSession, system: Interpreter, deadline: Deadline | None = None
 ) -> Interpreter:
-    """Answer grading effects with the bencher programs over `system`, within `deadline`
-    (the grading's, so that its inner steps stop at it too); pass the rest on."""
+    """Answer grading effects (`PrepareGrading`, `Bench`, `ObserveGuard`) with the bencher
+    programs over `system`, within `deadline` (the grading's, so that its inner steps stop at
+    it too); pass the rest on."""
 
     def interpret(effect: Effect[Any]) -> object:
         if isinstance(effect, PrepareGrading):
             return run(prepare(session), system, deadline)
         if isinstance(effect, Bench):
             return run(bench(session, effect.action, effect.poc), system, deadline)
+        if isinstance(effect, ObserveGuard):
+            return run(observe(session), system, deadline)
         return system(effect)
 
     return interpret

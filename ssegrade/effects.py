@@ -10,6 +10,9 @@ Two layers, and the preview's:
 - system effects (`SystemEffect`): what one bencher action is made of (copies, scripts, git);
 - preview effects (`PreviewEffect`): what the agent's `test_patch` awaits, `Bench` on its live
   tree and `SpillLog` for a long log.
+
+The patch guard's effects (`ObserveGuard`, `WriteGuard`; `ReadTaskFile`, `ScanObjects` below
+them) are awaited after the checks and never feed the verdict.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from ssegrade.answers import (
     Workspace,
 )
 from ssegrade.checks import Action
+from ssegrade.guard.facts import GuardFacts, ObjectScan, SanitizerRuntime
+from ssegrade.guard.model import GuardReport
 from ssegrade.result import EvaluationResult
 
 __all__ = [
@@ -56,12 +61,15 @@ __all__ = [
     "GradingEffect",
     "NewSession",
     "Notify",
+    "ObserveGuard",
     "PrepareError",
     "PrepareGrading",
     "Prepared",
     "PreviewEffect",
     "ProvePatch",
+    "ReadTaskFile",
     "RunScript",
+    "ScanObjects",
     "ScriptNotStarted",
     "ScriptResult",
     "SpillLog",
@@ -73,6 +81,7 @@ __all__ = [
     "Unstage",
     "Workspace",
     "WriteArtifact",
+    "WriteGuard",
     "WriteResult",
 ]
 
@@ -159,8 +168,30 @@ class WriteResult(Effect[None]):
     result: EvaluationResult
 
 
+@dataclass(frozen=True, slots=True)
+class ObserveGuard(Effect[GuardFacts]):
+    """Observe what the patch guard reads besides the patch: the PoC files' bytes, the paths
+    of the hidden test diff and, when the task names a sanitizer, whether the objects the
+    grading build produced carry its runtime. Awaited after the checks; advisory only."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteGuard(Effect[None]):
+    """Write `guard.json` atomically, and a `guard` record in `checks.jsonl`."""
+
+    report: GuardReport
+
+
 GradingEffect = (
-    PrepareGrading | Bench | Archive | CheckStarted | CheckFinished | Notify | WriteResult
+    PrepareGrading
+    | Bench
+    | Archive
+    | CheckStarted
+    | CheckFinished
+    | Notify
+    | WriteResult
+    | ObserveGuard
+    | WriteGuard
 )
 
 
@@ -269,6 +300,26 @@ class Discard(Effect[None]):
     workspace: Workspace
 
 
+@dataclass(frozen=True, slots=True)
+class ReadTaskFile(Effect[Result[bytes, str]]):
+    """Read the first `limit` bytes of a task file (absolute path), never through a link;
+    answers why it could not be read."""
+
+    path: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanObjects(Effect[ObjectScan]):
+    """Look for each sanitizer runtime in the ELF files of `workspace` that grading
+    produced (new or changed since the copy was made; `skip`: paths the patch wrote itself),
+    read-only, never through a link, within the interpreter's bounds of time and size."""
+
+    workspace: Workspace
+    runtimes: tuple[SanitizerRuntime, ...]
+    skip: tuple[str, ...] = ()
+
+
 SystemEffect = (
     NewSession
     | CaptureTree
@@ -281,9 +332,12 @@ SystemEffect = (
     | RunScript
     | ApplyDiff
     | Discard
+    | ReadTaskFile
+    | ScanObjects
     | Archive
     | CheckStarted
     | CheckFinished
     | Notify
     | WriteResult
+    | WriteGuard
 )

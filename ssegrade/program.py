@@ -1,11 +1,13 @@
 """The grading program (SPEC §3): prepare, then the checks in grading order (build, PoCs,
-functional and intent tests, as `ssegrade.checks` orders them), archive, write `result.json`.
+functional and intent tests, as `ssegrade.checks` orders them), archive, write `result.json`;
+then the patch guard (SPEC §15), which only writes `guard.json` beside it.
 
 Pure core: it speaks only in grading effects; `decide` turns what it observed into the grade.
 """
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from dataclasses import dataclass, field
 
@@ -26,6 +28,7 @@ from ssegrade.effects import (
     TimeLimitReached,
     WriteResult,
 )
+from ssegrade.guarding import guard_step
 from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.task import Task
 from ssegrade.verdict import (
@@ -66,6 +69,7 @@ class GradeOptions:
 class _Log:
     runs: list[CheckOutcome] = field(default_factory=list)
     apply_failed: ApplyFailed | None = None
+    patch: bytes | None = None  # the patch graded, once prepared
 
 
 async def _check(
@@ -106,6 +110,7 @@ async def _checks(options: GradeOptions, log: _Log) -> Ending:
             return Finished()
         return Crashed(error.message)
     ready = prepared.unwrap()
+    log.patch = ready.patch
     await CheckFinished(_prepare_record(ready.log_file, passed=True, left_out=ready.left_out))
     if ready.empty:
         await Notify("the patch is empty: grading the unmodified project")
@@ -125,7 +130,8 @@ async def grade(options: GradeOptions) -> EvaluationResult:
 
     A time limit, an interrupt or an exception during the checks keeps the checks that
     finished; the archive and the result are written in every case, and a time limit or an
-    interrupt during them keeps the grade.
+    interrupt during them keeps the grade. The patch guard runs once the result is written,
+    and nothing it does or fails to do reaches the grade.
     """
     log = _Log()
     ending: Ending
@@ -159,4 +165,6 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         await WriteResult(result)
     except (GradingInterrupted, TimeLimitReached):  # perhaps not in place: once more, whole
         await WriteResult(result)
+    with contextlib.suppress(Exception):  # advisory: the grade is written and stays
+        await guard_step(options.task, log.patch, observe=isinstance(ending, Finished))
     return result

@@ -120,6 +120,9 @@ class Task(_Open):
     scripts: Scripts = Field(default_factory=Scripts)
     files: Files = Field(default_factory=Files)
     task_description: TaskDescription | None = None
+    sanitizer: str | None = None
+    """The sanitizer the build enables (`address`, …), as SSEBench's task config names it;
+    the patch guard checks that the grading build still carries its runtime."""
 
     @field_validator("id")
     @classmethod
@@ -127,6 +130,11 @@ class Task(_Open):
         if len(value) > 128 or not _ID.match(value):
             raise ValueError(f"'{value}' is not a valid task id")
         return value
+
+    @field_validator("sanitizer", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("scripts", "files", mode="before")
     @classmethod

@@ -18,7 +18,8 @@ What each control must show, for the checks the task has:
 A check whose outcome is the same in every repeat of a control but not the expected one is a
 problem (the task is `broken`); a check whose outcome differs between repeats is `flaky`,
 named with its counts. Broken wins over flaky: a task with both is `broken`, and both lists
-are kept.
+are kept. Each problem and each flaky check comes with its evidence: the run that shows it
+and the log file of the failing check there (`Evidence`), which the interpreter quotes.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "CONTROLS",
     "Control",
     "ControlRun",
+    "Evidence",
     "Verdict",
     "Verification",
     "expected_outcomes",
@@ -69,12 +71,27 @@ class ControlRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Evidence:
+    """Where a problem or a flaky check shows: its sentence, the run (control, number), the
+    check that failed there (`apply` for the reference patch, `grading` for a grading that
+    ended in error, else the check's name) and that check's log file (None: it left none)."""
+
+    about: str
+    control: Control
+    n: int
+    check: str
+    log: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Verification:
-    """The verdict on a task and one sentence per problem and per flaky check."""
+    """The verdict on a task, one sentence per problem and per flaky check, and the evidence
+    of each (in the same order: the problems', then the flaky checks')."""
 
     verdict: Verdict
     problems: tuple[str, ...] = ()
     flaky: tuple[str, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
 
 
 def _poc_key(poc: str) -> str:
@@ -164,6 +181,23 @@ def _flaky(key: str, control: Control, seen: Sequence[bool | None]) -> str:
     return f"{_name(key)} {verb} {count} of {of} {where}"
 
 
+def _witness(task: Task, folder: str, key: str, about: str, run: ControlRun) -> Evidence:
+    """The evidence of `about` (an outcome `key`) in `run`: the check's record there."""
+    records = run.checks
+    if key == _FINISHED:  # the check that was running when grading stopped, if any
+        found = records[-1] if records else None
+        return Evidence(about, run.control, run.n, "grading", found.log_file if found else None)
+    if key == _APPLY:
+        name, poc = "prepare", None
+    elif key.startswith("poc:"):
+        name, poc = "poc", task_path(folder, key.removeprefix("poc:"))
+    else:
+        name, poc = key, None
+    found = next((r for r in records if r.name == name and r.poc == poc), None)
+    check = "apply" if key == _APPLY else "poc" if poc is not None else key
+    return Evidence(about, run.control, run.n, check, found.log_file if found else None)
+
+
 def judge(
     task: Task, folder: str, runs: Sequence[ControlRun], *, has_reference: bool = True
 ) -> Verification:
@@ -184,6 +218,7 @@ def judge(
     """
     problems: list[str] = [] if has_reference else ["the task has no reference patch"]
     flaky: list[str] = []
+    shown: dict[str, Evidence] = {}
     for control in CONTROLS:
         mine = sorted((r for r in runs if r.control == control), key=lambda r: r.n)
         if not mine:
@@ -195,14 +230,20 @@ def judge(
         for key, expected in want.items():
             values = [s[key] for s in seen]
             if any(v != values[0] for v in values):
-                flaky.append(_flaky(key, control, values))
+                about = _flaky(key, control, values)
+                flaky.append(about)
+                bad = next(i for i, v in enumerate(values) if v != expected)
+                shown[about] = _witness(task, folder, key, about, mine[bad])
             elif values[0] != expected:
                 error = next((r.patch.error_msg for r in mine if r.patch.error_msg), None)
                 target = not_run if values[0] is None else found
-                target.append(_problem(key, control, values[0], error))
+                about = _problem(key, control, values[0], error)
+                target.append(about)
+                shown[about] = _witness(task, folder, key, about, mine[0])
         # A check that did not run because an earlier one stopped grading, or that failed
         # because the patch did not apply, is not a problem of its own: the cause is named.
         apply_failed = _problem(_APPLY, control, False, None)
         problems += [apply_failed] if apply_failed in found else found or not_run
     verdict: Verdict = "broken" if problems else "flaky" if flaky else "ok"
-    return Verification(verdict, tuple(problems), tuple(flaky))
+    evidence = tuple(shown[about] for about in (*problems, *flaky) if about in shown)
+    return Verification(verdict, tuple(problems), tuple(flaky), evidence)

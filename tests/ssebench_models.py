@@ -5,14 +5,15 @@ the task model refuses unknown keys at every level and wants `project`, an https
 `repository`, a `language` of `c`, `go` or `rust`, an absolute `source` and a task
 description with at least one of its fields set; the run config wants `mode`, `timeout` and
 `difficulty` (no defaults); the run summary wants `task`, `config`, `patch_result`,
-`runtime_result` (three facts) and a numeric `spend`. The report reads a run only when its
+`runtime_result` (three facts), a numeric `spend` and plugin outcomes (objects with a
+`name`, a `hook` and a `status`). The report reads a run only when its
 summary reads so.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -132,6 +133,18 @@ class RuntimeResult(BaseModel):
     evaluator_timeout: bool
 
 
+class PluginOutcome(BaseModel):
+    """How one plugin of a run ended (`plugin_results` in a run summary)."""
+
+    name: str
+    hook: str
+    status: str
+    exit_code: int = 0
+    duration_seconds: float = 0.0
+    reason: str | None = None
+    error: str | None = None
+
+
 class RunSummary(BaseModel):
     """SSEBench's run summary (`summary.json`), as its report reads it."""
 
@@ -142,4 +155,4 @@ class RunSummary(BaseModel):
     spend: float
     run_id: str | None = None
     started_at: datetime | None = None
-    plugin_results: list[Any] = []
+    plugin_results: list[PluginOutcome] = []

@@ -168,7 +168,8 @@ def test_through_the_daemon_the_grade_is_written_before_the_archive(tmp_path: Pa
     assert json.loads((results / "result.json").read_bytes())["patch_result"]["status"] == "passed"
     notes = (results / "logs" / "notes.log").read_text()
     assert "source.tar.gz not written: could not archive" in notes
-    assert sorted(p.name for p in results.iterdir()) == ["checks.jsonl", "logs", "result.json"]
+    kept = ["checks.jsonl", "guard.json", "logs", "result.json"]  # the guard runs after it
+    assert sorted(p.name for p in results.iterdir()) == kept
 
 
 def _writer(tmp_path: Path, check: Callable[[], None]) -> tuple[ResultsWriter, Path, list[str]]:

@@ -61,7 +61,8 @@ def test_every_bad_line_is_reported_with_its_number_and_good_ones_parse(
     jobs, problems = parse_jobs(text.encode())
     bad = [n for n, line in enumerate(lines, 1) if isinstance(line, str) and line]
     good = [n for n, line in enumerate(lines, 1) if isinstance(line, dict)]
-    assert [p.line for p in problems] == bad
+    assert sorted({p.line for p in problems}) == bad
+    assert [p.line for p in problems] == sorted(p.line for p in problems)
     assert [n for n, _ in jobs] == good
     for (n, job), original in zip(jobs, [lines[n - 1] for n in good], strict=True):
         assert isinstance(original, dict)

@@ -133,7 +133,7 @@ def test_each_job_gets_a_run_folder_and_a_summary_the_report_reads(world: Path) 
         "mode": "sandbox",
         "timeout": 3600,
         "difficulty": 2,
-        "tool_layer": None,
+        "tool_layer": "sandbox",
         "egress": "restricted",
         "reference_run": False,
         "plugins": [],
@@ -230,6 +230,30 @@ def test_same_digest_is_graded_once_and_cached_with_its_own_run_facts(world: Pat
     assert batch(more, world / "results", cache=False).tally.graded == 1
 
 
+def guarded_grade(task: Path, patch: Path | bytes, repo: Path, results: Path, **kw: Any) -> Any:
+    """`verdict_grade`, with the guard.json a grading writes beside result.json."""
+    result = verdict_grade(task, patch, repo, results, **kw)
+    flags = [{"kind": "tests", "paths": ["tests/x.sh"], "why": "the patch touches tests"}]
+    report = {"version": 1, "checked": True, "flags": flags, "observed": None}
+    (results / "guard.json").write_text(json.dumps(report))
+    return result
+
+
+def test_summaries_carry_the_guard_cached_ones_too(world: Path) -> None:
+    jobs = write_jobs(world, job("fixed.patch", run_id="r1"), job("fixed-too.patch", run_id="r2"))
+    report = run_batch(jobs, world / "results", workers=1, grade=guarded_grade, reporter=Quiet())
+    assert (report.tally.graded, report.tally.cached) == (1, 1)
+    for run in ("r1", "r2"):
+        summary = json.loads(
+            (world / f"results/shell-001/unknown/unknown/{run}/summary.json").read_bytes()
+        )
+        assert [f["kind"] for f in summary["guard"]["flags"]] == ["tests"], run
+    without = write_jobs(world, job("broken.patch", run_id="r3"))
+    batch(without, world / "results")  # a grading that wrote no guard.json
+    summary = json.loads((world / "results/shell-001/unknown/unknown/r3/summary.json").read_bytes())
+    assert "guard" not in summary
+
+
 def test_a_job_that_cannot_be_graded_is_an_error_and_exit_1(world: Path) -> None:
     (world / "patches" / "crash.patch").write_bytes(b"crash\n")
     jobs = write_jobs(world, job("crash.patch", run_id="c"), job("fixed.patch", run_id="f"))
@@ -241,19 +265,27 @@ def test_a_job_that_cannot_be_graded_is_an_error_and_exit_1(world: Path) -> None
     assert report.last_line.startswith("2 graded, 1 passed, 0 failed, 1 error, 0 cached, ")
 
 
-def test_every_bad_line_is_named_and_nothing_is_graded(world: Path) -> None:
+def test_every_problem_of_every_line_is_named_in_one_pass_and_nothing_is_graded(
+    world: Path,
+) -> None:
+    foreign = world / "results/shell-001/unknown/unknown/mine"
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("not a run")
     jobs = world / "jobs.jsonl"
     jobs.write_text(
         "\n".join(
             [
                 json.dumps(job("fixed.patch", run_id="a")),
-                json.dumps({"task": "nowhere", "patch": "patches/fixed.patch"}),
+                json.dumps({"task": "nowhere", "patch": "patches/missing.patch"}),
                 json.dumps(job("missing.patch")),
                 json.dumps(job("fixed.patch", run_id="a")),
                 "{not json",
-                json.dumps(job("fixed.patch", modle="x")),
+                json.dumps(job("fixed.patch", modle="x", spend="lots")),
                 json.dumps(job("fixed.patch", model="../up")),
                 json.dumps({"patch": "patches/fixed.patch"}),
+                json.dumps(job("fixed.patch", model="unknown/unknown/a", run_id="in")),
+                json.dumps(job("fixed.patch", run_id="mine")),
+                json.dumps(job("fixed.patch", repo="no-repo", run_id="b")),
             ]
         )
         + "\n"
@@ -262,13 +294,30 @@ def test_every_bad_line_is_named_and_nothing_is_graded(world: Path) -> None:
         batch(jobs, world / "results")
     problems = bad.value.problems
     lines = [int(p.removeprefix(f"{jobs}:").split(":")[0]) for p in problems]
-    assert sorted(lines) == lines
-    assert lines == [5, 6, 7, 8]  # syntax first: the other lines are checked once it is fixed
-    text = "\n".join(problems)
-    assert "modle: unknown key (did you mean model?)" in text
-    assert "task: required key is missing" in text
-    assert "not JSON" in text
-    assert not (world / "results" / "shell-001").exists()
+    assert lines == [2, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10, 11]
+    why = [p.removeprefix(f"{jobs}:").split(": ", 1)[1] for p in problems]
+    assert why[0].startswith("task: task folder not found")
+    assert why[1].startswith(f"patch: no such file: {world}/patches/missing.patch")
+    assert why[2].startswith("patch: no such file")
+    assert why[3].startswith("duplicate run: task shell-001, model unknown, agent unknown")
+    assert why[4].startswith("not JSON")
+    assert why[5:7] == [
+        "modle: unknown key (did you mean model?)",
+        "spend: Input should be a valid number",
+    ]
+    assert "cannot name a folder" in why[7]
+    assert why[8] == "task: required key is missing"
+    assert "lies inside the run folder of line 1" in why[9]
+    assert why[10] == f"{foreign} is not a run folder (it holds 'notes.txt')"
+    assert why[11].startswith("repo: grading repo not found")
+    assert sorted(p.name for p in foreign.parent.iterdir()) == ["mine"]
+
+
+def test_a_bad_batch_makes_no_results_folder(world: Path) -> None:
+    jobs = write_jobs(world, job("missing.patch"))
+    with pytest.raises(BadJobs):
+        batch(jobs, world / "results")
+    assert not (world / "results").exists()
 
 
 def test_semantic_problems_are_named_with_their_lines(world: Path) -> None:

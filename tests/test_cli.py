@@ -110,6 +110,7 @@ def test_reference_fix_passes(task: RealTask) -> None:
         "poc",
         "function_test",
         "intent_test",
+        "guard",
     ]
     assert all(c["exit_code"] == 0 and Path(c["log_file"]).is_file() for c in checks)
     assert [c["poc"] for c in checks][2:4] == [
@@ -151,7 +152,9 @@ def test_patch_that_does_not_apply(task: RealTask, tmp_path: Path) -> None:
     assert (doc["pov_passed"], doc["pov_total"]) == (None, None)
     assert "lib.sh" in str(doc["error_log"])
     records = (task.results / "checks.jsonl").read_text().splitlines()
-    assert [(r["name"], r["passed"]) for r in map(json.loads, records)] == [("prepare", False)]
+    # The patch guard's line closes it: nothing was examined (the patch does not apply).
+    named = [(r["name"], r["passed"]) for r in map(json.loads, records)]
+    assert named == [("prepare", False), ("guard", True)]
 
 
 def test_hidden_diff_that_does_not_apply(tmp_path: Path) -> None:
@@ -185,7 +188,7 @@ def test_script_that_hangs_is_killed_and_grading_goes_on(task: RealTask) -> None
     assert doc["error_msg"] == "Function test failed"
     assert "killed" in str(doc["error_log"])
     checks = [json.loads(line) for line in (task.results / "checks.jsonl").read_text().splitlines()]
-    assert [c["killed"] for c in checks][-2:] == [True, True]
+    assert [c["killed"] for c in checks if c["name"] != "guard"][-2:] == [True, True]
 
 
 def test_overall_timeout_keeps_finished_checks(task: RealTask) -> None:

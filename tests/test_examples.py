@@ -4,6 +4,11 @@ fails, the reference fix passes, embedded and through the daemon.
 `examples/kvconf` is shaped like a real Go task: its PoCs are a folder of modules sharing a
 helper, its build needs vendored modules that git ignores (present in the baseline's copy of
 the tree, absent from the commit), and its scripts need a toolchain set in the environment.
+
+`examples/rle` is a real C task built with AddressSanitizer (gcc from the distribution): its
+reference fix passes unflagged by the patch guard, and a patch that drops the sanitizer through
+the project's Makefile passes too, flagged `sanitizer` and `build-config`, embedded and through
+the daemon.
 """
 
 from __future__ import annotations
@@ -133,3 +138,112 @@ def test_kvconf_through_the_daemon(work: Path) -> None:
         subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
         patch = evaluate(example, results, "--daemon", str(daemon.admin))
     assert (patch["status"], patch["pov_passed"]) == ("passed", 2), patch["error_log"]
+
+
+def guard_kinds(results: Path) -> list[str]:
+    """The kinds of flag in a results folder's `guard.json`, sorted, once each."""
+    report = json.loads((results / "guard.json").read_bytes())
+    return sorted({flag["kind"] for flag in report["flags"]})
+
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="examples/rle needs gcc")
+
+
+@needs_gcc
+def test_rle_fails_unfixed_passes_fixed_unflagged_and_a_cheat_passes_flagged(work: Path) -> None:
+    example = lay_out(work, "rle", "diffs/patch.diff")
+    base = ("--baseline", str(example.baseline))
+    unfixed = evaluate(example, work / "unfixed", *base)
+    assert (unfixed["status"], unfixed["error_msg"]) == (
+        "failed",
+        f"PoC failed: {example.task / 'pocs/overflow.rle'}",
+    )
+    assert (unfixed["build_success"], unfixed["pov_passed"], unfixed["pov_total"]) == (True, 0, 1)
+    assert (unfixed["func_test_success"], unfixed["intent_test_success"]) == (True, False)
+    assert guard_kinds(work / "unfixed") == []
+
+    subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
+    fixed = evaluate(example, work / "fixed", *base)
+    assert fixed["status"] == "passed", fixed["error_log"]
+    assert guard_kinds(work / "fixed") == []
+    observed = json.loads((work / "fixed" / "guard.json").read_bytes())["observed"]
+    assert observed["objects"]["carrying"]["address"].startswith("build/")
+
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=example.source, check=True)
+    cheat = EXAMPLES / "rle" / "cheat.diff"
+    subprocess.run(["git", "apply", str(cheat)], cwd=example.source, check=True)
+    cheated = evaluate(example, work / "cheat", *base)
+    assert cheated["status"] == "passed", cheated["error_log"]
+    assert guard_kinds(work / "cheat") == ["build-config", "sanitizer"]
+    whys = [f["why"] for f in json.loads((work / "cheat" / "guard.json").read_bytes())["flags"]]
+    assert any("none of the" in why and "__asan_init" in why for why in whys), whys
+    record = json.loads((work / "cheat" / "checks.jsonl").read_text().splitlines()[-1])
+    assert (record["name"], record["flags"]) == ("guard", ["build-config", "sanitizer"])
+    # The grade is result.json's alone: the same bytes as the grading document it returned.
+    assert json.loads((work / "cheat" / "result.json").read_bytes())["patch_result"] == cheated
+
+
+@needs_gcc
+def test_rle_cheat_is_flagged_through_the_daemon(work: Path) -> None:
+    example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
+    results = work / "daemon-results"
+    with running_daemon(example.task, example.source, results) as daemon:
+        cheat = EXAMPLES / "rle" / "cheat.diff"
+        subprocess.run(["git", "apply", str(cheat)], cwd=example.source, check=True)
+        patch = evaluate(example, results, "--daemon", str(daemon.admin))
+    assert patch["status"] == "passed", patch["error_log"]
+    assert guard_kinds(results) == ["build-config", "sanitizer"]
+    observed = json.loads((results / "guard.json").read_bytes())["observed"]
+    assert (observed["pocs"], observed["hidden_tests"]) == (1, 1)
+    assert observed["objects"]["carrying"] == {}
+
+
+@needs_gcc
+def test_rle_batch_summaries_carry_the_guard_and_the_report_counts_it(work: Path) -> None:
+    """A batch of the reference fix and the cheat: both pass; the report's unflagged share
+    counts the fix alone, and `--exclude-flagged sanitizer` leaves the cheat out."""
+    example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
+    jobs = work / "jobs.jsonl"
+    lines = [
+        {"patch": str(example.fix), "agent": "fix"},
+        {"patch": str(EXAMPLES / "rle" / "cheat.diff"), "agent": "cheat"},
+    ]
+    same = {"task": str(example.task), "repo": str(example.source), "model": "m"}
+    jobs.write_text("".join(json.dumps(same | line) + "\n" for line in lines))
+    runs = work / "runs"
+    done = ssegrade("batch", str(jobs), "--results", str(runs), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    summaries = {
+        p.parent.parent.name: json.loads(p.read_bytes()) for p in runs.rglob("summary.json")
+    }
+    assert summaries["fix"]["guard"]["flags"] == []
+    kinds = sorted({f["kind"] for f in summaries["cheat"]["guard"]["flags"]})
+    assert kinds == ["build-config", "sanitizer"]
+    shown = json.loads(ssegrade("report", str(runs), "--format", "json").stdout)
+    rows = {row["agent"]: row for row in shown["rows"]}
+    assert (rows["fix"]["unflagged"]["passed"], rows["cheat"]["unflagged"]["passed"]) == (1, 0)
+    assert rows["cheat"]["passed"]["passed"] == 1
+    assert rows["cheat"]["flagged"] == {"build-config": 1, "sanitizer": 1}
+    out = ssegrade("report", str(runs), "--format", "json", "--exclude-flagged", "sanitizer")
+    assert [row["agent"] for row in json.loads(out.stdout)["rows"]] == ["fix"]
+
+
+@needs_gcc
+def test_verify_prints_no_flag_for_the_rle_reference_fix(work: Path) -> None:
+    example = lay_out(work, "rle", "diffs/patch.diff", baseline=False)
+    done = ssegrade(
+        "verify",
+        str(example.task),
+        "--repo",
+        str(example.source),
+        "--results",
+        str(work / "v"),
+        "--format",
+        "json",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SSEBench's task model would refuse" not in done.stderr
+    (task,) = json.loads(done.stdout)["tasks"]
+    assert (task["verdict"], task["reference_flags"]) == ("ok", [])
+    runs = {run["control"]: run for run in task["runs"]}
+    assert runs["reference"]["guard"]["flags"] == []

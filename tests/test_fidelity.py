@@ -100,7 +100,7 @@ def test_grade_patch_api_and_results_folder_rules(task: RealTask, tmp_path: Path
     again = grade_patch(task.task, BREAK, task.source, results, force=True)
     assert again.patch_result.error_msg == "Build failed"
     records = (results / "checks.jsonl").read_text().splitlines()
-    assert [json.loads(r)["name"] for r in records] == ["prepare", "build"]
+    assert [json.loads(r)["name"] for r in records] == ["prepare", "build", "guard"]
     with pytest.raises(GradingInputError, match="grading repo not found"):
         grade_patch(task.task, FIX, tmp_path / "nowhere", tmp_path / "r2")
 

@@ -270,6 +270,7 @@ PER_RUN = [
     "started_at",
     "cached_from",
     "folder",
+    "flags",
 ]
 
 

@@ -11,7 +11,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.checks import grading_order
-from ssegrade.report import Fold, RunRecord, RunsMode, Selector, aggregate, compare_all, parts_of
+from ssegrade.guard.model import KINDS
+from ssegrade.report import (
+    Fold,
+    RunRecord,
+    RunsMode,
+    Selector,
+    aggregate,
+    compare_all,
+    exclude_flagged,
+    parts_of,
+    summarize,
+)
 from ssegrade.report.compare import Outcomes
 from ssegrade.report.model import Interval, Row, RowKey, Share
 from ssegrade.report.rules import Rules, counted
@@ -56,6 +67,13 @@ def whole_row(key: RowKey, kept: list[RunRecord], rules: Rules) -> Row:
     spend = [r.spend for r in kept if r.spend is not None]
     minutes = [r.agent_seconds / 60 for r in kept if r.agent_seconds is not None]
     passes = shares["passed"][0]
+    guarded = [r for r in kept if r.flags is not None]
+    flagged: dict[str, int] = {}
+    for kind in (*KINDS, *sorted({k for r in guarded for k in r.flags or ()} - set(KINDS))):
+        n = sum(r.patch.status == "passed" and kind in (r.flags or ()) for r in guarded)
+        if n:
+            flagged[kind] = n
+    clean = sum(r.patch.status == "passed" and r.flags == () for r in kept)
     return Row(
         model=key[0],
         agent=key[1],
@@ -73,6 +91,9 @@ def whole_row(key: RowKey, kept: list[RunRecord], rules: Rules) -> Row:
         pass_at_k={k: mean_pass_at_k(counts, k) for k in range(1, trials + 1)},
         pass_hat_k={k: mean_pass_hat_k(counts, k) for k in range(1, trials + 1)},
         clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
+        unflagged=Share.of_counts(clean, len(kept)) if guarded else None,
+        flagged=flagged,
+        unguarded=len(kept) - len(guarded),
     )
 
 
@@ -82,7 +103,7 @@ def test_rows_equal_those_counted_over_every_run(
 ) -> None:
     """Property: each row the fold counts task by task is the row counted over the whole list
     of its kept runs: shares, exact means of spend and minutes, pass@k, pass^k, the clustered
-    interval and the cost per pass."""
+    interval, the cost per pass and the patch guard's columns."""
     chosen = selection(recs, mode, rules, errors)
     report = aggregate(recs, mode, errors, rules)
     kept: dict[RowKey, list[RunRecord]] = defaultdict(list)
@@ -93,25 +114,49 @@ def test_rows_equal_those_counted_over_every_run(
         assert row == whole_row(row.key, kept[row.key], rules)
 
 
-@given(run_lists(config=None), st.sampled_from(MODES), st.sampled_from(RULES), st.booleans())
+@given(
+    run_lists(config=None),
+    st.sampled_from(MODES),
+    st.sampled_from(RULES),
+    st.booleans(),
+    st.lists(st.sampled_from(KINDS), max_size=2, unique=True),
+)
 def test_task_by_task_gives_the_report_of_all_at_once(
-    recs: list[RunRecord], mode: RunsMode, rules: Rules, errors: bool
+    recs: list[RunRecord], mode: RunsMode, rules: Rules, errors: bool, kinds: list[str]
 ) -> None:
     """Property: selecting and folding each task's runs on their own (as the command streams
-    them) gives the report of the whole selection: the same rows in the same order, the same
-    parts, the same runs set aside and the same comparisons."""
-    whole = aggregate(recs, mode, errors, rules)
+    them, `--exclude-flagged` taking its flagged runs out of each) gives the report of the
+    whole selection: the same rows in the same order, the same parts, the same runs set aside,
+    the same containment counts and the same comparisons."""
+    whole = summarize(exclude_flagged(selection(recs, mode, rules, errors), kinds))
     fold = Fold(mode, errors, rules)
     parts = []
     for task in sorted({rec.task for rec in recs}):
         mine = [rec for rec in recs if rec.task == task]
-        parts += fold.add(selection(mine, mode, rules, errors))
+        parts += fold.add(exclude_flagged(selection(mine, mode, rules, errors), kinds))
     streamed = fold.report()
     assert streamed.rows == whole.rows
     assert streamed.set_aside == whole.set_aside
+    assert streamed.containment == whole.containment
     assert parts == parts_of(whole)
     keys = [row.key for row in whole.rows]
     assert fold.outcomes.compare_all(keys) == compare_all(whole)
+
+
+@given(run_lists(config=None), st.sampled_from(MODES), st.sampled_from(RULES), st.booleans())
+def test_containment_counts_each_run_considered_by_its_mode(
+    recs: list[RunRecord], mode: RunsMode, rules: Rules, errors: bool
+) -> None:
+    """Property: the containment counts cover every run kept or left out (not those `latest`
+    set aside), each by the mode it recorded, any other value or none as `unknown`."""
+    chosen = selection(recs, mode, rules, errors)
+    considered = [rec for _, rec in chosen.kept] + list(chosen.excluded)
+    expected: dict[str, int] = defaultdict(int)
+    for rec in considered:
+        expected[rec.containment if rec.containment in ("full", "weak") else "unknown"] += 1
+    report = aggregate(recs, mode, errors, rules)
+    assert report.containment == dict(sorted(expected.items()))
+    assert list(report.containment) == sorted(report.containment)
 
 
 @given(st.lists(st.floats(-1e300, 1e300, allow_nan=False), max_size=60))

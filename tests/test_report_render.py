@@ -12,14 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.report_render import (
-    PER_RUN_FIELDS,
-    inert,
-    per_run_rows,
-    render_json,
-    render_jsonl,
-    render_runs_csv,
-)
+from interpreters.report_render import inert, render_json
+from interpreters.report_runs import PER_RUN_FIELDS, per_run_rows, render_jsonl, render_runs_csv
 from ssegrade.report import RunRecord, RunsMode, aggregate, compare_all
 from tests.test_report_aggregate import MODES, run_lists
 
@@ -69,6 +63,8 @@ def test_per_run_lines_are_every_run_in_order(recs: list[RunRecord], mode: RunsM
             return ""
         if isinstance(value, bool):
             return "true" if value else "false"
+        if isinstance(value, list):  # the guard's flags
+            return str(inert(";".join(value)))
         return str(inert(value))
 
     assert table == [{name: text(row[name]) for name in PER_RUN_FIELDS} for row in rows]

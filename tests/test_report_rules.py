@@ -5,8 +5,9 @@ every `summary.json` its run summary model reads (`tests.ssebench_models`) and w
 model and agent are its folder's; keep the latest run of each (task, model, agent) by (start
 time, none the oldest; run id as text); drop reference runs, then runs whose grade says
 `error`; per (model, agent), in the order models then agents first appear, count the runs
-whose `build_success` is true, whose `pov_passed` equals `pov_total` (null equals null), whose
-functional and intent tests are true, each over every run of the row. The same trees, made by
+whose `build_success` is true, whose `pov_total` is set and equals `pov_passed` (PoCs that
+never ran, after a failed build or on a task without PoCs, stopped none), whose functional and
+intent tests are true, each over every run of the row. The same trees, made by
 hypothesis, must give the same rows through the command; the default rules give the seed's.
 """
 
@@ -151,7 +152,10 @@ def ssebench_report(root: Path, runs: str = "latest") -> list[dict[str, Any]]:
                     "agent": agent,
                     "runs": len(subset),
                     "build": sum(g.get("build_success") is True for g in grades),
-                    "poc": sum(g.get("pov_passed") == g.get("pov_total") for g in grades),
+                    "poc": sum(
+                        g.get("pov_total") is not None and g.get("pov_passed") == g.get("pov_total")
+                        for g in grades
+                    ),
                     "func": sum(g.get("func_test_success") is True for g in grades),
                     "intent": sum(g.get("intent_test_success") is True for g in grades),
                     "spend": sum(doc["spend"] for doc in subset) / len(subset),
@@ -310,20 +314,25 @@ def test_the_known_tree_gives_ssebenchs_published_shares(tmp_path: Path) -> None
 
 
 def test_the_default_rules_differ_as_the_footer_says(tmp_path: Path) -> None:
-    """A task without intent tests and a run whose build failed: ssegrade's shares leave the
-    check out and count the PoCs that never ran as not passed; SSEBench's count both in."""
+    """A run whose build failed, a task without intent tests and a task without PoCs:
+    ssegrade's shares leave a check the task lacks out; SSEBench's count it in, as not passed.
+    PoCs that never ran pass under neither."""
     cs, cc = "m", "a"
     write(tmp_path, summary("t1", cs, cc, "r1", grade("failed", False, None, None, None)))
     write(
         tmp_path,
         summary("t2", cs, cc, "r1", grade("passed", True, "1/1", True, None), checks="bpf"),
     )
+    write(
+        tmp_path,
+        summary("t3", cs, cc, "r1", grade("passed", True, None, True, True), checks="bfi"),
+    )
     seed = ours(tmp_path)["rows"][0]
     theirs = ours(tmp_path, "--rules", "ssebench")["rows"][0]
     assert (seed["poc"]["passed"], seed["poc"]["of"]) == (1, 2)
-    assert (theirs["poc"]["passed"], theirs["poc"]["of"]) == (2, 2)
-    assert (seed["intent"]["passed"], seed["intent"]["of"]) == (0, 1)
-    assert (theirs["intent"]["passed"], theirs["intent"]["of"]) == (0, 2)
+    assert (theirs["poc"]["passed"], theirs["poc"]["of"]) == (1, 3)
+    assert (seed["intent"]["passed"], seed["intent"]["of"]) == (1, 2)
+    assert (theirs["intent"]["passed"], theirs["intent"]["of"]) == (1, 3)
     table = CliRunner().invoke(report, [str(tmp_path)]).stdout
     footer = " ".join(table.split())
     assert f"Rules: ssegrade's. {' '.join(DIFFERENCE.split())}" in footer

@@ -22,8 +22,10 @@ import pytest
 
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import (
+    OWNER_VAR,
     RUN_VAR,
     SESSION_VAR,
+    ContainmentPolicy,
     EnvPolicy,
     LogWriteError,
     Runner,
@@ -40,6 +42,8 @@ needs_root = pytest.mark.skipif(not ROOT, reason="needs root (accounts, running 
 needs_user = pytest.mark.skipif(ROOT, reason="as root, scripts run as the runner account")
 
 pytestmark = pytest.mark.slow
+
+WEAK = ContainmentPolicy(mode="weak")
 
 
 # An account of their own, made the way `sse-runner` is (as a missing default). Nothing here
@@ -101,7 +105,7 @@ def run(
         log_path=logs / "logs" / f"{label}.log",
         label=label,
         spool=logs,
-        contain=contain,
+        containment=None if contain else WEAK,
     )
 
 
@@ -215,7 +219,8 @@ def test_clean_environment(
     )
     env = dict(line.split("=", 1) for line in result.stdout.splitlines())
     caches = {"XDG_CACHE_HOME", "GOCACHE", "CCACHE_DIR"}
-    assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "EXTRA", SESSION_VAR, RUN_VAR} | caches
+    markers = {SESSION_VAR, RUN_VAR, OWNER_VAR}
+    assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "EXTRA", *markers} | caches
     assert env["PATH"] == "/usr/bin:/bin"
     assert env["HOME"] == env["TMPDIR"] == str(work / "home")
     assert all(env[name].startswith(str(work / "home") + "/") for name in caches)
@@ -223,7 +228,7 @@ def test_clean_environment(
     assert (work / "home").is_dir()
     assert (work / "home").stat().st_uid == runner.uid
     log = Path(str(result.log_file)).read_text()
-    assert f"environment: CCACHE_DIR EXTRA GOCACHE HOME LANG PATH {RUN_VAR} {SESSION_VAR}" in log
+    assert f"environment: CCACHE_DIR EXTRA GOCACHE HOME LANG PATH {OWNER_VAR} {RUN_VAR}" in log
     assert "a=b" not in log.split("--- stdout")[0]  # names, never values
 
 

@@ -30,6 +30,7 @@ from ssegrade import (
     ScriptResult,
     Task,
     TimeLimitReached,
+    WriteResult,
     bencher_interpreter,
     run,
 )
@@ -228,7 +229,8 @@ def test_a_program_ending_early_or_late_diverges() -> None:
     world = FakeWorld(patch=PATCH)
     recorder, _ = _record(world, FULL)
     trace = _trace(recorder)
-    short = Trace(trace.options, trace.steps[:-1], trace.result)
+    written = next(i for i, s in enumerate(trace.steps) if isinstance(s.effect, WriteResult))
+    short = Trace(trace.options, trace.steps[:written], trace.result)
     with pytest.raises(Diverged, match="asks for WriteResult, past the end of the trace"):
         replay(short)
     longer = Trace(trace.options, (*trace.steps, trace.steps[-1]), trace.result)

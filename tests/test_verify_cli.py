@@ -153,13 +153,43 @@ def test_the_table_names_each_task_and_its_problems(tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 1, done.stderr
+    log = tmp_path / "r" / "shell-002" / "reference" / "1" / "logs" / "08-poc-2.log"
     assert done.stdout.splitlines() == [
         "task       verdict",
         "shell-001  ok",
         "shell-002  broken",
         "           - PoC pocs/poc2.bin still triggers with the reference patch",
+        f"             log (reference run 1, poc): {log}",
+        "             | exit code: 1",
     ]
+    assert log.is_file()
     assert f"results kept in {tmp_path / 'r'}" in done.stderr
+
+
+def test_the_flags_the_reference_patch_raises_are_printed_not_held_against_it(
+    tmp_path: Path,
+) -> None:
+    """A real fix may touch the project's tests: `verify` says so, and the task is still ok."""
+    touching = FIX + (
+        "diff --git a/tests/exists.sh b/tests/exists.sh\n--- a/tests/exists.sh\n"
+        "+++ b/tests/exists.sh\n@@ -1 +1,2 @@\n test -f lib.sh\n+test -f lib.sh\n"
+    )
+    made = shell_task(tmp_path / "t", patch=touching)
+    repo = ("--repo", str(made.source))
+    done = ssegrade("verify", str(made.task), *repo, "--results", str(tmp_path / "r"), timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "task       verdict",
+        "shell-001  ok",
+        "           - the reference patch raises the guard's tests flag: the patch touches the "
+        "project's tests [tests/exists.sh]",
+    ]
+    code, doc, _ = verify(str(made.task), *repo)
+    assert code == 0
+    (task,) = doc["tasks"]
+    assert [(f["kind"], f["paths"]) for f in task["reference_flags"]] == [
+        ("tests", ["tests/exists.sh"])
+    ]
 
 
 @pytest.mark.parametrize(
@@ -229,6 +259,16 @@ def test_a_flaky_test_script_is_flaky_with_its_counts(tmp_path: Path) -> None:
             "function_test passed 1 of 2 with the reference patch",
         ]
         assert len(task["runs"]) == 4
+        # Each flaky check names a run where it failed, with its log and its first lines.
+        assert [(e["about"], e["check"]) for e in task["evidence"]] == [
+            (line, "function_test") for line in task["flaky"]
+        ]
+        for evidence in task["evidence"]:
+            folder = f"/shell-001/{evidence['control']}/{evidence['n']}/logs/"
+            assert folder in evidence["log"]
+            assert evidence["log"].endswith("-function_test.log")
+            assert evidence["head"][0].startswith("exit code: ")
+            assert evidence["head"][0] != "exit code: 0"
     finally:
         shutil.rmtree(state)
 
@@ -252,16 +292,19 @@ def test_a_task_without_reference_patch_is_broken_and_the_others_are_verified(
     assert lacking_runs == ["empty"]
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = ssegrade("verify", str(tmp_path / "nowhere"))
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == (
-        f"ssegrade: error: task folder not found: {tmp_path / 'nowhere'}"
-    )
-    assert "Traceback" not in done.stderr
-    assert done.stdout == ""
-    scratch = Path(done.stderr.split("results kept in ")[1].split()[0])
-    assert not scratch.exists()
+def test_bad_input_is_one_line_exit_2_and_leaves_no_folder(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    given = tmp_path / "results"
+    for extra in ((), ("--results", str(given))):
+        done = ssegrade("verify", str(tmp_path / "nowhere"), *extra, env={"TMPDIR": str(scratch)})
+        assert done.returncode == 2
+        assert done.stderr.splitlines() == [
+            f"ssegrade: error: task folder not found: {tmp_path / 'nowhere'}"
+        ]
+        assert done.stdout == ""
+        assert list(scratch.iterdir()) == []
+        assert not given.exists()
 
 
 def test_results_json_goes_to_a_file_with_o(tmp_path: Path) -> None:

@@ -50,12 +50,27 @@ def make_run(task: Task, control: Control, n: int, seen: dict[str, bool | None])
         message = "Patch apply failed"
     elif not finished:
         message = "Timeout (10s)"
-    records = tuple(
-        CheckRecord("poc", task_path(FOLDER, p), 0 if ok else 1, 0.1, False, None, bool(ok))
-        for p, ok in ran
-    )
+
+    def record(name: str, ok: bool | None, poc: str | None = None) -> CheckRecord:
+        log = f"/r/{control}/{n}/logs/{name}{'-' + poc.split('/')[-1] if poc else ''}.log"
+        return CheckRecord(name, poc, 0 if ok else 1, 0.1, False, log, bool(ok))
+
+    records = [record("prepare", seen.get("apply") is not False)]
+    if seen.get("build") is not None:
+        records.append(record("build", seen["build"]))
+    records += [record("poc", ok, task_path(FOLDER, p)) for p, ok in ran]
+    for name in ("function_test", "intent_test"):
+        if seen.get(name) is not None:
+            records.append(record(name, seen[name]))
     patch = PatchResult(status=status, error_msg=message, **fields)  # type: ignore[arg-type]
-    return ControlRun(control, n, patch, records)
+    return ControlRun(control, n, patch, tuple(records))
+
+
+def log_of(key: str) -> str:
+    """The end of the log file name `make_run` gives the check of `key`."""
+    if key.startswith("poc:"):
+        return f"poc-{key.rsplit('/', maxsplit=1)[-1]}.log"
+    return {"apply": "prepare.log"}.get(key, f"{key}.log")
 
 
 def good_runs(task: Task, repeat: int) -> list[ControlRun]:
@@ -104,6 +119,14 @@ def test_one_check_deviating_in_every_repeat_makes_the_task_broken_and_is_named(
     text = " ".join(verdict.problems)
     assert any(word in text for word in names(key)), (key, verdict.problems)
     assert WHERE[control] in text
+    # Each problem comes with the run that shows it and the log of the check that failed.
+    assert [e.about for e in verdict.evidence] == list(verdict.problems)
+    (shown,) = [e for e in verdict.evidence if any(w in e.about for w in names(key))]
+    assert (shown.control, shown.n) == (control, 1)
+    if key != "finished":  # the check ran and failed: its log (a stopped grading has none)
+        assert shown.log is not None
+        assert shown.log.endswith(log_of(key))
+        assert shown.log.startswith(f"/r/{control}/1/")
 
 
 @given(tasks(), st.integers(2, 4), st.sampled_from(CONTROLS), st.data())
@@ -126,6 +149,13 @@ def test_one_check_differing_between_repeats_is_flaky_with_its_counts(
     passing = len(odd) if not want[key] else repeat - len(odd)
     assert f"{passing} of {repeat}" in line
     assert WHERE[control].split()[-1] in line
+    # The evidence of a flaky check is a run where it showed the wrong outcome.
+    assert [e.about for e in verdict.evidence] == list(verdict.flaky)
+    shown = next(e for e in verdict.evidence if e.about == line)
+    assert (shown.control, shown.n in odd) == (control, True)
+    if key not in ("finished", "apply"):
+        assert shown.log is not None
+        assert shown.log.endswith(log_of(key))
 
 
 outcome = st.sampled_from([True, False, None])

@@ -8,7 +8,6 @@ verification report to stdout (or `-o FILE`).
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,9 +18,18 @@ from rich.console import Console
 
 from interpreters.batch.engines import EngineName, EngineUnavailable
 from interpreters.batch.jobs import BadJobs
+from interpreters.batch.progress import make_reporter
 from interpreters.batch.run import run_batch
 from interpreters.batch.verification import TaskVerification, verify_tasks
-from interpreters.setup import BadInput, runner_option
+from interpreters.real.runner import ContainmentRefused, choose
+from interpreters.setup import (
+    BadInput,
+    ScriptOptions,
+    containment_options,
+    runner_option,
+    script_env_options,
+)
+from ssegrade import Flag
 
 __all__ = ["batch", "verify"]
 
@@ -41,7 +49,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 
 
 def _engine_options(command: F) -> F:
-    """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`."""
+    """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`, the
+    runner, and the scripts' environment and containment options."""
     for option in reversed(
         [
             click.option(
@@ -76,10 +85,24 @@ def _engine_options(command: F) -> F:
                 help="Time limit of each script, seconds (default: the time left).",
             ),
             runner_option,
+            script_env_options,
+            containment_options,
         ]
     ):
         command = option(command)
     return command
+
+
+def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
+    """The scripts' options; with local workers, `BadInput` at once when the containment
+    asked for cannot be had here (rather than an `error` grade for every job)."""
+    scripts = ScriptOptions.of(**options)
+    if engine == "local":
+        try:
+            choose(scripts.containment)
+        except ContainmentRefused as exc:
+            raise BadInput(str(exc)) from None
+    return scripts
 
 
 def _refuse(problems: tuple[str, ...]) -> NoReturn:
@@ -128,6 +151,9 @@ def _bad_input() -> Iterator[None]:
     help="Output format.",
 )
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report here.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say each check of each run, with its log."
+)
 def verify(
     tasks: tuple[Path, ...],
     repo: Path | None,
@@ -141,6 +167,8 @@ def verify(
     results: Path | None,
     fmt: str,
     output: Path | None,
+    verbose: bool,
+    **options: Any,
 ) -> None:
     """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
     its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
@@ -152,11 +180,8 @@ def verify(
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
     """
-    scratch = results is None
-    if results is None:
-        results = Path(tempfile.mkdtemp(prefix="ssegrade-verify-"))
-    _say(f"results kept in {results}")
-    with _bad_input(), _removed_if_empty(results if scratch else None):
+    scripts = _scripts(engine, options)
+    with _bad_input():
         report = verify_tasks(
             list(tasks),
             results,
@@ -169,6 +194,8 @@ def verify(
             script_timeout=script_timeout,
             runner_user=runner_user,
             say=_say,
+            scripts=scripts,
+            checks=verbose,
         )
     if fmt == "json":
         text = json.dumps({"tasks": [t.to_json() for t in report.tasks]}, indent=1) + "\n"
@@ -186,27 +213,34 @@ def verify(
     raise click.exceptions.Exit(report.exit_code)
 
 
-@contextmanager
-def _removed_if_empty(folder: Path | None) -> Iterator[None]:
-    """Remove the scratch results folder when verification stops before writing anything."""
-    try:
-        yield
-    except BaseException:
-        if folder is not None and not any(folder.iterdir()):
-            folder.rmdir()
-        raise
-
-
 def _table(tasks: tuple[TaskVerification, ...]) -> str:
+    """The verdict of each task; under it each problem and flaky check, with the log of the
+    check that failed and its first lines."""
     if not tasks:
         return ""
     width = max(len("task"), *(len(t.task) for t in tasks))
+    pad = " " * width
     lines = [f"{'task':<{width}}  verdict"]
     for t in tasks:
-        lines.append(f"{t.task:<{width}}  {t.verification.verdict}")
-        lines += [f"{'':<{width}}  - {problem}" for problem in t.verification.problems]
-        lines += [f"{'':<{width}}  - flaky: {line}" for line in t.verification.flaky]
+        v = t.verification
+        lines.append(f"{t.task:<{width}}  {v.verdict}")
+        shown = {e.about: (e, head) for e, head in zip(v.evidence, t.heads, strict=True)}
+        for flaky, about in [(False, p) for p in v.problems] + [(True, f) for f in v.flaky]:
+            lines.append(f"{pad}  - {'flaky: ' if flaky else ''}{about}")
+            if about in shown:
+                evidence, head = shown[about]
+                where = f"{evidence.control} run {evidence.n}, {evidence.check}"
+                lines.append(f"{pad}    log ({where}): {evidence.log or 'none'}")
+                lines += [f"{pad}    | {line}" for line in head]
+        lines += [f"{pad}  - {_flag_line(flag)}" for flag in t.reference_flags]
     return "\n".join(lines) + "\n"
+
+
+def _flag_line(flag: Flag) -> str:
+    """How `verify` names a flag the reference patch raises (advisory, never a problem)."""
+    shown = ", ".join(flag.paths[:3]) + (", …" if len(flag.paths) > 3 else "")
+    where = f" [{shown}]" if shown else ""
+    return f"the reference patch raises the guard's {flag.kind} flag: {flag.why}{where}"
 
 
 @click.command()
@@ -219,7 +253,25 @@ def _table(tasks: tuple[TaskVerification, ...]) -> str:
 )
 @_engine_options
 @click.option("--no-cache", is_flag=True, help="Grade jobs whose digest was graded before.")
-@click.option("--force", is_flag=True, help="Grade again runs that hold another digest.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Grade every run again, also one graded before or holding another digest.",
+)
+@click.option(
+    "--max-attempts",
+    default=2,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Grade a run graded `error` again on resume, up to this many attempts in all.",
+)
+@click.option("--no-retry", is_flag=True, help="Keep runs graded `error` as they are.")
+@click.option("--label", help="A name for this batch, written in RESULTS/batch.json.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say each check of each grading, with its log."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Say only the last line.")
 def batch(
     jobs: Path,
     results: Path,
@@ -231,11 +283,19 @@ def batch(
     runner_user: str | None,
     no_cache: bool,
     force: bool,
+    max_attempts: int,
+    no_retry: bool,
+    label: str | None,
+    verbose: bool,
+    quiet: bool,
+    **options: Any,
 ) -> None:
     """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
     `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
     `agent_timeout`, `agent_exit_code`, `spend`, `started_at` optional; paths relative to
-    JOBS), resuming what an earlier run did and reusing grades of identical jobs.
+    JOBS), resuming what an earlier run did (and grading again what errored), reusing grades
+    of identical jobs. Says one line per finished job (a live bar on a terminal) and a last
+    line; RESULTS/batch.json says what the batch did.
 
     Exits 0 when every job was graded, 1 when one could not be (its error is in its
     result.json), 2 for bad input, 130 when interrupted.
@@ -245,6 +305,9 @@ def batch(
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results /shared/results --engine ray --ray-address head:6379
     """
+    scripts = _scripts(engine, options)
+    if verbose and quiet:
+        raise click.UsageError("-v and -q cannot be used together")
     with _bad_input():
         report = run_batch(
             jobs,
@@ -254,8 +317,14 @@ def batch(
             ray_address=ray_address,
             cache=not no_cache,
             force=force,
+            retry=not no_retry,
+            max_attempts=max_attempts,
+            label=label,
             timeout=timeout,
             script_timeout=script_timeout,
             runner_user=runner_user,
+            scripts=scripts,
+            reporter=make_reporter(quiet=quiet),
+            checks=verbose,
         )
     raise click.exceptions.Exit(report.exit_code)

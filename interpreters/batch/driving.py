@@ -1,6 +1,6 @@
 """Feeding an engine: `drive` runs gradings a few at a time and owns the interrupt rules of
-SPEC §14: the first SIGINT starts no new work and waits for the running gradings, the second
-kills them.
+SPEC §14: the first SIGINT (or SIGTERM) starts no new work and waits for the running
+gradings, the second kills them.
 
 Interpreter layer, shared by `run_batch` and `verify_tasks`.
 """
@@ -48,12 +48,12 @@ def drive(
 ) -> Driven:
     """Run `works` on `engine`, `engine.capacity` at a time, calling `on_done` for each
     finished one (it may hand back more work) and `on_start` just before one starts.
-    SIGINT: the first starts no new work and waits for the running gradings; the second kills
-    them. Never raises KeyboardInterrupt."""
+    SIGINT or SIGTERM: the first starts no new work and waits for the running gradings; the
+    second kills them. Never raises KeyboardInterrupt."""
     todo = deque(works)
     interrupts = _Interrupts()
     announced = False
-    previous = signal.signal(signal.SIGINT, interrupts)
+    previous = {sig: signal.signal(sig, interrupts) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while True:
             if interrupts.count >= 2:
@@ -73,7 +73,8 @@ def drive(
                 announced = True
                 say(
                     f"interrupted: waiting for {engine.running()} running gradings "
-                    "(Ctrl-C again to kill them)"
+                    "(Ctrl-C or SIGTERM again to kill them)"
                 )
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

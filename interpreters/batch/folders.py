@@ -233,6 +233,27 @@ class RunFolders:
         """Write the file `name` whole into the held run folder."""
         files.atomic_write(held.path / name, data)
 
+    def write_top(self, name: str, data: bytes) -> None:
+        """Write the file `name` whole at the top of the results folder, through its
+        descriptor: a temporary file made there (never through a link), then renamed over
+        `name` (a link planted as `name` is replaced, not followed)."""
+        temp = f".{name}.{secrets.token_hex(8)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temp, flags, 0o644, dir_fd=self._top)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, name, src_dir_fd=self._top, dst_dir_fd=self._top)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=self._top)
+            raise
+
     def remove(self, held: Hold) -> None:
         """Remove the held run folder (a grading killed half-way), then let it go."""
         try:

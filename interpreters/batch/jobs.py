@@ -29,6 +29,7 @@ from ssegrade import Task
 from ssegrade.batch import (
     Job,
     JobProblem,
+    describe_invalid,
     duplicate_problems,
     job_digest,
     nested_problems,
@@ -38,13 +39,18 @@ from ssegrade.batch import (
 
 __all__ = [
     "BadJobs",
+    "JobProblem",
     "Planned",
     "check_runner",
     "content_hash",
+    "jobs_digest",
     "plan_jobs",
     "read_jobs",
+    "refuse",
     "repo_identity",
+    "ssegrade_version",
     "task_repo",
+    "validate_jobs",
 ]
 
 _CHUNK = 1 << 20
@@ -86,34 +92,39 @@ class Planned:
         return f"{self.task.id}/{self.job.model}/{self.job.agent}/{self.run_id}"
 
 
-def read_jobs(path: Path) -> list[tuple[int, Job]]:
-    """Parse a JSON Lines jobs file; `BadJobs` names every bad line (`FILE:LINE: why`)."""
+def read_jobs(path: Path) -> tuple[list[tuple[int, Job]], list[JobProblem], str]:
+    """Parse a JSON Lines jobs file: its good lines, every problem of its bad ones, and the
+    sha256 of its bytes; `BadJobs` when the file cannot be read or holds no job at all."""
     try:
         data = read_regular(path)
     except NotReadable as exc:
         raise BadJobs([f"{path}: cannot read the jobs file ({exc.why})"]) from None
     jobs, problems = parse_jobs(data)
-    if problems:
-        raise BadJobs([f"{path}:{p.line}: {p.message}" for p in problems])
-    if not jobs:
+    if not jobs and not problems:
         raise BadJobs([f"{path}: no jobs in the file"])
-    return jobs
+    return jobs, problems, hashlib.sha256(data).hexdigest()
 
 
-def validate_jobs(docs: Iterable[Job | Mapping[str, Any]]) -> list[tuple[int, Job]]:
-    """Jobs given in Python (models or mappings of a job line), numbered from 1."""
+def jobs_digest(jobs: Iterable[tuple[int, Job]]) -> str:
+    """The sha256 of jobs given in Python: of their JSON lines, as a jobs file would hold."""
+    return hashlib.sha256(
+        b"".join(j.model_dump_json().encode() + b"\n" for _, j in jobs)
+    ).hexdigest()
+
+
+def validate_jobs(
+    docs: Iterable[Job | Mapping[str, Any]],
+) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
+    """Jobs given in Python (models or mappings of a job line), numbered from 1: the good
+    ones and every problem of the others."""
     jobs: list[tuple[int, Job]] = []
-    problems: list[str] = []
+    problems: list[JobProblem] = []
     for number, doc in enumerate(docs, start=1):
         try:
             jobs.append((number, doc if isinstance(doc, Job) else Job.model_validate(doc)))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(part) for part in err["loc"])
-            problems.append(f"job {number}: {where}: {err['msg']}")
-    if problems:
-        raise BadJobs(problems)
-    return jobs
+            problems += [JobProblem(number, why) for why in describe_invalid(exc)]
+    return jobs, problems
 
 
 def check_runner(runner_user: str | None) -> Runner:
@@ -142,7 +153,8 @@ def task_repo(task: Task, task_dir: Path, runner: Runner) -> Path | str:
     return repo
 
 
-def _version() -> str:
+def ssegrade_version() -> str:
+    """The version of ssegrade installed (`unknown` when it is not installed)."""
     try:
         return importlib.metadata.version("ssegrade")
     except importlib.metadata.PackageNotFoundError:
@@ -150,18 +162,13 @@ def _version() -> str:
 
 
 def plan_jobs(
-    jobs: Sequence[tuple[int, Job]],
-    base: Path,
-    results: Path,
-    runner: Runner,
-    *,
-    where: str = "job",
-) -> list[Planned]:
-    """Check every job on disk and place it under `results`; `BadJobs` lists every problem
-    (`<where>:<line>: why`) when one job cannot run: its task, its patch (a regular file,
-    not a link), its grading repo (`task_repo` when the line names none), a run folder
-    another line has, or one inside another line's."""
-    version = _version()
+    jobs: Sequence[tuple[int, Job]], base: Path, results: Path, runner: Runner
+) -> tuple[list[Planned], list[JobProblem]]:
+    """Check every job on disk and place it under `results`: the jobs that can run, and
+    every problem of the others: its task, its patch (a regular file, not a link), its
+    grading repo (`task_repo` when the line names none), a run folder another line has, or
+    one inside another line's."""
+    version = ssegrade_version()
     tasks: dict[Path, tuple[Task, str] | str] = {}
     repos: dict[Path, str] = {}
     sources: dict[Path, Path | str] = {}
@@ -177,27 +184,25 @@ def plan_jobs(
                 else f"task: {loaded.failure().message}"
             )
         known = tasks[task_dir]
+        found: list[str] = []
         if isinstance(known, str):
-            problems.append(JobProblem(line, known))
-            continue
-        task, task_hash = known
-        try:
-            patch = read_regular(base / job.patch)
-        except NotReadable as exc:
-            why = "no such file" if exc.errno == errno.ENOENT else exc.why
-            problems.append(JobProblem(line, f"patch: {why}: {exc.path}"))
-            continue
+            found.append(known)
+        patch = _patch(base / job.patch, found)
+        repo: Path | str | None = None
         if job.repo is not None:
-            repo: Path | str = (base / job.repo).absolute()
-            if not Path(repo).is_dir():
+            repo = (base / job.repo).absolute()
+            if not repo.is_dir():
                 repo = f"grading repo not found: {repo}"
-        else:
+        elif not isinstance(known, str):
             if task_dir not in sources:
-                sources[task_dir] = task_repo(task, task_dir, runner)
+                sources[task_dir] = task_repo(known[0], task_dir, runner)
             repo = sources[task_dir]
         if isinstance(repo, str):
-            problems.append(JobProblem(line, f"repo: {repo}"))
+            found.append(f"repo: {repo}")
+        problems += [JobProblem(line, why) for why in found]
+        if found or isinstance(known, str) or patch is None or not isinstance(repo, Path):
             continue
+        task, task_hash = known
         if repo not in repos:
             repos[repo] = repo_identity(repo)
         digest = job_digest(task_hash, patch, repos[repo], version)
@@ -209,10 +214,25 @@ def plan_jobs(
     keys = [(p.line, (p.task.id, p.job.model, p.job.agent, p.run_id)) for p in planned]
     problems += duplicate_problems(keys)
     problems += nested_problems([(p.line, p.parts) for p in planned])
-    if problems:
-        problems.sort(key=lambda p: p.line)
-        raise BadJobs([f"{where}:{p.line}: {p.message}" for p in problems])
-    return planned
+    return planned, problems
+
+
+def _patch(path: Path, found: list[str]) -> bytes | None:
+    """The patch bytes, or None with why in `found`."""
+    try:
+        return read_regular(path)
+    except NotReadable as exc:
+        why = "no such file" if exc.errno == errno.ENOENT else exc.why
+        found.append(f"patch: {why}: {exc.path}")
+        return None
+
+
+def refuse(head: Sequence[str], problems: Sequence[JobProblem], where: str) -> None:
+    """`BadJobs` when there is any problem: `head` first (the batch's own), then each job
+    line's, in line order, as `<where>:<line>: why`."""
+    if head or problems:
+        ordered = sorted(problems, key=lambda p: p.line)
+        raise BadJobs([*head, *(f"{where}:{p.line}: {p.message}" for p in ordered)])
 
 
 # ---------------------------------------------------------------------------- identities

@@ -1,6 +1,9 @@
-"""How a batch speaks while it runs: a live bar on a terminal, else one line per finished job.
+"""How a batch speaks while it runs: a live bar on a terminal, else one line per finished job
+(its verdict, its run folder, how long it took); quiet, only the last line.
 
 Interpreter layer; everything goes to stderr, so stdout stays free for machine-readable output.
+The lines of each check of each grading come from the workers, and only when asked for
+(`run_batch(checks=True)`, `batch -v`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from rich.progress import (
 
 from ssegrade.batch import Tally
 
-__all__ = ["LineProgress", "LiveProgress", "Reporter", "make_reporter"]
+__all__ = ["LineProgress", "LiveProgress", "QuietProgress", "Reporter", "make_reporter"]
 
 
 class Reporter(Protocol):
@@ -60,6 +63,29 @@ class LineProgress:
     def note(self, message: str) -> None:
         """The message as it is."""
         self.console.print(message, markup=False)
+
+    def tick(self, tally: Tally) -> None:
+        """Nothing to refresh."""
+
+    def end(self, line: str) -> None:
+        """The last line."""
+        self.console.print(line, markup=False)
+
+
+@dataclass
+class QuietProgress:
+    """Only the last line."""
+
+    console: Console
+
+    def begin(self, tally: Tally) -> None:
+        """Nothing to draw."""
+
+    def finished(self, tally: Tally, line: str) -> None:
+        """Nothing to say."""
+
+    def note(self, message: str) -> None:
+        """Nothing to say."""
 
     def tick(self, tally: Tally) -> None:
         """Nothing to refresh."""
@@ -122,7 +148,10 @@ def _counts(tally: Tally) -> str:
     )
 
 
-def make_reporter(stream: IO[str] | None = None) -> Reporter:
-    """A live bar when `stream` (default stderr) is a terminal, else one line per job."""
+def make_reporter(stream: IO[str] | None = None, *, quiet: bool = False) -> Reporter:
+    """Only the last line when `quiet`; else a live bar when `stream` (default stderr) is a
+    terminal, one line per job when it is not."""
     console = Console(file=stream, stderr=stream is None, highlight=False, soft_wrap=True)
+    if quiet:
+        return QuietProgress(console)
     return LiveProgress(console) if console.is_terminal else LineProgress(console)

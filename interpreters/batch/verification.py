@@ -2,11 +2,15 @@
 
 Interpreter layer (SPEC §13). Each task is graded with the empty patch and with its reference
 patch, `repeat` times each, on the same engines as `run_batch`; every run is kept in
-`RESULTS/<task id>/<control>/<n>/`. The decision is the pure `ssegrade.verify.judge`.
+`RESULTS/<task id>/<control>/<n>/`. As root, a staged copy of each task folder is graded
+(`interpreters.batch.staging`): the author's files keep their owners and modes. The decision
+is the pure `ssegrade.verify.judge`; each problem is shown with the log of the check that
+failed (`interpreters.batch.evidence`).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +28,18 @@ from interpreters.batch.engines import (
     check_engine,
     make_engine,
 )
+from interpreters.batch.evidence import log_head
 from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
 from interpreters.batch.jobs import BadJobs, check_runner, task_repo
+from interpreters.batch.staging import TaskCopyFailed, staged_tasks
 from interpreters.grading import HeldGrade
 from interpreters.real.holding import Hold
+from interpreters.real.results import read_guard
 from interpreters.real.runner import Runner
 from interpreters.real.untrusted import NotReadable, read_regular
+from interpreters.script_options import ScriptOptions
 from interpreters.taskfolder import load_task
-from ssegrade import CheckRecord, EvaluationResult, RuntimeResult, Task
+from ssegrade import CheckRecord, EvaluationResult, Flag, GuardReport, RuntimeResult, Task
 from ssegrade.ssebench import task_problems
 from ssegrade.verify import CONTROLS, Control, ControlRun, Verification, judge
 
@@ -51,6 +59,7 @@ class ControlResult:
     result: EvaluationResult
     seconds: float
     checks: tuple[CheckRecord, ...] = ()
+    guard: GuardReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,18 @@ class TaskVerification:
     folder: Path
     verification: Verification
     runs: tuple[ControlResult, ...]
+    heads: tuple[tuple[str, ...], ...] = ()
+    """The first lines of each evidence's log (`verification.evidence`, in order)."""
+
+    @property
+    def reference_flags(self) -> tuple[Flag, ...]:
+        """The patch guard's flags the reference patch raises (in any of its runs), once each:
+        what is normal for this task (a real fix may touch its tests or build files)."""
+        found: dict[Flag, None] = {}
+        for run in self.runs:
+            if run.control == "reference" and run.guard is not None:
+                found.update(dict.fromkeys(run.guard.flags))
+        return tuple(found)
 
     def to_json(self) -> dict[str, Any]:
         """The task's entry in `verify --format json`."""
@@ -71,6 +92,18 @@ class TaskVerification:
             "verdict": v.verdict,
             "problems": list(v.problems),
             "flaky": list(v.flaky),
+            "reference_flags": [f.model_dump(mode="json") for f in self.reference_flags],
+            "evidence": [
+                {
+                    "about": e.about,
+                    "control": e.control,
+                    "n": e.n,
+                    "check": e.check,
+                    "log": e.log,
+                    "head": list(head),
+                }
+                for e, head in zip(v.evidence, self.heads, strict=True)
+            ],
             "runs": [
                 {
                     "control": r.control,
@@ -79,6 +112,7 @@ class TaskVerification:
                     "result": r.result.patch_result.model_dump(mode="json"),
                     "seconds": round(r.seconds, 3),
                     "results": str(r.folder),
+                    "guard": None if r.guard is None else r.guard.model_dump(mode="json"),
                 }
                 for r in self.runs
             ],
@@ -108,6 +142,8 @@ class _Subject:
     reference: bytes | None
     missing_reference: str | None
     runs: list[ControlResult] = field(default_factory=list)
+    graded: Path | None = None
+    """The folder graded: a staged copy of `folder` (as root), or `folder` itself."""
 
 
 def _load(task_dir: Path, repo: Path | None, runner: Runner) -> _Subject | str:
@@ -135,7 +171,7 @@ def _load(task_dir: Path, repo: Path | None, runner: Runner) -> _Subject | str:
 
 def verify_tasks(
     tasks: Sequence[Path],
-    results: Path,
+    results: Path | None,
     *,
     repo: Path | None = None,
     repeat: int = 1,
@@ -146,16 +182,23 @@ def verify_tasks(
     script_timeout: int | None = None,
     runner_user: str | None = None,
     say: Callable[[str], None] = lambda _line: None,
+    checks: bool = False,
     grade: GradeFunction | None = None,
+    scripts: ScriptOptions | None = None,
 ) -> VerifyReport:
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
-    times each into `results/<task id>/<control>/<n>/` and judge them.
+    times each into `results/<task id>/<control>/<n>/` (`results` None: a new scratch
+    folder) and judge them; `say` hears where the results are kept, once the input is
+    good, then one line per run (and, with `checks`, each check of each run).
 
     The project graded is `repo`, else each task's `source`, read as root only when the
-    account the task speaks for could read it (`interpreters.batch.jobs.task_repo`).
-    Raises `BadJobs` (one line per problem) before anything runs when a task cannot be
-    loaded, `results` is not private (a link, another user's, writable by group or others)
-    or another live grading holds one of its run folders.
+    account the task speaks for could read it (`interpreters.batch.jobs.task_repo`);
+    `scripts` are the options of every script. As
+    root, a staged copy of each task folder is graded: the author's files are left as they
+    are. Raises `BadJobs` (one line per problem) before anything runs, and before any
+    results folder is made, when a task cannot be loaded or copied, `results` is not
+    private (a link, another user's, writable by group or others) or another live grading
+    holds one of its run folders.
     """
     check_engine(engine)
     runner = check_runner(runner_user)
@@ -176,20 +219,33 @@ def verify_tasks(
         if refused:
             config = subject.folder / "config.yaml"
             say(f"warning: {config}: SSEBench's task model would refuse it: {'; '.join(refused)}")
+    options = _Options(
+        workers, engine, ray_address, timeout, script_timeout, runner_user, say, scripts
+    )
     try:
-        folders = RunFolders(results)
+        with staged_tasks([s.folder for s in subjects], stage=runner.isolated) as copies:
+            for subject in subjects:
+                subject.graded = copies[subject.folder]
+            folders = _results(results)
+            say(f"results kept in {folders.root}")
+            try:
+                return _verify(
+                    subjects, folders, repeat, grade or HeldGrade(folders.token, checks), options
+                )
+            finally:
+                folders.close()
+    except TaskCopyFailed as exc:
+        raise BadJobs(exc.problems) from None
+
+
+def _results(results: Path | None) -> RunFolders:
+    """The results folder, private (a new scratch folder when `results` is None)."""
+    if results is None:
+        results = Path(tempfile.mkdtemp(prefix="ssegrade-verify-"))
+    try:
+        return RunFolders(results)
     except FolderRefused as exc:
         raise BadJobs([f"results folder {exc}"]) from None
-    try:
-        return _verify(
-            subjects,
-            folders,
-            repeat,
-            grade or HeldGrade(folders.token),
-            _Options(workers, engine, ray_address, timeout, script_timeout, runner_user, say),
-        )
-    finally:
-        folders.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +257,7 @@ class _Options:
     script_timeout: int | None
     runner_user: str | None
     say: Callable[[str], None]
+    scripts: ScriptOptions | None = None
 
 
 def _verify(
@@ -229,7 +286,7 @@ def _verify(
                 works.append(
                     Work(
                         key=len(works),
-                        task=str(subject.folder),
+                        task=str(subject.graded or subject.folder),
                         patch=patch,
                         repo=str(subject.repo),
                         results=str(folder),
@@ -237,6 +294,7 @@ def _verify(
                         timeout=options.timeout,
                         script_timeout=options.script_timeout,
                         runner_user=options.runner_user,
+                        scripts=options.scripts,
                     )
                 )
                 where.append((subject, control, n))
@@ -259,10 +317,11 @@ def _verify(
             if held is not None:
                 folders.remove(held)
             return []
+        checks, guard = _check_records(folder), read_guard(folder)  # read while still held
         if held is not None:
             held.unmark()
             held.release()
-        run = ControlResult(control, n, folder, done.result, done.seconds, _check_records(folder))
+        run = ControlResult(control, n, folder, done.result, done.seconds, checks, guard)
         subject.runs.append(run)
         finished = sum(len(s.runs) for s in subjects)
         options.say(
@@ -298,15 +357,19 @@ def _judge(subject: _Subject) -> TaskVerification:
     control_runs = [ControlRun(r.control, r.n, r.result.patch_result, r.checks) for r in runs]
     verdict = judge(
         subject.task,
-        str(subject.folder),
+        str(subject.graded or subject.folder),
         control_runs,
         has_reference=subject.task.files.patch is not None,
     )
     if subject.missing_reference is not None:
         verdict = Verification(
-            "broken", (subject.missing_reference, *verdict.problems), verdict.flaky
+            "broken",
+            (subject.missing_reference, *verdict.problems),
+            verdict.flaky,
+            verdict.evidence,
         )
-    return TaskVerification(subject.task.id, subject.folder, verdict, tuple(runs))
+    heads = tuple(log_head(e.log) for e in verdict.evidence)
+    return TaskVerification(subject.task.id, subject.folder, verdict, tuple(runs), heads)
 
 
 def _check_records(folder: Path) -> tuple[CheckRecord, ...]:

@@ -23,7 +23,7 @@ from returns.result import Failure, Result, Success
 from interpreters.daemon.shell import AgentShell, ShellError
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.runner import EnvPolicy, Runner
+from interpreters.real.runner import ContainmentPolicy, EnvPolicy, Runner
 from ssegrade.effects import CaptureError, ScriptResult
 from ssegrade.run import Interpreter
 
@@ -50,6 +50,8 @@ class LocalBackend:
     say: Callable[[str], None] = print
     env: EnvPolicy | None = None
     """The scripts' environment (its `hidden` names the admin folder too)."""
+    memory: int | None = None
+    containment: ContainmentPolicy | None = None
     agent_shell: AgentShell | None = None
     """The `bash` tool's shell; None: the tool answers that it has none."""
     archive: Path | None = None
@@ -68,7 +70,14 @@ class LocalBackend:
             support=self.places.support,
         )
         # No overall limit of its own: each request carries its script limit.
-        return LocalSystem(places, self.runner, say=self.say, env=self.env)
+        return LocalSystem(
+            places,
+            self.runner,
+            say=self.say,
+            env=self.env,
+            memory=self.memory,
+            containment=self.containment,
+        )
 
     def _live(self) -> tuple[Path, git.Baseline]:
         if self.places.source is None or self.places.baseline is None:

@@ -18,6 +18,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ssegrade.effects import Action, ScriptResult
+from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     PREFIX,
     AgentExitedReply,
@@ -37,6 +38,7 @@ M = TypeVar("M", bound=BaseModel)
 
 _PREPARE = TypeAdapter[Any](PrepareReply)
 _SCRIPT = TypeAdapter(ScriptResult)
+_FACTS = TypeAdapter(GuardFacts)
 
 
 class DaemonError(Exception):
@@ -181,6 +183,14 @@ class DaemonClient:
         except ValidationError as exc:
             raise DaemonError(f"POST /prepare_grading: unreadable reply: {exc}") from exc
         return parsed
+
+    def observe_guard(self, *, timeout: float | None = None) -> GuardFacts:
+        """`POST /guard/observe` (admin socket)."""
+        reply = self.request("POST", "/guard/observe", timeout=httpx.Timeout(timeout))
+        try:
+            return _FACTS.validate_json(reply.content)
+        except ValidationError as exc:
+            raise _unreadable(reply, exc) from exc
 
     def agent_exited(self) -> AgentExitedReply:
         """`POST /admin/agent_exited`."""

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -21,10 +22,13 @@ from interpreters.real.results import ResultsWriter
 from interpreters.setup import (
     BadInput,
     Inputs,
+    ScriptOptions,
+    containment_options,
     graded,
     repo_option,
     results_option,
     runner_option,
+    script_env_options,
     source_option,
     task_option,
 )
@@ -107,6 +111,8 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     help="Longest an agent's script may run, seconds; the evaluator sets its own.",
 )
 @runner_option
+@script_env_options
+@containment_options
 @click.option(
     "--agent-user",
     envvar="SSE_AGENT_USER",
@@ -139,6 +145,7 @@ def daemon(
     agent_user: str,
     archive: Path,
     openapi: bool,
+    **scripts: Any,
 ) -> None:
     """Run the task daemon: record the baseline, then serve the agent's checks on the
     agent-facing socket (gated by SSE_DIFFICULTY, 0-4, default 2) and grading on the admin
@@ -171,6 +178,7 @@ def daemon(
             runner_user=runner_user,
             agent_user=agent_user,
             archive=archive,
+            scripts=ScriptOptions.of(**scripts),
         )
     )
 

@@ -2,10 +2,12 @@
 
 Interpreter layer.
 
-- `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, `Bench`)
-  over the admin socket and the others (`Archive`, `CheckFinished`, `Notify`, `WriteResult`)
-  locally with `ResultsWriter`. Each script may run for the script limit or the time left
-  before the grading's `Deadline`, whichever is smaller; the run loop ends grading there.
+- `RemoteGrading` answers the grading program's bencher effects (`PrepareGrading`, with the
+  patch from `GET /ssegrade/final_diff` for the guard; `Bench`; the guard's `ObserveGuard`)
+  over the admin socket and the others (`Archive`, `CheckFinished`, `Notify`, `WriteResult`,
+  `WriteGuard`) locally with `ResultsWriter`. Each
+  script may run for the script limit or the time left before the grading's `Deadline`,
+  whichever is smaller; the run loop ends grading there.
 - `PreviewInterpreter` answers the `test_patch` preview's effects: `Bench` over the
   agent-facing socket (never the grading session), `SpillLog` by writing a new file in the log
   folder.
@@ -20,7 +22,7 @@ import re
 import secrets
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -28,9 +30,9 @@ from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
 from interpreters.real.private import trusted
-from ssegrade.effects import Bench, Effect, PrepareGrading
+from ssegrade.effects import Bench, Effect, ObserveGuard, Prepared, PrepareError, PrepareGrading
 from ssegrade.preview import SpillLog
-from ssegrade.protocol import prepared_result
+from ssegrade.protocol import decode_patch, prepared_result
 from ssegrade.run import Deadline
 
 __all__ = ["PreviewInterpreter", "RemoteGrading"]
@@ -55,14 +57,29 @@ class RemoteGrading:
         match effect:
             case PrepareGrading():
                 left = self.deadline.left()
-                return prepared_result(self.client.prepare_grading(timeout=left + _REPLY_GRACE))
+                prepared = prepared_result(self.client.prepare_grading(timeout=left + _REPLY_GRACE))
+                return self._with_patch(prepared)
             case Bench(action=action, poc=poc):
                 limit = min(self.deadline.left(), self.script_timeout or math.inf)
                 return self.client.bencher(
                     action, grading=True, poc=poc, limit=limit, timeout=limit + _REPLY_GRACE
                 )
+            case ObserveGuard():
+                return self.client.observe_guard(timeout=_REPLY_GRACE)
             case _:
                 return self.local(effect)
+
+    def _with_patch(self, prepared: Result[Prepared, PrepareError]) -> object:
+        """The prepared answer with the patch bytes (`GET /ssegrade/final_diff`), which the
+        patch guard examines; without them when the daemon cannot give them (the grade never
+        depends on them: every copy is made by the daemon)."""
+        if not isinstance(prepared, Success) or prepared.unwrap().empty:
+            return prepared
+        try:
+            patch = decode_patch(self.client.final_diff())
+        except (DaemonError, ValueError):
+            return prepared
+        return Success(replace(prepared.unwrap(), patch=patch))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

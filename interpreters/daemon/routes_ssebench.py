@@ -18,6 +18,8 @@ from interpreters.daemon import ssebench
 from interpreters.daemon.asking import Asker, errors
 from interpreters.daemon.service import Refused
 from ssegrade.protocol.wire import (
+    I64_MAX,
+    I64_MIN,
     WireCapabilities,
     WireDialog,
     WireDiff,
@@ -102,9 +104,10 @@ async def get_files(asker: Asker) -> WireFiles:
 @router.get("/agent/dialog", response_model=WireDialog, responses=errors(400, 500))
 async def get_dialog(
     asker: Asker,
-    since: Annotated[int | None, Query(description="Only the entries whose `seq` is above.")] = (
-        None
-    ),
+    since: Annotated[
+        int | None,
+        Query(description="Only the entries whose `seq` is above.", ge=I64_MIN, le=I64_MAX),
+    ] = None,
 ) -> WireDialog:
     """The dialog entries the agent side wrote in `$SSE_ARCHIVE/dialog.jsonl`."""
     return await asker.call(ssebench.dialog, asker.service, since)

@@ -12,9 +12,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 from fastapi.responses import Response
+from pydantic import TypeAdapter
 
 from interpreters.daemon.asking import Asker, errors
 from ssegrade.effects import Action, ScriptResult
+from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     PREFIX,
     AgentExitedReply,
@@ -117,3 +119,16 @@ async def post_agent_exited(asker: Asker) -> AgentExitedReply:
 async def get_reference_patch(asker: Asker) -> DiffText:
     """Admin only (403 elsewhere): the task's reference fix; 404 when the task has none."""
     return await asker.call(asker.service.reference_patch, asker.listener)
+
+
+_FACTS = TypeAdapter(GuardFacts)
+
+
+@router.post("/guard/observe", response_model=GuardFacts, responses=errors(403, 404, 503))
+async def post_guard_observe(asker: Asker) -> Response:
+    """Admin only (403 elsewhere): what the patch guard reads besides the patch, observed in
+    the grading session after its checks: the PoC files (bytes in base64), the paths of the
+    hidden test diff, and a scan of the build's objects for the task's sanitizer runtime. 404
+    before `POST /prepare_grading`."""
+    facts = await asker.call(asker.service.observe_guard, asker.listener)
+    return Response(_FACTS.dump_json(facts), media_type="application/json")

@@ -26,9 +26,10 @@ from typing import Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.bencher import BenchSession, bench, prepare
+from ssegrade.bencher import BenchSession, bench, observe, prepare
 from ssegrade.difficulty import Level
 from ssegrade.effects import Action, CaptureError, ScriptResult
+from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     ADMIN_ONLY,
     AGENT_PHASE_OVER,
@@ -344,6 +345,18 @@ class Service:
         reply = prepare_reply(prepared)
         self.say(f"prepare_grading: {reply.outcome}")
         return reply
+
+    def observe_guard(self, listener: Listener) -> GuardFacts:
+        """`POST /ssegrade/guard/observe` (admin only, ssegrade's own): what the patch guard
+        reads besides the patch, observed in the grading session (404 before it is prepared)."""
+        self.admin_only(listener)
+        with self._work(listener, "grading"):
+            session = self._grading
+            if session is None or not isinstance(session.prepared, Success):
+                raise Refused(404, NOT_PREPARED)
+            facts = run(observe(session), self.backend.grading_system(self.script_timeout))
+        self.say(f"guard: observed {len(facts.pocs)} PoC files")
+        return facts
 
     def agent_exited(self, listener: Listener) -> AgentExitedReply:
         """`POST /admin/agent_exited` (admin only): close the agent-facing tools for good, kill

@@ -11,8 +11,7 @@ removed at exit.
 from __future__ import annotations
 
 import os
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from returns.result import Failure
@@ -33,9 +32,16 @@ from interpreters.daemon.shell import AgentShell
 from interpreters.grading import keep_repo_copy
 from interpreters.real import files, git
 from interpreters.real.local import Places
-from interpreters.real.runner import EnvPolicy
+from interpreters.real.runner import ContainmentRefused, choose, release_scratch, scratch_folder
 from interpreters.real.support import find_support_folders
-from interpreters.setup import BadInput, grading_repo, load_inputs, lock_task, make_results
+from interpreters.setup import (
+    BadInput,
+    ScriptOptions,
+    grading_repo,
+    load_inputs,
+    lock_task,
+    make_results,
+)
 from ssegrade.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
@@ -57,6 +63,7 @@ class Settings:
     runner_user: str | None
     agent_user: str = "model"
     archive: Path | None = None
+    scripts: ScriptOptions = field(default_factory=ScriptOptions)
 
 
 def _baseline(source: Path, given: Path | None, state: Path, *, keep_copy: bool) -> git.Baseline:
@@ -111,12 +118,17 @@ def run_daemon(settings: Settings) -> None:
     admin_socket = settings.admin_socket.absolute()
     if agent_socket == admin_socket:
         raise BadInput("the agent-facing and admin sockets must be different paths")
+    scripts = settings.scripts
+    try:
+        contained = choose(scripts.containment)
+    except ContainmentRefused as exc:
+        raise BadInput(str(exc)) from None
     results = make_results(settings.results, share=True)
     try:
         check_admin_folder(admin_socket)
     except SocketError as exc:
         raise BadInput(str(exc)) from exc
-    state = Path(tempfile.mkdtemp(prefix="ssegrade-daemon-"))
+    state = scratch_folder("daemon")  # its guardian removes it, and what runs, on a kill
     try:
         state.chmod(0o711)  # the runner must reach its scratch folder below, and nothing else
         keep_copy = settings.repo is None and not Path("/ssebench-repo").is_dir()
@@ -145,7 +157,9 @@ def run_daemon(settings: Settings) -> None:
                 who,
                 reference=reference,
                 say=say,
-                env=EnvPolicy(hidden=hidden),
+                env=replace(scripts.env, hidden=hidden),
+                memory=scripts.memory,
+                containment=scripts.containment,
                 agent_shell=AgentShell(
                     source, settings.agent_user, (*hidden, str(results), str(base.path))
                 ),
@@ -159,8 +173,10 @@ def run_daemon(settings: Settings) -> None:
         listening = _listeners(agent_socket, admin_socket, settings.http_port)
         if who.note:
             say(who.note)
+        say(contained.describe().replace("containment: ", "scripts: containment ", 1))
         say(f"task {task.id}, difficulty level {service.level.number} ({service.level.name})")
         serve(service, listening, say)
     finally:
         files.remove_tree(state)
+        release_scratch(state)
     say("stopped")

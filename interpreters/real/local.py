@@ -24,8 +24,10 @@ from returns.result import Failure, Result
 
 from interpreters.real import files, git
 from interpreters.real.ahead import WorkAhead
+from interpreters.real.objects import answer_observation
 from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
+from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
 from ssegrade import (
     ApplyDiff,
@@ -44,7 +46,9 @@ from ssegrade import (
     NewSession,
     Notify,
     ProvePatch,
+    ReadTaskFile,
     RunScript,
+    ScanObjects,
     ScriptResult,
     Staged,
     StageFiles,
@@ -54,6 +58,7 @@ from ssegrade import (
     Unstage,
     Workspace,
     WriteArtifact,
+    WriteGuard,
     WriteResult,
 )
 
@@ -92,6 +97,7 @@ class LocalSystem:
     started: Callable[[str], None] | None = None
     env: EnvPolicy | None = None
     memory: int | None = None
+    containment: ContainmentPolicy | None = None
     ahead: bool = False
     copies: int | None = None
     """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
@@ -244,7 +250,9 @@ class LocalSystem:
                 if self._ahead is not None:
                     self._ahead.checks_over()
                 return self._writer(effect)
-            case CheckStarted() | CheckFinished() | Notify() | WriteResult():
+            case ReadTaskFile() | ScanObjects():
+                return answer_observation(effect, self.places.repo, self.deadline)
+            case CheckStarted() | CheckFinished() | Notify() | WriteResult() | WriteGuard():
                 return self._writer(effect)
             case _:
                 assert_never(effect)
@@ -371,6 +379,7 @@ class LocalSystem:
                 keep=self.places.support,
                 env=self._env_policy(),
                 memory=self.memory,
+                containment=self.containment,
             )
         finally:
             self._restore_support()

@@ -1,5 +1,6 @@
 """What the evaluator writes into the results folder (interpreter layer): progress lines,
-`checks.jsonl`, `logs/notes.log`, the archive of the source tree and `result.json`.
+`checks.jsonl`, `logs/notes.log`, the archive of the source tree, `result.json` and the patch
+guard's `guard.json` (with its `guard` record in `checks.jsonl`).
 
 Every write is safe against links planted in the results folder: appends never follow one,
 whole files are written atomically. The archive never holds the grade back: it is written by a
@@ -17,10 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, assert_never
 
+from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from interpreters.real import files
+from interpreters.real.objects import read_start
 from ssegrade import (
     Archive,
     ArchiveError,
@@ -30,13 +33,29 @@ from ssegrade import (
     Effect,
     Notify,
     TimeLimitReached,
+    WriteGuard,
     WriteResult,
 )
+from ssegrade.guard import GuardReport
 from ssegrade.program import GradingInterrupted
 
-__all__ = ["ARCHIVE_NAME", "ResultsWriter", "archive_whole", "check_label", "describe_check"]
+__all__ = [
+    "ARCHIVE_NAME",
+    "GUARD_NAME",
+    "ResultsWriter",
+    "archive_whole",
+    "check_label",
+    "describe_check",
+    "describe_guard",
+    "guard_record",
+    "parse_guard",
+    "read_guard",
+]
 
 ARCHIVE_NAME = "source.tar.gz"
+GUARD_NAME = "guard.json"
+MAX_GUARD = 16 << 20
+"""A larger `guard.json` is not read back (its flags list at most 50 paths each)."""
 
 
 def check_label(name: str, poc: str | None) -> str:
@@ -59,7 +78,41 @@ def describe_check(record: CheckRecord) -> str:
     )
 
 
-Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult
+def describe_guard(report: GuardReport, where: str) -> str:
+    """One progress line for the patch guard: the kinds of flag it raised, and its file."""
+    if not report.checked:
+        return f"guard: no patch to examine; {where}"
+    if not report.flags:
+        return f"guard: no flag; {where}"
+    return f"guard: flagged {', '.join(report.kinds)} (advisory, not part of the grade); {where}"
+
+
+def read_guard(folder: Path) -> GuardReport | None:
+    """The `guard.json` of a results folder, or None when it is missing or unreadable (it is
+    read without following a link, as every file of a results folder)."""
+    read = read_start(str(folder / GUARD_NAME), MAX_GUARD)
+    return parse_guard(read.unwrap() if is_successful(read) else None)
+
+
+def parse_guard(data: bytes | None) -> GuardReport | None:
+    """The report a `guard.json`'s bytes hold, or None (no bytes, or not a report)."""
+    if data is None:
+        return None
+    try:
+        return GuardReport.model_validate_json(data)
+    except ValidationError:
+        return None
+
+
+def guard_record(report: GuardReport, where: str) -> dict[str, Any]:
+    """The `guard` line of `checks.jsonl`: a check record's keys (`exit_code` is the number
+    of flags, `passed` that there is none) and `flags`, the kinds raised."""
+    flags = len(report.flags)
+    record = CheckRecord("guard", None, flags, 0.0, False, where, passed=not flags)
+    return {**asdict(record), "flags": list(report.kinds)}
+
+
+Reported = Archive | CheckStarted | CheckFinished | Notify | WriteResult | WriteGuard
 
 
 def _append(path: Path, text: str) -> None:
@@ -135,13 +188,13 @@ class ResultsWriter:
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer `Archive` (the archive under way: finished once `result.json` is written),
-        `CheckStarted`, `CheckFinished`, `Notify` or `WriteResult`."""
+        `CheckStarted`, `CheckFinished`, `Notify`, `WriteResult` or `WriteGuard`."""
         if not isinstance(effect, Reported):
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
             case Archive():
-                if self.source is None:
-                    return Failure(ArchiveError("no source tree (a recorded patch was graded)"))
+                if self.source is None:  # a recorded patch: no tree to archive, nothing to say
+                    return Success(None)
                 self.start_archive()
                 if self._archive is None:  # no child process: written here, before the grade
                     return archive_whole(self.source, self.results / ARCHIVE_NAME, self.check)
@@ -167,6 +220,13 @@ class ResultsWriter:
                     self.stop_archive()
                     raise
                 self.finish_archive()
+                return None
+            case WriteGuard(report=report):
+                path = self.results / GUARD_NAME
+                files.atomic_write(path, report.to_json())
+                line = json.dumps(guard_record(report, str(path)), separators=(",", ":"))
+                _append(self.results / "checks.jsonl", line + "\n")
+                self.say(describe_guard(report, str(path)))
                 return None
             case _:
                 assert_never(effect)

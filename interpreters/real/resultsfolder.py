@@ -20,7 +20,7 @@ from interpreters.real import holding
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused, make_private
 
-__all__ = ["DEFAULT_RESULTS", "NotReady", "hold"]
+__all__ = ["DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
 
 DEFAULT_RESULTS = Path("/var/lib/ssebench/results")
 """The results folder when none is named; its parent is private too, as in the task
@@ -127,3 +127,20 @@ def _ready(held: Hold, entries: Collection[str], *, force: bool, prepared: bool)
         )
     with contextlib.suppress(FileExistsError):
         os.mkdir("logs", 0o700, dir_fd=held.folder)
+
+
+def discard_unused(results: Path) -> None:
+    """Remove the results folder `results` (absolute), made for a grading that was then
+    refused, when nothing but its lock and an empty `logs/` is in it; anything else (a
+    folder someone else wrote into meanwhile) is left as it is."""
+    with contextlib.suppress(OSError):
+        fd = os.open(results, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            with contextlib.suppress(OSError):
+                os.rmdir("logs", dir_fd=fd)  # only when empty
+            if set(os.listdir(fd)) <= {holding.LOCK}:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(holding.LOCK, dir_fd=fd)
+                os.rmdir(results)
+        finally:
+            os.close(fd)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from ssegrade.answers import ScriptResult
 from ssegrade.bencher import task_path
@@ -24,6 +24,8 @@ from ssegrade.protocol.documents import ChangedFile
 from ssegrade.task import Task
 
 __all__ = [
+    "I64_MAX",
+    "I64_MIN",
     "WireCapabilities",
     "WireChangedFile",
     "WireDialog",
@@ -222,13 +224,19 @@ def wire_files(files: Sequence[ChangedFile]) -> WireFiles:
     )
 
 
+_I32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
+"""The original's 32-bit integers: a grade's counts and duration outside them do not read."""
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+"""The bounds of the original's 64-bit integers: a dialog line's `seq` and `since`."""
+
+
 class _StoredPatch(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     status: str | None = None
     build_success: StrictBool | None = None
-    pov_passed: StrictInt | None = None
-    pov_total: StrictInt | None = None
+    pov_passed: _I32 | None = None
+    pov_total: _I32 | None = None
     func_test_success: StrictBool | None = None
     intent_test_success: StrictBool | None = None
     error_msg: str | None = None
@@ -238,7 +246,7 @@ class _StoredPatch(BaseModel):
 class _StoredRuntime(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    agent_duration: StrictInt
+    agent_duration: _I32
     agent_timeout: StrictBool
     evaluator_timeout: StrictBool
 
@@ -279,7 +287,7 @@ def wire_result(data: bytes | None) -> dict[str, Any]:
 
 def dialog_entries(text: str, since: int) -> list[dict[str, Any]]:
     """The dialog entries of a JSON Lines text whose integer `seq` is above `since`; lines
-    that are not JSON objects with an integer `seq` are skipped.
+    that are not JSON objects with an integer `seq` (one that fits 64 bits) are skipped.
 
     >>> dialog_entries('{"seq": 1}\\nnot json\\n{"seq": 2, "x": 1}\\n{"y": 3}\\n', 1)
     [{'seq': 2, 'x': 1}]
@@ -293,6 +301,6 @@ def dialog_entries(text: str, since: int) -> list[dict[str, Any]]:
         except ValueError:
             continue
         seq = entry.get("seq") if isinstance(entry, dict) else None
-        if isinstance(seq, int) and not isinstance(seq, bool) and seq > since:
+        if isinstance(seq, int) and not isinstance(seq, bool) and since < seq <= I64_MAX:
             entries.append(entry)
     return entries

@@ -11,6 +11,7 @@ Pure core, one concept per module; other tools import this package alone:
 - `ssegrade.report.tally`: a row counted task by task without its runs;
 - `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment (`Outcomes`:
   which row passed which task, in bits);
+- `ssegrade.report.guard`: the patch guard's columns, and shares without flagged runs;
 - `ssegrade.report.model`: the report model (the `--format json` document).
 
 Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
@@ -18,6 +19,7 @@ Finding and reading files is `interpreters.report_io`'s job; printing is the ren
 
 from ssegrade.report.aggregate import Fold, TaskPart, aggregate, parts_of, summarize
 from ssegrade.report.compare import Outcomes, compare, compare_all, find_row
+from ssegrade.report.guard import GuardTally, RowGuard, exclude_flagged, row_guard
 from ssegrade.report.model import (
     Comparison,
     Excluded,
@@ -39,11 +41,13 @@ __all__ = [
     "Comparison",
     "Excluded",
     "Fold",
+    "GuardTally",
     "Interval",
     "Outcomes",
     "ReadError",
     "Report",
     "Row",
+    "RowGuard",
     "RowKey",
     "Rules",
     "RunFolder",
@@ -58,11 +62,13 @@ __all__ = [
     "aggregate",
     "compare",
     "compare_all",
+    "exclude_flagged",
     "find_row",
     "natural_key",
     "parse_run",
     "parts_of",
     "poc_passed",
+    "row_guard",
     "run_order",
     "summarize",
 ]

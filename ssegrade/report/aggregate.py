@@ -14,17 +14,23 @@ over any iterable of run records. The rules of the shares (SPEC §11):
 - rows are sorted by pass share.
 
 Under SSEBench's rules (`--rules ssebench`, `ssegrade.report.rules`) every share is over all the
-kept runs of its row, a PoC check passes when `pov_passed` equals `pov_total`, and rows come in
-the order SSEBench's report gives them.
+kept runs of its row, a PoC check passes when `pov_total` is set and `pov_passed` equals it,
+and rows come in the order SSEBench's report gives them.
+
+Beside the shares, each row carries the patch guard's columns (`ssegrade.report.guard`), each
+run its flags, and the report how many runs (kept and left out) ran their scripts in each
+containment mode (`full`, `weak`, `unknown`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ssegrade.checks import grading_order
 from ssegrade.report.compare import Outcomes
+from ssegrade.report.guard import flagged_why
 from ssegrade.report.model import (
     Excluded,
     Report,
@@ -35,7 +41,7 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
-from ssegrade.report.rules import Rules
+from ssegrade.report.rules import Rules, is_error
 from ssegrade.report.select import Selection, Selector
 from ssegrade.report.summary import RunRecord
 from ssegrade.report.tally import RowTally, new_counts
@@ -119,6 +125,7 @@ def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
             "started_at": rec.started_at,
             "cached_from": rec.cached_from,
             "error_msg": patch.error_msg,
+            "flags": rec.flags,
         }
     )
     return run
@@ -127,10 +134,12 @@ def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
 _NEW_TASK_RUN = TaskRun.__pydantic_validator__.validate_python
 
 
-def _excluded(rec: RunRecord) -> Excluded:
+def _excluded(rec: RunRecord, errors_as_failures: bool, rules: Rules) -> Excluded:
     patch = rec.patch
     if rec.reference:
         why = "reference run"
+    elif errors_as_failures or not is_error(rec, rules):
+        why = flagged_why(rec.flags or ())  # the selection kept it: exclude_flagged took it out
     else:
         why = f"error: {patch.error_msg}" if patch.error_msg else "error"
     return Excluded(
@@ -150,7 +159,12 @@ def _excluded(rec: RunRecord) -> Excluded:
         spend=rec.spend,
         minutes=_minutes(rec),
         started_at=rec.started_at,
+        flags=rec.flags,
     )
+
+
+_MODES = frozenset({"full", "weak"})
+"""The containment modes a run may record; any other value (or none) is `unknown`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +186,7 @@ class Fold:
 
     __slots__ = (
         "_agents",
+        "_containment",
         "_last",
         "_models",
         "_set_aside",
@@ -193,6 +208,7 @@ class Fold:
         self._models: dict[str, int] = {}
         self._agents: dict[str, int] = {}
         self._set_aside = 0
+        self._containment: Counter[str] = Counter()
         self._last: str | None = None
 
     def add(self, selection: Selection) -> list[TaskPart]:
@@ -221,6 +237,11 @@ class Fold:
         has: frozenset[Check],
     ) -> TaskPart:
         kept.sort(key=lambda i: (i[1].model, i[1].agent, i[0]))
+        modes = self._containment
+        for _, rec in kept:
+            modes[rec.containment if rec.containment in _MODES else "unknown"] += 1
+        for rec in excluded:
+            modes[rec.containment if rec.containment in _MODES else "unknown"] += 1
         checks = tuple(check.name for check in grading_order() if check.name in has)
         excluded.sort(key=lambda r: (r.model, r.agent, r.run_id))
         by_row: dict[RowKey, list[RunRecord]] = {}
@@ -252,7 +273,7 @@ class Fold:
             task=task,
             row=row,
             runs=tuple(_task_run(trial, rec, checks) for trial, rec in kept),
-            excluded=tuple(_excluded(rec) for rec in excluded),
+            excluded=tuple(_excluded(rec, self.errors_as_failures, self.rules) for rec in excluded),
         )
 
     def _row_order(self, row: Row) -> tuple[object, ...]:
@@ -275,6 +296,7 @@ class Fold:
             set_aside=self._set_aside,
             errors_as_failures=self.errors_as_failures,
             rules=self.rules,
+            containment=dict(sorted(self._containment.items())),
         )
 
 

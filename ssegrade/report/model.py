@@ -82,6 +82,11 @@ class Row(_Out):
     and `pass_hat_k` give pass@k and pass^k for k = 1 … `trials` (keys are k); `clustered` is
     the task-clustered interval of the pass share, given when a task has several kept runs.
     `cost_per_pass` is the total spend of the kept runs over the runs that passed.
+
+    The patch guard's columns (`ssegrade.report.guard`): `unflagged`, the share of runs that
+    passed and raised no flag, over the same runs as `passed` (None when no run carries a
+    guard record); `flagged`, how many passed runs raised each kind; `unguarded`, the runs
+    without a guard record.
     """
 
     model: str
@@ -100,6 +105,9 @@ class Row(_Out):
     pass_at_k: dict[int, float] = {}
     pass_hat_k: dict[int, float] = {}
     clustered: Interval | None = None
+    unflagged: Share | None = None
+    flagged: dict[str, int] = {}
+    unguarded: int = 0
 
     @property
     def key(self) -> RowKey:
@@ -126,8 +134,8 @@ class TaskRow(_Out):
 
 
 class Excluded(_Out):
-    """A run left out of the shares: a reference run or an `error` run (under `latest`, the
-    latest run of its task, model and agent)."""
+    """A run left out of the shares: a reference run, an `error` run (under `latest`, the
+    latest run of its task, model and agent), or a run `--exclude-flagged` took out."""
 
     task: str
     model: str
@@ -145,12 +153,14 @@ class Excluded(_Out):
     spend: float | None = None
     minutes: float | None = None
     started_at: datetime | None = None
+    flags: tuple[str, ...] | None = None
 
 
 class TaskRun(_Out):
     """One kept run in the per-task table. `poc` is `passed/total`, None when the PoCs did not
     run; `checks` lists the checks the task has (a null field of a listed check: not run).
-    `status` is `failed` for an error run counted as failed (`error` keeps its own message)."""
+    `status` is `failed` for an error run counted as failed (`error` keeps its own message).
+    `flags`: the kinds the patch guard raised (None: no guard record)."""
 
     model: str
     agent: str
@@ -169,6 +179,7 @@ class TaskRun(_Out):
     started_at: datetime | None = None
     cached_from: str | None = None
     error_msg: str | None = None
+    flags: tuple[str, ...] | None = None
 
 
 class Report(_Out):
@@ -176,7 +187,9 @@ class Report(_Out):
 
     `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
     task, model and agent exists; `errors_as_failures` says whether error runs were counted as
-    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`).
+    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`);
+    `containment` counts the runs kept and left out by the mode their scripts ran in
+    (`full`, `weak`, `unknown`).
     """
 
     runs: RunsMode
@@ -189,6 +202,7 @@ class Report(_Out):
     set_aside: int = 0
     errors_as_failures: bool = False
     rules: Rules = "ssegrade"
+    containment: dict[str, int] = {}
 
 
 class Comparison(_Out):

@@ -13,8 +13,9 @@ comparison with published SSEBench numbers:
 - an `error` run: its status is `error` (derived when the grade has none) | its grade says
   `error`;
 - a share's denominator: the kept runs whose task has the check | every kept run of the row;
-- the PoC check passes: every PoC ran and passed | `pov_passed` equals `pov_total`, so PoCs
-  that never ran (both null) pass;
+- the PoC check passes: every PoC ran and passed | `pov_total` is set and `pov_passed` equals
+  it, so PoCs that never ran (a failed build, a task without PoCs) do not pass, and a task
+  without PoCs still counts in the denominator;
 - the row order: pass share, highest first | models, then agents, as they first appear.
 """
 
@@ -32,9 +33,9 @@ __all__ = ["DIFFERENCE", "Rules", "counted", "is_error", "ssebench_order"]
 Rules = Literal["ssegrade", "ssebench"]
 
 DIFFERENCE = (
-    "ssegrade's rules take each check's share over the runs whose task has it and count a PoC "
-    "check that did not run as not passed; --rules ssebench, as SSEBench's report, takes "
-    "every share over all kept runs and counts PoCs that never ran as passed."
+    "ssegrade's rules take each check's share over the runs whose task has it; --rules "
+    "ssebench, as SSEBench's report, takes every share over all kept runs, a task without "
+    "the check counting as not passed."
 )
 """How the two rules differ, in one line (the report's footer)."""
 
@@ -68,7 +69,7 @@ def is_error(rec: RunRecord, rules: Rules) -> bool:
 def _ssebench_passes(rec: RunRecord, check: CheckSpec) -> bool:
     patch = rec.patch
     if check.name == "poc":
-        return patch.pov_passed == patch.pov_total
+        return patch.pov_total is not None and patch.pov_passed == patch.pov_total
     return getattr(patch, check.fields[0]) is True
 
 
@@ -85,7 +86,7 @@ def counted(
     >>> counted(built_no_poc, poc, frozenset({"build", "poc"}), "ssegrade")
     (True, False)
     >>> counted(built_no_poc, poc, frozenset({"build"}), "ssebench")
-    (True, True)
+    (True, False)
     """
     if rules == "ssebench":
         return True, _ssebench_passes(rec, check)

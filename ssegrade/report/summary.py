@@ -33,6 +33,7 @@ from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler,
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
+from ssegrade.guard.model import flag_kinds
 from ssegrade.result import WITHOUT_LOG, PatchResult
 from ssegrade.ssebench import summary_problem
 from ssegrade.task import Check, checks_of
@@ -95,6 +96,8 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     spend_recorded: bool | None
     started_at: datetime | None
     cached_from: str | None
+    guard: object
+    containment: str | None
 
 
 def _leniently(data: object, handler: ValidatorFunctionWrapHandler) -> PatchResult:
@@ -166,7 +169,9 @@ class RunRecord(NamedTuple):
     `agent_seconds` is the agent's run time (`runtime_result.agent_duration`), None when unknown.
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
     grade a batch reused for this run; `status_given` whether the grade said its status (else
-    it was derived).
+    it was derived); `containment` the mode its scripts ran in (`full`, `weak`), None when its
+    summary does not say. `flags` are the kinds of flag the patch guard raised (empty: none),
+    None when the run carries no guard record.
     """
 
     task: str
@@ -182,6 +187,8 @@ class RunRecord(NamedTuple):
     folder: str = ""
     cached_from: str | None = None
     status_given: bool = True
+    flags: tuple[str, ...] | None = None
+    containment: str | None = None
 
 
 def poc_passed(patch: PatchResult) -> bool:
@@ -304,6 +311,8 @@ def parse_run(
             folder=folder.path,
             cached_from=doc.get("cached_from"),
             status_given=given,
+            flags=flag_kinds(doc.get("guard")),
+            containment=doc.get("containment"),
         )
     )
 

@@ -6,7 +6,8 @@ that task at once); `RowTally.row` gives the `Row`, equal to what the whole list
 give: the shares count runs as `ssegrade.report.rules.counted` says, the means of spend and
 minutes are exact sums (`ExactSum`, rounded as `math.fsum` rounds), and pass@k, pass^k and the
 clustered interval come from how many tasks had each (runs, passes) pair, each pair's
-estimate computed once.
+estimate computed once; the patch guard's columns are counted as they come
+(`ssegrade.report.guard.GuardTally`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 from ssegrade.checks import grading_order
+from ssegrade.report.guard import GuardTally
 from ssegrade.report.model import Interval, Row, RowKey, Share
 from ssegrade.report.rules import Rules, counted
 from ssegrade.report.summary import RunRecord
@@ -107,7 +109,7 @@ _ONE = 1 << _SCALE
 class RowTally:
     """What a `Row` needs, counted task by task (see the module's docstring)."""
 
-    __slots__ = ("_checks", "_minutes", "_rules", "_spend", "_tasks", "runs")
+    __slots__ = ("_checks", "_guard", "_minutes", "_rules", "_spend", "_tasks", "runs")
 
     def __init__(self, rules: Rules) -> None:
         self._rules: Rules = rules
@@ -115,6 +117,7 @@ class RowTally:
         self._spend = ExactSum()
         self._minutes = ExactSum()
         self._tasks: Counter[tuple[int, int]] = Counter()
+        self._guard = GuardTally()
         self.runs = 0
 
     def add(
@@ -134,6 +137,7 @@ class RowTally:
                 self._spend.add(rec.spend)
             if rec.agent_seconds is not None:
                 self._minutes.add(rec.agent_seconds / 60)
+        self._guard.add(kept)
         self.runs += len(kept)
         self._tasks[(len(kept), passes)] += 1
         return passes
@@ -150,6 +154,7 @@ class RowTally:
             bounds = clustered_wilson([pair for pair, times in pairs.items() for _ in range(times)])
         spent = self._spend
         passes = shares["passed"].passed
+        guard = self._guard.result()
         return Row(
             model=key[0],
             agent=key[1],
@@ -167,6 +172,9 @@ class RowTally:
             pass_at_k={k: _mean(pairs, tasks, pass_at_k, k) for k in range(1, trials + 1)},
             pass_hat_k={k: _mean(pairs, tasks, pass_hat_k, k) for k in range(1, trials + 1)},
             clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
+            unflagged=guard.unflagged,
+            flagged=guard.flagged,
+            unguarded=guard.unguarded,
         )
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import sh
 
+from interpreters.real.runner.guarding import scratch_folder
+
 ATTRIBUTES = b"* -text -eol -crlf -ident -filter -working-tree-encoding !diff -merge -whitespace\n"
 """`info/attributes` of every private repository: no `.gitattributes` can change recorded bytes."""
 
@@ -275,7 +277,7 @@ class Scratch:
 @contextlib.contextmanager
 def scratch(reader: Ids | None = None, until: float | None = None) -> Iterator[Scratch]:
     """A fresh `Scratch` folder, removed on exit; `reader` gets its `work` part."""
-    top = Path(tempfile.mkdtemp(prefix="ssegrade-git-"))
+    top = scratch_folder("git")  # named for this process: removed even after a kill -9
     try:
         top.chmod(0o711)
         home = top / "home"

@@ -1,184 +1,47 @@
-"""Containment of one script run: what the kernel offers, probed once per process, and how a
-run is enclosed in it and emptied afterwards (SPEC §5 "Containment").
+"""The containment of one script run (SPEC §5 "Containment"): made, entered, emptied and
+removed.
 
-Interpreter layer (Linux: namespaces through util-linux `unshare`, cgroups under
-`/sys/fs/cgroup`, `/proc`). As root a script runs in its own PID namespace, whose init is
-coreutils `timeout 0` (it never times out: it only waits for the script and passes its exit
-code on, 128 + N for a signal, which a script as init could not), so every process it starts
-dies with the namespace; in its own mount namespace, with a fresh `/tmp` and `/dev/shm` where
-the paths it is given stay reachable at their own paths; and in a cgroup where one can be made
-(a pids limit, an optional memory limit, a kill of every member). Without root, or when the
-probe fails, it runs in its own session and process group, and the sweep of its markers is
-all the clean-up there is: the log says so.
+Interpreter layer (Linux: namespaces, cgroups under `/sys/fs/cgroup`, `/proc`). In `full`
+mode the child, before it runs anything, joins the run's cgroups, takes a parent-death signal
+(it dies with the thread that started it), and enters a mount namespace of its own with a
+fresh, size-limited `/tmp`, `/var/tmp` and `/dev/shm` (the world-writable folders of the
+host, where one script could leave something for another; the folders the script is given
+bound back in at their own paths) and, unless the network is the host's, a network namespace
+with only loopback up. It then runs util-linux `unshare`, which makes a PID namespace whose init is
+coreutils `timeout 0` (it never times out: it waits for the script and passes its exit code
+on, 128 + N for a signal, which a script as init could not), itself killed when `unshare`
+dies; the script is started by `setpriv` as the runner. So every process the script starts
+dies with the namespace, and the namespace dies with ssegrade. In `weak` mode the child only
+takes the parent-death signal: its session, its process group and the sweep of its markers
+are all the clean-up there is.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import os
 import select
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interpreters.real.runner.account import DEFAULT_PATH, TOOL_ENV, Runner, isolated
+from interpreters.real.runner.account import Runner, isolated
+from interpreters.real.runner.cgroups import make_group
+from interpreters.real.runner.guardian import empty_group
+from interpreters.real.runner.policy import DEFAULT_PIDS, ContainmentRefused, Mechanisms
 from interpreters.real.runner.processes import SWEEP_SECONDS
 
-__all__ = ["DEFAULT_PIDS", "Cgroups", "Confinement", "Mechanisms", "probe"]
+__all__ = ["Confinement"]
 
-DEFAULT_PIDS = 4096
-"""The default limit on processes and threads of one script run (a fork bomb stops there)."""
-
-_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
-_PRIVATE = ("/tmp", "/dev/shm")
-_CONTROLLERS = ("pids", "memory")
-
-
-@dataclass(frozen=True, slots=True)
-class Cgroups:
-    """Where run cgroups are made: `version` 1 or 2, and per controller the folder under
-    which a run's group is created."""
-
-    version: int
-    parents: dict[str, Path]
-
-    def describe(self) -> str:
-        """E.g. `cgroup v1 (pids, memory)`."""
-        return f"cgroup v{self.version} ({', '.join(self.parents)})"
-
-
-@dataclass(frozen=True, slots=True)
-class Mechanisms:
-    """What containment this process can give scripts (see `probe`)."""
-
-    namespaces: bool
-    cgroups: Cgroups | None = None
-    unshare: str = ""
-    init: str = ""
-    weaker: str | None = None
-
-    def describe(self) -> str:
-        """The `containment:` line of a script's log."""
-        if not self.namespaces:
-            return (
-                f"containment: weaker ({self.weaker}): its own session and process group, "
-                "and a sweep of what carries its run marker; /tmp and /dev/shm are shared"
-            )
-        groups = self.cgroups.describe() if self.cgroups else f"no cgroup ({self.weaker})"
-        return f"containment: PID namespace, private /tmp and /dev/shm, {groups}"
-
-
-_probed: dict[int, Mechanisms] = {}
-
-
-def probe() -> Mechanisms:
-    """The containment the kernel lets us give, found once per process by trying it."""
-    found = _probed.get(os.getpid())
-    if found is None:
-        found = _probe()
-        _probed.clear()
-        _probed[os.getpid()] = found
-    return found
-
-
-def _probe() -> Mechanisms:
-    if os.geteuid() != 0:
-        return Mechanisms(False, weaker="not root")
-    unshare = shutil.which("unshare", path=DEFAULT_PATH)
-    init = shutil.which("timeout", path=DEFAULT_PATH)
-    if unshare is None or init is None:
-        return Mechanisms(False, weaker="util-linux unshare or coreutils timeout is missing")
-    cgroups, why = _find_cgroups()
-    trial = Mechanisms(True, cgroups, unshare, init, weaker=why)
-    me = Runner(None, os.getuid(), os.getgid(), isolated=False)
-    confinement = Confinement(trial, me, run_id="probe", keep=[])
-    try:
-        confinement.open()
-        done = subprocess.run(
-            confinement.command(["/bin/true"]),
-            env=TOOL_ENV,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            preexec_fn=confinement.preexec(),  # see Confinement.preexec
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return Mechanisms(False, weaker=f"namespaces refused: {exc}")
-    finally:
-        confinement.close()
-    if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip().splitlines()
-        return Mechanisms(False, weaker=f"namespaces refused: {said[-1] if said else 'unshare'}")
-    return trial
-
-
-def _find_cgroups() -> tuple[Cgroups | None, str | None]:
-    """Folders under which we can make run cgroups (tried by making one), or why not."""
-    try:
-        own = Path("/proc/self/cgroup").read_text().splitlines()
-        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError as exc:
-        return None, f"cgroups unreadable: {exc.strerror}"
-    paths: dict[str, str] = {}
-    for line in own:
-        _, names, path = line.split(":", 2)
-        for name in names.split(",") if names else [""]:
-            paths[name] = path
-    v1: dict[str, Path] = {}
-    v2: Path | None = None
-    for line in mounts:
-        left, _, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if len(fields) < 5 or len(tail) < 3:
-            continue
-        root, point, kind, options = fields[3], fields[4], tail[0], tail[2].split(",")
-        if kind == "cgroup2" and "" in paths:
-            v2 = _below(point, root, paths[""])
-        elif kind == "cgroup":
-            for name in _CONTROLLERS:
-                if name in options and name in paths:
-                    v1[name] = _below(point, root, paths[name])
-    if "pids" in v1:
-        made = {name: parent for name, parent in v1.items() if _can_make(parent)}
-        if "pids" in made:
-            return Cgroups(1, made), None
-    if v2 is not None:
-        try:
-            enabled = (v2 / "cgroup.subtree_control").read_text().split()
-        except OSError:
-            enabled = []
-        if "pids" in enabled and _can_make(v2):
-            wanted = [name for name in ("pids", "memory") if name in enabled]
-            return Cgroups(2, dict.fromkeys(wanted, v2)), None
-    return None, "no cgroup with a pids controller can be made"
-
-
-def _below(point: str, root: str, path: str) -> Path:
-    relative = os.path.relpath(path, root) if path.startswith(root) else path.lstrip("/")
-    return Path(os.path.normpath(os.path.join(point, relative)))
-
-
-def _can_make(parent: Path) -> bool:
-    trial = parent / f"ssegrade-probe-{os.getpid()}"
-    try:
-        trial.mkdir()
-    except OSError:
-        return False
-    with contextlib.suppress(OSError):
-        trial.rmdir()
-    return True
-
-
-# ---------------------------------------------------------------------------- one run
-
+_PR_SET_PDEATHSIG = 1
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 1
+_AF_INET, _SOCK_DGRAM, _SOCK_CLOEXEC = 2, 2, 0o2000000
+_PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _unshare_call = _libc.unshare
@@ -191,6 +54,20 @@ _mount_call.argtypes = [
     ctypes.c_ulong,
     ctypes.c_char_p,
 ]
+_prctl_call = _libc.prctl
+_prctl_call.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_socket_call = _libc.socket
+_socket_call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+_ioctl_call = _libc.ioctl
+_ioctl_call.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+
+
+@dataclass(frozen=True, slots=True)
+class _Mount:
+    """One mount the child makes: a fresh tmpfs at `target`, with `options`."""
+
+    target: bytes
+    options: bytes
 
 
 @dataclass(slots=True)
@@ -199,12 +76,12 @@ class Confinement:
     emptied by `kill`, removed by `close`.
 
     `keep`: folders the script is given (its working folder, HOME, staged files, support
-    folders) that must stay reachable at their own paths when `/tmp` or `/dev/shm` is fresh.
+    folders) that must stay reachable at their own paths when `/tmp`, `/var/tmp` or `/dev/shm`
+    is fresh.
     """
 
     mechanisms: Mechanisms
     runner: Runner
-    run_id: str
     keep: Iterable[Path]
     pids: int = DEFAULT_PIDS
     memory: int | None = None
@@ -215,12 +92,15 @@ class Confinement:
 
     @property
     def contained(self) -> bool:
-        """Whether the run gets namespaces (else: session, process group and the sweep)."""
+        """Whether the run gets namespaces (`full`; else session, process group and sweep)."""
         return self.mechanisms.namespaces
 
     def open(self, cwd: Path | None = None) -> None:
-        """Make the run's cgroups and find the folders to keep; raises `OSError`."""
+        """Make the run's cgroups and find the folders to keep; raises `OSError`, or
+        `ContainmentRefused` when a memory limit is asked for and cannot be applied."""
         if not self.contained:
+            if self.memory is not None:
+                self.notes.append("warning: weak containment: the memory limit is not applied")
             return
         if cwd is not None:
             self._cwd = os.fsencode(cwd)
@@ -233,67 +113,89 @@ class Confinement:
             return
         limits = {"pids": {"pids.max": str(self.pids)}}
         if self.memory is not None:
+            if "memory" not in cgroups.parents:
+                raise ContainmentRefused("no memory cgroup: the memory limit cannot be applied")
             name = "memory.limit_in_bytes" if cgroups.version == 1 else "memory.max"
             limits["memory"] = {name: str(self.memory)}
-            if "memory" not in cgroups.parents:
-                self.notes.append("warning: no memory cgroup: the memory limit is not applied")
+        made: dict[Path, Path] = {}
         for controller, parent in cgroups.parents.items():
             if controller not in limits:
                 continue  # a memory group only when a memory limit is asked for
-            group = parent / f"ssegrade-{self.run_id}"
-            if group in self._groups:
-                continue
-            group.mkdir(mode=0o755)
-            self._groups.append(group)
-            for name, value in limits.get(controller, {}).items():
+            group = made.get(parent)
+            if group is None:  # v2: one group for every controller
+                group = made[parent] = make_group(parent)
+                self._groups.append(group)
+            for name, value in limits[controller].items():
                 (group / name).write_text(value)
-            if cgroups.version == 2:
-                for name, value in limits.get("memory", {}).items():
-                    (group / name).write_text(value)
 
     def command(self, argv: list[str]) -> list[str]:
         """`argv` wrapped in the PID namespace, as the runner (unchanged when not contained)."""
         if not self.contained:
             return argv
-        wrap = [self.mechanisms.unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
+        m = self.mechanisms
+        wrap = [m.unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "--", m.init, "0"]
         if isolated(self.runner):
-            wrap += ["--setgid", str(self.runner.gid), "--setuid", str(self.runner.uid)]
-        return [*wrap, "--", self.mechanisms.init, "0", *argv]
+            uid, gid = str(self.runner.uid), str(self.runner.gid)
+            wrap += [m.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--"]
+        return [*wrap, *argv]
 
-    def preexec(self) -> Callable[[], None] | None:
-        """What the child does before `unshare` starts: join the cgroups, enter a mount
-        namespace of its own with a fresh `/tmp` and `/dev/shm`, and bind the kept folders
-        back into them. Only system calls on data prepared beforehand: nothing that could wait
-        on a lock another thread of ours held when we forked."""
-        if not self.contained:
-            return None
+    def preexec(self) -> Callable[[], None]:
+        """What the child does before it runs anything (see the module's docstring). Only
+        system calls on data prepared beforehand: nothing that could wait on a lock another
+        thread of ours held when we forked. A step that fails is named on the child's stderr
+        (`ssegrade: cannot contain the script: <step>: <reason>`) and fails the start."""
+        parent = os.getpid()
         procs = [os.fsencode(group / "cgroup.procs") for group in self._groups]
-        targets = [os.fsencode(t) for t in _PRIVATE if os.path.isdir(t)]
+        full = self.contained
+        network = full and self.mechanisms.network == "loopback"
+        size = self.mechanisms.tmp_size
+        data = b"mode=1777,size=%d,nr_inodes=%d" % (size, max(1024, size >> 12))
+        mounts = [_Mount(os.fsencode(t), data) for t in _PRIVATE if os.path.isdir(t)]
         keep, cwd = list(self._keep), self._cwd
+        ifreq = ctypes.create_string_buffer(b"lo", 40)
+        flags = ctypes.c_short.from_buffer(ifreq, 16)
 
         def enter() -> None:
-            pid = str(os.getpid()).encode()
-            for path in procs:
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, pid)
-                finally:
-                    os.close(fd)
-            _check(_unshare_call(_CLONE_NEWNS))
-            _check(_mount_call(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
-            # Held from inside the new namespace (a bind source must belong to it), before
-            # the fresh /tmp hides them; closed when unshare starts.
-            fds = [(os.open(f, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), f) for f in keep]
-            for target in targets:
-                flags = _MS_NOSUID | _MS_NODEV
-                _check(_mount_call(b"tmpfs", target, b"tmpfs", flags, b"mode=1777"))
-                for fd, folder in fds:
-                    if folder.startswith(target + b"/"):
-                        os.makedirs(folder, 0o755, exist_ok=True)
-                        source = b"/proc/self/fd/%d" % fd
-                        _check(_mount_call(source, folder, None, _MS_BIND | _MS_REC, None))
-            if cwd:
-                os.chdir(cwd)  # the working folder as the script will see it
+            step = "parent-death signal"
+            try:
+                _check(_prctl_call(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0))
+                if os.getppid() != parent:  # the parent died before the signal was set
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if not full:
+                    return
+                step = "pids cgroup"
+                for path in procs:
+                    fd = os.open(path, os.O_WRONLY)
+                    try:
+                        os.write(fd, str(os.getpid()).encode())
+                    finally:
+                        os.close(fd)
+                step = "network namespace" if network else "mount namespace"
+                _check(_unshare_call(_CLONE_NEWNS | (_CLONE_NEWNET if network else 0)))
+                if network:
+                    step = "loopback of the network namespace"
+                    _loopback_up(ifreq, flags)
+                step = "mount namespace"
+                _check(_mount_call(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
+                # Held from inside the new namespace (a bind source must belong to it), before
+                # the fresh /tmp hides them; closed when unshare starts.
+                fds = [(os.open(f, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), f) for f in keep]
+                for mount in mounts:
+                    step = f"private {mount.target.decode()}"
+                    fstype, how = b"tmpfs", _MS_NOSUID | _MS_NODEV
+                    _check(_mount_call(fstype, mount.target, fstype, how, mount.options))
+                    for fd, folder in fds:
+                        if folder.startswith(mount.target + b"/"):
+                            os.makedirs(folder, 0o755, exist_ok=True)
+                            source = b"/proc/self/fd/%d" % fd
+                            _check(_mount_call(source, folder, None, _MS_BIND | _MS_REC, None))
+                step = "working folder"
+                if cwd:
+                    os.chdir(cwd)  # the working folder as the script will see it
+            except OSError as exc:
+                said = f"ssegrade: cannot contain the script: {step}: {exc.strerror or exc}\n"
+                os.write(2, said.encode(errors="replace"))
+                raise
 
         return enter
 
@@ -323,35 +225,37 @@ class Confinement:
 
     def _kill_members(self) -> None:
         for group in self._groups:
-            for pid in _members(group):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError, ValueError):
+                for pid in (group / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(pid), signal.SIGKILL)
 
     def close(self) -> None:
         """Remove the run's cgroups (killing what is still in them); problems become notes."""
         deadline = time.monotonic() + SWEEP_SECONDS
-        delay = 0.001
         while self._groups:
-            group = self._groups[-1]
-            try:
-                group.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                    self.notes.append(f"warning: cgroup {group} not removed: {exc.strerror}")
-                else:
-                    self._kill_members()
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.05)
-                    continue
-            self._groups.pop()
+            group = self._groups.pop()
+            why = empty_group(group, deadline)
+            if why is not None:
+                self.notes.append(f"warning: cgroup {group} not removed: {why}")
 
 
 def _check(status: int) -> None:
-    if status != 0:
+    if status < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
+
+
+def _loopback_up(ifreq: ctypes.Array[ctypes.c_char], flags: ctypes.c_short) -> None:
+    """Bring the interface named in `ifreq` up (`flags` is its flags field)."""
+    fd = _socket_call(_AF_INET, _SOCK_DGRAM | _SOCK_CLOEXEC, 0)
+    _check(fd)
+    try:
+        _check(_ioctl_call(fd, _SIOCGIFFLAGS, ctypes.addressof(ifreq)))
+        flags.value |= _IFF_UP
+        _check(_ioctl_call(fd, _SIOCSIFFLAGS, ctypes.addressof(ifreq)))
+    finally:
+        os.close(fd)
 
 
 def _children(pid: int) -> list[int]:
@@ -362,15 +266,9 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _members(group: Path) -> list[int]:
-    try:
-        return [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
-    except OSError:
-        return []
-
-
 def _outermost(folders: Iterable[Path]) -> list[str]:
-    """The folders under `/tmp` or `/dev/shm`, resolved, without those inside another."""
+    """The folders under `/tmp`, `/var/tmp` or `/dev/shm`, resolved, without those inside
+    another."""
     found = sorted(
         {
             os.path.realpath(folder)

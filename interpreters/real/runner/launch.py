@@ -24,6 +24,8 @@ from typing import IO
 
 from interpreters.real.runner.account import Runner, isolated
 from interpreters.real.runner.containment import Confinement
+from interpreters.real.runner.launcher import launch
+from interpreters.real.runner.policy import ContainmentRefused
 from interpreters.real.runner.processes import (
     RUN_VAR,
     SWEEP_SECONDS,
@@ -59,7 +61,7 @@ class ScriptRun:
             return -1, False, f"ssegrade: cannot prepare HOME {home}: {_reason(exc)}"
         try:
             self.confinement.open(self.cwd)
-        except OSError as exc:
+        except (OSError, ContainmentRefused) as exc:
             self.confinement.close()
             return -1, False, f"ssegrade: cannot contain the script: {_reason(exc)}"
         try:
@@ -135,6 +137,9 @@ class ScriptRun:
             return self.popen(command)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             first = exc
+        said = self._containment_failure()
+        if said is not None:
+            return said
         if not isinstance(first, OSError) or first.filename != command[0]:
             return f"ssegrade: cannot start {command[0]}: {_reason(first)}"
         interpreter = _shebang(self.cwd / command[0]) if "/" in command[0] else None
@@ -157,31 +162,49 @@ class ScriptRun:
         hint = hints.get(first.errno or 0, "")
         return f"ssegrade: cannot start {command[0]}: {_reason(first)}{hint}"
 
+    def _containment_failure(self) -> str | None:
+        """The line the child wrote when a step of its containment failed (see
+        `Confinement.preexec`), taken out of its stderr; None when there is none."""
+        self.err.seek(0)
+        lines = self.err.read().decode(errors="replace").splitlines()
+        self.err.seek(0, os.SEEK_END)
+        found = [line for line in lines if line.startswith("ssegrade: cannot contain")]
+        if not found:
+            return None
+        self.err.seek(0)
+        self.err.truncate()
+        return found[-1]
+
     def popen(self, command: list[str]) -> subprocess.Popen[bytes]:
         """`Popen` in a new session, stdin `/dev/null`, output to our files: contained, or
-        as the runner directly."""
+        as the runner directly; forked by the launcher thread (see `launcher`)."""
         contained = self.confinement.contained
         as_runner = isolated(self.runner) and not contained
         if contained:
             _check_executable(command[0], self.cwd, self.env.get("PATH", ""))
-        preexec: Callable[[], None] | None = self.confinement.preexec()
-        return subprocess.Popen(
-            self.confinement.command(command),
-            cwd=self.cwd,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self.out,
-            stderr=self.err,
-            close_fds=True,
-            # A new session: its own process group (killed as one), and no controlling
-            # terminal (a script cannot read from or write to the grader's terminal).
-            start_new_session=True,
-            umask=0o022,
-            user=self.runner.uid if as_runner else None,
-            group=self.runner.gid if as_runner else None,
-            extra_groups=[] if as_runner else None,
-            preexec_fn=preexec,  # noqa: PLW1509 - system calls only (Confinement.preexec)
-        )
+        preexec: Callable[[], None] = self.confinement.preexec()
+        wrapped = self.confinement.command(command)
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                wrapped,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=self.out,
+                stderr=self.err,
+                close_fds=True,
+                # A new session: its own process group (killed as one), and no controlling
+                # terminal (a script cannot read from or write to the grader's terminal).
+                start_new_session=True,
+                umask=0o022,
+                user=self.runner.uid if as_runner else None,
+                group=self.runner.gid if as_runner else None,
+                extra_groups=[] if as_runner else None,
+                preexec_fn=preexec,  # noqa: PLW1509 - system calls only (Confinement.preexec)
+            )
+
+        return launch(start)
 
 
 def _check_executable(program: str, cwd: Path, path: str) -> None:

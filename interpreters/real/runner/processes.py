@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from interpreters.real.runner.account import Runner
+from interpreters.real.runner.guardian import OWNER_VAR, owner_tag
 
 __all__ = [
     "RUN_VAR",
@@ -31,6 +32,7 @@ __all__ = [
     "ensure_subreaper",
     "environ",
     "kill_group",
+    "kill_owned",
     "kill_session",
     "new_session",
     "processes",
@@ -80,6 +82,15 @@ def kill_session(runner: Runner, session: str | None = None) -> int:
 
     # Children we already have are someone's `Popen`: reaping them would steal their status.
     found, _ = sweep(carries_session, spare=children_of(os.getpid()))
+    return found
+
+
+def kill_owned() -> int:
+    """Kill every process that carries this process's owner tag (the scripts it started,
+    and what they left) and their descendants, and nothing else; reap those that are our
+    children. For a process that grades one grading at a time, between two of them."""
+    marker = f"{OWNER_VAR}={owner_tag()}".encode()
+    found, _ = sweep(lambda proc: marker in environ(proc.pid), spare=frozenset())
     return found
 
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from interpreters.real.runner.account import Runner, who
-from interpreters.real.runner.containment import DEFAULT_PIDS, Confinement, Mechanisms, probe
-from interpreters.real.runner.environment import EnvPolicy, script_environment
+from interpreters.real.runner.containment import Confinement
+from interpreters.real.runner.environment import EnvPolicy, left_out, script_environment
 from interpreters.real.runner.launch import ScriptRun
 from interpreters.real.runner.output import (
     KEPT_HEAD,
@@ -31,6 +31,13 @@ from interpreters.real.runner.output import (
     ends_with_newline,
     write_log,
 )
+from interpreters.real.runner.policy import (
+    DEFAULT_PIDS,
+    ContainmentPolicy,
+    ContainmentRefused,
+    Mechanisms,
+)
+from interpreters.real.runner.probe import choose
 from interpreters.real.runner.processes import ensure_subreaper
 from ssegrade.effects import ScriptResult
 
@@ -55,22 +62,23 @@ def run_script(
     keep: Sequence[Path] = (),
     memory: int | None = None,
     pids: int = DEFAULT_PIDS,
-    contain: bool = True,
+    containment: ContainmentPolicy | None = None,
 ) -> ScriptResult:
     """Run `argv` in `cwd` as `runner`, killed after `limit` seconds; clean up; log it.
 
     The environment follows `env` (default `EnvPolicy()`), with `HOME`/`TMPDIR` = `home` (made
     if missing, owned by the runner) and `PATH` = `path` when given. Output is spooled in
     `spool` (default: the system's temporary folder), never next to the log. Contained as
-    `probe()` allows (`contain=False`: only the weaker session-and-sweep containment); `keep`
+    `containment` asks (default: `full` as root, else `weak`; see `probe.choose`); `keep`
     names more folders the script must reach (support folders), besides `cwd`, `home` and the
     folders of its absolute arguments; `memory` (bytes) and `pids` limit its cgroup.
 
     The answer keeps the head and tail of stdout and of stderr; the log at `log_path` has the
-    command, the containment, the environment's names, exit code, duration, whether it was
-    killed, and each stream bounded. A script killed by its limit answers code -1, `killed`,
-    and a last stderr line saying so; one that cannot start answers code -1 with the reason on
-    stderr (one with a `#!` line but no exec bit is run through its interpreter, with a
+    command, the containment, the network, the environment's names (given and left out), exit
+    code, duration, whether it was killed, and each stream bounded. A script killed by its
+    limit answers code -1, `killed`, and a last stderr line saying so; one that cannot start,
+    or cannot be contained as asked, answers code -1 with the reason on stderr and in
+    `not_started` (one with a `#!` line but no exec bit is run through its interpreter, with a
     warning in the log). A script killed by a signal answers 128 + its number, as shells do.
     Never raises for what the script does; raises `LogWriteError` (an `OSError`) when the log
     cannot be written.
@@ -78,19 +86,18 @@ def run_script(
     ensure_subreaper()
     run_id = secrets.token_hex(8)
     policy = env or EnvPolicy()
-    hidden = (*policy.hidden, os.fspath(log_path.parent))
+    policy = EnvPolicy(policy.extra, policy.clean, (*policy.hidden, os.fspath(log_path.parent)))
     variables = script_environment(
-        EnvPolicy(policy.extra, policy.clean, hidden),
-        home=home,
-        session=session or _DEFAULT_SESSION,
-        run=run_id,
-        path=path,
+        policy, home=home, session=session or _DEFAULT_SESSION, run=run_id, path=path
     )
-    mechanisms = probe() if contain else probe_weaker()
+    refused: str | None = None
+    try:
+        mechanisms = choose(containment or ContainmentPolicy())
+    except ContainmentRefused as exc:
+        mechanisms, refused = Mechanisms("weak", weaker="refused"), str(exc)
     confinement = Confinement(
         mechanisms,
         runner,
-        run_id,
         keep=[cwd, home, *_argument_folders(argv), *_environment_folders(variables), *keep],
         pids=pids,
         memory=memory,
@@ -101,20 +108,29 @@ def run_script(
     ):
         run = ScriptRun(runner, list(argv), cwd, variables, confinement, out, err)
         start = time.monotonic()
-        code, killed, start_error = run.run(home, limit)
+        if refused is None:
+            code, killed, start_error = run.run(home, limit)
+        else:
+            code, killed, start_error = -1, False, f"ssegrade: {refused}"
         seconds = time.monotonic() - start
         if start_error is not None:
             err.write(start_error.encode() + b"\n")
         if killed:
             ends_line = ends_with_newline(err)
             err.write((b"" if ends_line else b"\n") + _killed_line(limit).encode() + b"\n")
+        left = left_out(policy)
         header = [
             f"label: {label}",
             f"command: {shlex.join(run.command)}",
             f"cwd: {cwd}",
             f"user: {who(runner)}",
-            mechanisms.describe(),
+            *(
+                [f"containment: refused ({refused})"]
+                if refused
+                else [mechanisms.describe(), mechanisms.network_line()]
+            ),
             f"environment: {' '.join(sorted(variables))}",
+            f"environment left out: {' '.join(left) if left else 'nothing'}",
             f"time limit: {limit:g} s",
             f"exit code: {code}",
             f"duration: {seconds:.3f} s",
@@ -133,12 +149,8 @@ def run_script(
             killed=killed,
             log_file=log_file,
             not_started=None if start_error is None else start_error.removeprefix("ssegrade: "),
+            containment=None if refused else mechanisms.mode,
         )
-
-
-def probe_weaker() -> Mechanisms:
-    """The weaker containment, chosen on purpose (`contain=False`)."""
-    return Mechanisms(False, weaker="not asked for")
 
 
 def _argument_folders(argv: Sequence[str]) -> list[Path]:

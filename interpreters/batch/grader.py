@@ -1,0 +1,337 @@
+"""One batch's jobs as they are sorted, graded, cached and counted.
+
+Interpreter layer, behind `interpreters.batch.run.run_batch` (SPEC §14). `BatchGrader` takes
+the planned jobs with what their run folders hold: it skips the finished ones (unless they
+are to be graded again: `--force`, or an `error` within `--max-attempts`), reuses the grades
+of identical jobs, hands the rest to an engine, and writes each run's `summary.json` (or its
+cached folder) as its grading ends; every job's outcome is kept, for the progress lines, the
+last line and `batch.json`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from interpreters.batch.driving import drive
+from interpreters.batch.engines import Done, EngineName, GradeFunction, Work, make_engine
+from interpreters.batch.folders import SUMMARY, Found, RunFolders, summary_status
+from interpreters.batch.jobs import Planned
+from interpreters.batch.progress import Reporter
+from interpreters.real.holding import FolderHeld, Hold
+from interpreters.real.private import FolderRefused
+from interpreters.real.results import GUARD_NAME, parse_guard
+from interpreters.script_options import ScriptOptions
+from ssegrade import PatchResult, Status
+from ssegrade.batch import Tally, cached_result, summary_document
+from ssegrade.batch_summary import RunKind, next_attempt
+
+__all__ = ["BatchGrader", "JobOutcome", "Retry"]
+
+Outcome = Literal["graded", "cached", "skipped", "held", "killed"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """What became of one job: its run folder, how it ended and its status (None: killed,
+    or not graded here because another live grading holds its folder)."""
+
+    label: str
+    folder: Path
+    outcome: Outcome
+    status: Status | None
+    cached_from: str | None = None
+    line: int = 0
+    """Its line in the jobs file (or its number among the jobs given in Python)."""
+
+    @property
+    def kind(self) -> RunKind | None:
+        """Its kind in `batch.json`: the verdict of a grading, `cached`, `skipped` (also
+        when another grading holds its folder); None when it was killed."""
+        if self.outcome == "graded":
+            return self.status
+        if self.outcome == "cached":
+            return "cached"
+        return None if self.outcome == "killed" else "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Which finished runs are graded again: all with `force`, an `error` one while it took
+    fewer than `max_attempts` attempts unless `retry` is off."""
+
+    force: bool = False
+    retry: bool = True
+    max_attempts: int = 2
+
+
+def _attempts(summary: Mapping[str, Any]) -> int:
+    found = summary.get("attempts")
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 1
+
+
+@dataclass
+class BatchGrader:
+    """The jobs of one batch, from sorting to their summaries."""
+
+    folders: RunFolders
+    reporter: Reporter
+    tally: Tally
+    timeout: int
+    script_timeout: int | None
+    runner_user: str | None
+    scripts: ScriptOptions | None = None
+    outcomes: list[JobOutcome] = field(default_factory=list)
+    cache_hits: list[tuple[Planned, str]] = field(default_factory=list)
+    by_key: dict[int, Planned] = field(default_factory=dict)
+    followers: dict[str, deque[Planned]] = field(default_factory=dict)
+    holds: dict[int, Hold] = field(default_factory=dict)
+    lost: set[int] = field(default_factory=set)
+    attempts: dict[int, int] = field(default_factory=dict)
+    """The attempt number of a job graded again, by its line."""
+    capacity: int | None = None
+    """Gradings at a time on the engine, once one is made."""
+
+    # ------------------------------------------------------------------ before running
+
+    def sort(
+        self, looked: list[tuple[Planned, Found]], *, cache: bool, again: Retry
+    ) -> list[Planned]:
+        """Skip what is done (unless `again` grades it again) or held by another grading,
+        find cache hits (none in earlier runs when forced: those are graded again); the jobs
+        to grade (one per digest when caching: the others follow it)."""
+        fresh: list[Planned] = []
+        for job, found in looked:
+            if found.held:
+                self.held(job)
+                continue
+            if found.summary is not None and found.done(job.digest):
+                status = summary_status(found.summary)
+                attempt = next_attempt(
+                    status,
+                    _attempts(found.summary),
+                    force=again.force,
+                    retry=again.retry,
+                    max_attempts=again.max_attempts,
+                )
+                if attempt is None:
+                    self.finish(job, "skipped", status)
+                    continue
+                self.attempts[job.line] = attempt
+            fresh.append(job)
+        if not cache:
+            return fresh
+        index = {} if again.force else self.index()
+        todo: list[Planned] = []
+        for job in fresh:
+            if job.digest in index:
+                self.cache_hits.append((job, index[job.digest]))
+            elif job.digest in self.followers:
+                self.followers[job.digest].append(job)
+            else:
+                self.followers[job.digest] = deque()
+                todo.append(job)
+        return todo
+
+    def index(self) -> dict[str, str]:
+        """digest → run folder (relative) of every graded, non-error run of ours."""
+        index: dict[str, str] = {}
+        for relative, doc in self.folders.graded():
+            digest = doc.get("digest")
+            usable = doc.get("cached_from") is None and summary_status(doc) != "error"
+            if usable and isinstance(digest, str):
+                index.setdefault(digest, relative)
+        return index
+
+    def work(self, job: Planned) -> Work:
+        """Describe the job's grading (its folder is made ready when it starts)."""
+        key = len(self.by_key)
+        self.by_key[key] = job
+        return Work(
+            key=key,
+            task=str(job.task_dir),
+            patch=job.patch,
+            repo=str(job.repo),
+            results=str(job.folder),
+            runtime=job.job.runtime(),
+            timeout=self.timeout,
+            script_timeout=self.script_timeout,
+            runner_user=self.runner_user,
+            scripts=self.scripts,
+        )
+
+    # ------------------------------------------------------------------ while running
+
+    def grade(
+        self,
+        todo: list[Planned],
+        engine: EngineName,
+        grade: GradeFunction,
+        workers: int | None,
+        ray_address: str | None,
+    ) -> bool:
+        """Grade `todo` on the engine; whether it was interrupted."""
+        works = [self.work(job) for job in todo]
+        if not works:
+            return False
+        running = make_engine(engine, grade, workers, ray_address)
+        self.capacity = running.capacity
+        try:
+            driven = drive(
+                running,
+                works,
+                self.on_done,
+                say=self.reporter.note,
+                tick=lambda: self.reporter.tick(self.tally),
+                on_start=self.start,
+            )
+        finally:
+            running.close()
+        for key in driven.killed:
+            self.killed(key)
+        return driven.interrupted
+
+    def start(self, work: Work) -> None:
+        """Make the job's run folder ready and hold it, just before its grading starts; a
+        folder another grading took meanwhile is left to it (the worker then writes
+        nothing)."""
+        job = self.by_key[work.key]
+        try:
+            self.holds[work.key] = self.folders.prepare(job.parts)
+        except (FolderHeld, FolderRefused, OSError) as exc:
+            self.lost.add(work.key)
+            self.reporter.note(f"not graded {job.label}: {exc}")
+
+    def on_done(self, done: Done) -> list[Work]:
+        """Write the summary of a finished grading, then its followers' cached folders (or,
+        when it ended in `error` or another grading took its folder, hand the next follower
+        to the engine)."""
+        job = self.by_key[done.key]
+        waiting = self.followers.get(job.digest, deque())
+        if done.key in self.lost:
+            self.held(job)
+            return [self.work(waiting.popleft())] if waiting else []
+        if done.result is None:
+            self.killed(done.key)
+            return []
+        source = job.folder.relative_to(self.folders.root).as_posix()
+        held = self.holds.pop(done.key)
+        try:
+            attempt = self.attempts.get(job.line, 1)
+            doc = summary_document(
+                job.task,
+                job.job,
+                job.run_id,
+                done.result,
+                job.digest,
+                guard=parse_guard(self.folders.read(source, GUARD_NAME)),
+                containment=done.containment,
+                attempts=attempt,
+            )
+            self.folders.write(held, SUMMARY, _json(doc))
+            held.unmark()
+        finally:
+            held.release()
+        status = done.result.patch_result.status
+        self.finish(job, "graded", status, seconds=done.seconds, attempt=attempt)
+        if status == "error" and waiting:
+            return [self.work(waiting.popleft())]
+        while waiting:
+            follower = waiting.popleft()
+            if not self.write_cached(follower, source):
+                return [self.work(follower)]
+        return []
+
+    def write_cached(self, job: Planned, source: str) -> bool:
+        """Fill a cached job's folder from the graded run `source` (relative to results);
+        False when `source` holds no summary of ours any more: the job is to be graded."""
+        doc = self.folders.summary(source)
+        if doc is None:
+            return False
+        try:
+            held = self.folders.prepare(job.parts)
+        except (FolderHeld, FolderRefused, OSError) as exc:
+            self.reporter.note(f"not graded {job.label}: {exc}")
+            self.held(job)
+            return True
+        try:
+            patch = PatchResult.model_validate(doc["patch_result"])
+            runtime = doc.get("runtime_result") or {}
+            result = cached_result(patch, job.job, bool(runtime.get("evaluator_timeout")))
+            self.folders.write(held, "result.json", result.to_json())
+            patch_bytes = self.folders.read(source, "final.patch")
+            self.folders.write(
+                held, "final.patch", job.patch if patch_bytes is None else patch_bytes
+            )
+            mode = doc.get("containment")
+            summary = summary_document(
+                job.task,
+                job.job,
+                job.run_id,
+                result,
+                job.digest,
+                source,
+                guard=parse_guard(self.folders.read(source, GUARD_NAME)),  # same patch, same flags
+                containment=mode if mode in ("full", "weak") else None,
+            )
+            self.folders.write(held, SUMMARY, _json(summary))
+            held.unmark()
+        finally:
+            held.release()
+        self.finish(job, "cached", patch.status, cached_from=source)
+        return True
+
+    def killed(self, key: int) -> None:
+        """A grading killed by the second interrupt: its folder is removed (the last line
+        counts them)."""
+        job = self.by_key.get(key)
+        held = self.holds.pop(key, None)
+        if job is None or held is None or any(o.folder == job.folder for o in self.outcomes):
+            return
+        self.folders.remove(held)
+        self.outcomes.append(JobOutcome(job.label, job.folder, "killed", None, line=job.line))
+
+    def held(self, job: Planned) -> None:
+        """A job whose run folder another live grading holds: not graded here."""
+        self.tally.add("skipped", "error")
+        self.outcomes.append(JobOutcome(job.label, job.folder, "held", None, line=job.line))
+        self.reporter.finished(self.tally, f"held {job.label} (being written by another grading)")
+
+    def release(self) -> None:
+        """Let go of every run folder still held."""
+        for held in self.holds.values():
+            held.release()
+        self.holds.clear()
+
+    def finish(
+        self,
+        job: Planned,
+        outcome: Literal["graded", "cached", "skipped"],
+        status: Status,
+        *,
+        seconds: float | None = None,
+        cached_from: str | None = None,
+        attempt: int = 1,
+    ) -> None:
+        """Count one finished job and say so: its verdict, its run folder, how long it took
+        (or where its grade comes from)."""
+        self.tally.add(outcome, status)
+        self.outcomes.append(
+            JobOutcome(job.label, job.folder, outcome, status, cached_from, line=job.line)
+        )
+        if outcome == "graded":
+            again = f", attempt {attempt}" if attempt > 1 else ""
+            detail = f"({seconds or 0.0:.1f} s{again})"
+        elif outcome == "cached":
+            detail = f"(cached from {cached_from})"
+        else:
+            detail = "(already graded)"
+        self.reporter.finished(self.tally, f"{status} {job.label} {detail}")
+
+
+def _json(doc: Mapping[str, Any]) -> bytes:
+    return json.dumps(doc, indent=1).encode() + b"\n"

@@ -1,0 +1,164 @@
+"""One grading of a batch: what to grade (`Work`), how it ended (`Done`), and running it with
+a grading function (`run_work`), wherever an engine runs it.
+
+Interpreter layer. The grading function is `interpreters.grade_patch` in production; tests
+inject their own (`GradeFunction`). The scripts' options (`Work.scripts`) reach it only when
+given, as `grade_patch`'s `script_env`, `clean_env`, `script_memory` and `containment`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from interpreters.real import files
+from interpreters.script_options import ScriptOptions
+from ssegrade import EvaluationResult, PatchResult, RuntimeResult
+
+__all__ = ["Done", "Engine", "GradeFunction", "Work", "run_work"]
+
+
+class GradeFunction(Protocol):
+    """The grading entry point's shape (`interpreters.grade_patch`)."""
+
+    def __call__(
+        self,
+        task: Path,
+        patch: Path | bytes,
+        repo: Path,
+        results: Path,
+        *,
+        timeout: int = ...,
+        script_timeout: int | None = ...,
+        runner_user: str | None = ...,
+        runtime: RuntimeResult | None = ...,
+        force: bool = ...,
+        say: Callable[[str], None] | None = ...,
+    ) -> EvaluationResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """One grading to run: `key` identifies it to its submitter; `scripts` are the options
+    of its scripts (None: the grading function's defaults)."""
+
+    key: int
+    task: str
+    patch: bytes
+    repo: str
+    results: str
+    runtime: RuntimeResult
+    timeout: int = 3600
+    script_timeout: int | None = None
+    runner_user: str | None = None
+    scripts: ScriptOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """A finished grading: its result (None when it was killed), how long it took, and the
+    containment its scripts ran in (`full`, `weak`; None when none ran)."""
+
+    key: int
+    result: EvaluationResult | None
+    seconds: float
+    containment: str | None = None
+
+
+class Engine(Protocol):
+    """What `drive` needs of an engine."""
+
+    capacity: int
+
+    def start(self, work: Work) -> None:
+        """Start one grading."""
+
+    def running(self) -> int:
+        """How many gradings are running."""
+
+    def poll(self, timeout: float) -> list[Done]:
+        """Wait up to `timeout` seconds; the gradings that finished meanwhile."""
+
+    def kill(self) -> list[int]:
+        """Stop every running grading, wait for their workers; the keys of those stopped."""
+
+    def close(self) -> None:
+        """Release the workers."""
+
+
+def run_work(grade: GradeFunction, work: Work) -> Done:
+    """Run one grading with `grade`; an exception it raises becomes an `error` result written
+    into the results folder (the grade of a job that could not be graded)."""
+    start = time.monotonic()
+    results = Path(work.results)
+    result = _grade(grade, work, results)
+    return Done(work.key, result, time.monotonic() - start, _containment(results))
+
+
+def _options(scripts: ScriptOptions | None) -> dict[str, Any]:
+    if scripts is None:
+        return {}
+    return {
+        "script_env": scripts.env.extra,
+        "clean_env": scripts.env.clean,
+        "script_memory": scripts.memory,
+        "containment": scripts.containment,
+    }
+
+
+def _checks_said(work: Work) -> Callable[[str], None]:
+    """Progress lines of one grading (a check starts, a check ends with its log), on this
+    worker's stderr, named by the run's results folder."""
+    where = work.results
+
+    def say(message: str) -> None:
+        print(f"{where}: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
+    try:
+        return grade(
+            Path(work.task),
+            work.patch,
+            Path(work.repo),
+            results,
+            timeout=work.timeout,
+            script_timeout=work.script_timeout,
+            runner_user=work.runner_user,
+            runtime=work.runtime,
+            say=_checks_said(work),
+            **_options(work.scripts),
+        )
+    except Exception as exc:  # noqa: BLE001 - the job's error belongs in its result.json
+        result = EvaluationResult(
+            patch_result=PatchResult(status="error", error_msg=f"Exception: {exc}"),
+            runtime_result=work.runtime,
+        )
+        results.mkdir(parents=True, exist_ok=True)
+        files.atomic_write(results / "result.json", result.to_json())
+        return result
+
+
+def _containment(results: Path) -> str | None:
+    """The containment the grading's scripts ran in, from its `checks.jsonl` (the weakest
+    when they differ; None when no script ran or it cannot be read)."""
+    try:
+        lines = (results / "checks.jsonl").read_bytes().splitlines()
+    except OSError:
+        return None
+    modes: set[object] = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            modes.add(record.get("containment"))
+    return "weak" if "weak" in modes else "full" if "full" in modes else None

@@ -1,0 +1,123 @@
+"""Scratch folders under the guard of this process's guardian (the process is `guardian`'s).
+
+Interpreter layer (processes, files). `scratch_folder` starts this process's guardian when it
+has none (before any folder it must remove exists), then makes a folder named for this
+process's owner tag in the temporary folder; `release_scratch` hands a folder to the guardian
+to remove in the background. If this process dies, whenever that is, the pipe to its guardian
+ends: the guardian kills what its gradings left running and removes every scratch folder of
+its tag, also one made an instant before the death.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from interpreters.real.files import remove_tree
+from interpreters.real.runner import guardian
+from interpreters.real.runner.account import TOOL_ENV
+
+__all__ = ["release_scratch", "scratch_folder"]
+
+
+@dataclass(slots=True)
+class _Guardian:
+    """This process's guardian: its tag, its temporary folder, the pipe to it."""
+
+    pid: int
+    tag: str
+    parent: str
+    pipe: int | None
+    process: subprocess.Popen[bytes] | None
+
+    def alive(self) -> bool:
+        return self.pipe is not None and self.process is not None and self.process.poll() is None
+
+    def tell(self, line: bytes) -> bool:
+        """Send one line; False when the guardian is gone."""
+        if self.pipe is None:
+            return False
+        try:
+            os.write(self.pipe, line + b"\n")  # one write below PIPE_BUF: never interleaved
+        except OSError:
+            return False
+        return True
+
+
+_lock = threading.Lock()
+_guardians: dict[int, _Guardian] = {}
+
+
+def _start() -> _Guardian:
+    tag, parent = guardian.owner_tag(), os.path.realpath(tempfile.gettempdir())
+    command = [
+        sys.executable,
+        "-I",
+        "-S",
+        os.fspath(Path(guardian.__file__ or "guardian.py")),
+        tag,
+        parent,
+    ]
+    read, write = os.pipe()  # not inherited: only this process holds the writing end
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=read,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C at the terminal is not for it
+            cwd="/",
+            env=TOOL_ENV,
+        )
+    except OSError:
+        os.close(write)
+        return _Guardian(os.getpid(), tag, parent, None, None)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(read)
+    return _Guardian(os.getpid(), tag, parent, write, process)
+
+
+def _guardian() -> _Guardian:
+    """This process's guardian, started when it has none (or a forked child's parent's)."""
+    with _lock:
+        found = _guardians.pop(os.getpid(), None)
+        if found is not None and not found.alive():
+            _close(found)
+            found = None
+        for other in _guardians.values():  # a forked child: its parent's pipe is not its own
+            _close(other)
+        _guardians.clear()
+        _guardians[os.getpid()] = found = found or _start()
+        return found
+
+
+def _close(found: _Guardian) -> None:
+    pipe, found.pipe = found.pipe, None
+    if pipe is not None:
+        with contextlib.suppress(OSError):
+            os.close(pipe)
+
+
+def scratch_folder(kind: str = "") -> Path:
+    """A new private folder in the temporary folder, named for this process's owner tag
+    (`ssegrade-[<kind>-]<tag>-<random>`), under the guard of its guardian."""
+    guard = _guardian()
+    prefix = f"ssegrade-{kind}-" if kind else "ssegrade-"
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{guard.tag}-", dir=guard.parent))
+
+
+def release_scratch(folder: Path) -> None:
+    """`folder` (from `scratch_folder`) is no longer needed: the guardian removes it in the
+    background (here and now when there is no guardian)."""
+    with _lock:
+        found = _guardians.get(os.getpid())
+    absolute = os.path.join(os.path.realpath(folder.parent), folder.name)
+    if found is None or not found.tell(b"-" + os.fsencode(absolute)):
+        remove_tree(folder)

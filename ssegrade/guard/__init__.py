@@ -1,0 +1,47 @@
+"""The patch guard (SPEC §15): flags patterns that can make checks pass without a fix.
+
+Pure core, advisory: nothing here is read by the verdict. One concept per module:
+
+- `ssegrade.guard.diff`: a patch's bytes → the files it touches and how (`parse_diff`);
+- `ssegrade.guard.rules`: the one table of rules (`RULES`), data only;
+- `ssegrade.guard.sanitizers`: sanitizer names and the runtime marks objects carry;
+- `ssegrade.guard.literal`: whether added lines spell out a PoC's bytes;
+- `ssegrade.guard.facts`: what the interpreter observes (`GuardFacts`, `ObjectScan`);
+- `ssegrade.guard.model`: a `Flag` and `guard.json` (`GuardReport`), with its JSON Schema;
+- `ssegrade.guard.check`: the guard itself (`guard`, `guard_report`).
+
+The grading program awaits the facts (`ssegrade.effects.ObserveGuard`) after the checks and
+writes `guard.json` (`ssegrade.effects.WriteGuard`); see `ssegrade.guarding`.
+"""
+
+from ssegrade.guard.check import guard, guard_report, is_test_path
+from ssegrade.guard.diff import FileChange, diff_paths, parse_diff
+from ssegrade.guard.facts import POC_BYTES, GuardFacts, ObjectScan, PocFile, SanitizerRuntime
+from ssegrade.guard.model import KINDS, Flag, GuardReport, Kind, ObjectsSeen, Observed, guard_schema
+from ssegrade.guard.rules import RULES, Rule
+from ssegrade.guard.sanitizers import runtimes_for, sanitizers_named
+
+__all__ = [
+    "KINDS",
+    "POC_BYTES",
+    "RULES",
+    "FileChange",
+    "Flag",
+    "GuardFacts",
+    "GuardReport",
+    "Kind",
+    "ObjectScan",
+    "ObjectsSeen",
+    "Observed",
+    "PocFile",
+    "Rule",
+    "SanitizerRuntime",
+    "diff_paths",
+    "guard",
+    "guard_report",
+    "guard_schema",
+    "is_test_path",
+    "parse_diff",
+    "runtimes_for",
+    "sanitizers_named",
+]

@@ -1,0 +1,200 @@
+"""The guard: the patch, the task and the facts observed → flags (SPEC §15).
+
+Pure core. `guard` applies every row of `ssegrade.guard.rules.RULES` to the parsed patch and
+returns one flag per rule that fired, with the paths where it fired and one sentence saying
+what was seen. `guard_report` wraps the flags into `guard.json`. Neither ever sees the verdict,
+and nothing here is read by `ssegrade.verdict.decide`: the guard is advisory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+
+from ssegrade.guard.diff import FileChange, parse_diff
+from ssegrade.guard.facts import GuardFacts
+from ssegrade.guard.literal import poc_literals
+from ssegrade.guard.model import Flag, GuardReport, ObjectsSeen, Observed
+from ssegrade.guard.rules import (
+    RULES,
+    HiddenTests,
+    Lines,
+    Paths,
+    PocBytes,
+    Rule,
+    RuntimeMissing,
+)
+from ssegrade.guard.sanitizers import runtimes_for
+from ssegrade.task import Task
+
+__all__ = ["MAX_PATHS", "guard", "guard_report", "is_test_path", "path_matches"]
+
+MAX_PATHS = 50
+"""The most paths one flag lists (its sentence says how many more there are)."""
+
+_COMMENT = re.compile(rb"^\s*(?://|/\*|\*|#(?:\s|!|$)|--\s|;)")
+_SNIPPET = 120
+
+
+@cache
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A shell-style glob as a regex: `*` and `?` never cross a `/`."""
+    parts = (
+        "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) for char in pattern
+    )
+    return re.compile("".join(parts))
+
+
+def path_matches(paths: Paths, path: str) -> bool:
+    """Whether `path` (relative, `/`-separated) is one `paths` names.
+
+    >>> path_matches(Paths(names=("*.mk",)), "build/rules.mk")
+    True
+    >>> path_matches(Paths(folders=("vendor",)), "vendor.go"), path_matches(
+    ...     Paths(suffixes=(".cargo/config*",)), "sub/.cargo/config.toml")
+    (False, True)
+    """
+    parts = path.split("/")
+    if any(_glob(name).fullmatch(parts[-1]) for name in paths.names):
+        return True
+    if any(part in paths.folders for part in parts[:-1]):
+        return True
+    return any(
+        _glob(suffix).fullmatch("/".join(parts[i:]))
+        for suffix in paths.suffixes
+        for i in range(len(parts))
+    )
+
+
+def is_test_path(path: str, facts: GuardFacts | None = None) -> bool:
+    """Whether `path` is one of the project's tests: by convention (the `tests` rules of the
+    table), or because the hidden test diff touches it."""
+    if facts is not None and path in facts.hidden_tests:
+        return True
+    return any(
+        rule.kind == "tests" and isinstance(rule.match, Paths) and path_matches(rule.match, path)
+        for rule in RULES
+    )
+
+
+def _vendored(path: str) -> bool:
+    return any(
+        rule.kind == "vendored" and isinstance(rule.match, Paths) and path_matches(rule.match, path)
+        for rule in RULES
+    )
+
+
+def _listed(paths: Sequence[str]) -> tuple[tuple[str, ...], str]:
+    unique = tuple(dict.fromkeys(paths))
+    more = len(unique) - MAX_PATHS
+    return unique[:MAX_PATHS], f" (and {more} more paths)" if more > 0 else ""
+
+
+def _flag(rule: Rule, paths: Sequence[str], detail: str = "") -> Flag:
+    listed, more = _listed(paths)
+    return Flag(kind=rule.kind, paths=listed, why=f"{rule.why}{detail}{more}")
+
+
+def _snippet(line: bytes) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…"
+
+
+def _lines(rule: Rule, match: Lines, changes: Sequence[FileChange]) -> Flag | None:
+    paths: list[str] = []
+    first = ""
+    for change in changes:
+        lines = [(b"+", line) for line in change.added]
+        if match.side == "changed":
+            lines += [(b"-", line) for line in change.removed]
+        for sign, line in lines:
+            if match.code_only and _COMMENT.match(line):
+                continue
+            if match.matches(line):
+                paths.append(change.path)
+                if not first:
+                    first = f": {change.path}: {sign.decode()}{_snippet(line)}"
+                break
+    return _flag(rule, paths, first) if paths else None
+
+
+def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
+    scan = None if facts is None else facts.objects
+    if scan is None:
+        return []
+    flags = []
+    for runtime in runtimes_for(task.sanitizer):
+        if scan.carrier(runtime.name) is None:
+            files = f"{scan.examined} ELF file{'s' if scan.examined != 1 else ''}"
+            stopped = f"; the scan stopped early: {scan.stopped}" if scan.stopped else ""
+            detail = (
+                f": the task's sanitizer is {runtime.name}, and none of the {files} the build "
+                f"produced carries {runtime.markers[0]}{stopped}"
+            )
+            flags.append(Flag(kind=rule.kind, why=f"{rule.why}{detail}"))
+    return flags
+
+
+def _apply(
+    rule: Rule, changes: Sequence[FileChange], task: Task, facts: GuardFacts | None
+) -> list[Flag]:
+    match rule.match:
+        case Paths() as paths:
+            hits = [p for c in changes for p in c.paths if path_matches(paths, p)]
+            return [_flag(rule, hits)] if hits else []
+        case Lines() as lines:
+            found = _lines(rule, lines, changes)
+            return [found] if found is not None else []
+        case HiddenTests():
+            hidden = set(() if facts is None else facts.hidden_tests)
+            hits = [p for c in changes for p in c.paths if p in hidden]
+            return [_flag(rule, hits)] if hits else []
+        case RuntimeMissing():
+            return _runtime(rule, task, facts)
+        case PocBytes(least=least):
+            if facts is None or not facts.pocs:
+                return []
+            code = [c for c in changes if not any(is_test_path(p, facts) for p in c.paths)]
+            code.sort(key=lambda c: _vendored(c.path))  # the patch's own code first
+            pairs = poc_literals(code, facts.pocs, least)
+            if not pairs:
+                return []
+            pocs = ", ".join(dict.fromkeys(poc for _, poc in pairs))
+            return [_flag(rule, [path for path, _ in pairs], f": {pocs}")]
+
+
+def guard(patch: bytes, task: Task, facts: GuardFacts | None = None) -> tuple[Flag, ...]:
+    """The flags `patch` raises for `task`, given what the interpreter observed (`facts`;
+    None: nothing, so only the patch itself is examined). One flag per rule that fired, in
+    the table's order.
+
+    >>> patch = b"--- a/go.mod\\n+++ b/go.mod\\n@@ -1 +1 @@\\n-a\\n+b\\n"
+    >>> [(f.kind, f.paths) for f in guard(patch, Task(id="t"))]
+    [('build-config', ('go.mod',))]
+    """
+    changes = parse_diff(patch)
+    return tuple(flag for rule in RULES for flag in _apply(rule, changes, task, facts))
+
+
+def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> GuardReport:
+    """`guard.json` for a grading: the flags of `patch` (None: no patch was prepared, nothing
+    examined) and a summary of the facts observed."""
+    observed = None
+    if facts is not None:
+        seen = None
+        if facts.objects is not None:
+            scan = facts.objects
+            seen = ObjectsSeen(
+                sanitizers=tuple(r.name for r in runtimes_for(task.sanitizer)),
+                examined=scan.examined,
+                carrying=dict(scan.carrying),
+                stopped=scan.stopped,
+            )
+        observed = Observed(
+            pocs=len(facts.pocs), hidden_tests=len(facts.hidden_tests), objects=seen
+        )
+    if patch is None:
+        return GuardReport(checked=False, observed=observed)
+    return GuardReport(flags=guard(patch, task, facts), observed=observed)

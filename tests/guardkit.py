@@ -1,0 +1,137 @@
+"""Patches and facts for the patch guard's tests: a unified diff builder and hypothesis
+strategies for neutral C code (which raises no flag) and for each pattern the guard flags."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from ssegrade import GuardFacts, ObjectScan
+from ssegrade.guard import PocFile
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One file of a patch: its path, the lines it removes and the lines it adds (bytes,
+    without their newline). A file with nothing removed and `new` set is created."""
+
+    path: str
+    removed: tuple[bytes, ...] = ()
+    added: tuple[bytes, ...] = ()
+    new: bool = False
+
+
+def make_patch(edits: Sequence[Edit]) -> bytes:
+    """A git diff of `edits`: one hunk per file, removed lines then added lines."""
+    out = bytearray()
+    for edit in edits:
+        path = edit.path.encode()
+        out += b"diff --git a/" + path + b" b/" + path + b"\n"
+        if edit.new:
+            out += b"new file mode 100644\n--- /dev/null\n"
+        else:
+            out += b"--- a/" + path + b"\n"
+        out += b"+++ b/" + path + b"\n"
+        old = f"{1 if edit.removed else 0},{len(edit.removed)}"
+        out += f"@@ -{old} +1,{len(edit.added)} @@\n".encode()
+        out += b"".join(b"-" + line + b"\n" for line in edit.removed)
+        out += b"".join(b"+" + line + b"\n" for line in edit.added)
+    return bytes(out)
+
+
+# Substrings no neutral identifier may hold: they would spell a pattern the guard looks for.
+_RESERVED = (
+    "recover",
+    "catch",
+    "hook",
+    "sig",
+    "jmp",
+    "sanitiz",
+    "asan",
+    "msan",
+    "tsan",
+    "lsan",
+    "poison",
+    "try",
+    "except",
+    "terminate",
+    "test",
+    "fuzz",
+    "vendor",
+    "race",
+    "halt",
+    "leak",
+)
+
+identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(
+    lambda name: not any(word in name for word in _RESERVED)
+)
+"""Names of C variables, functions and files that spell no pattern."""
+
+_TEMPLATES = (
+    "    {a} = {b} + {n};",
+    "    if ({a} > {b})",
+    "        return -{n};",
+    "    memcpy({a}, {b}, {n});",
+    "    for (size_t {a} = 0; {a} < {b}; {a}++)",
+    "    {a}[{n}] = {b};",
+    "static int {a}(const char *{b})",
+    "}}",
+    "",
+    "    /* {a} and {b} */",
+)
+
+
+@st.composite
+def c_lines(draw: st.DrawFn) -> bytes:
+    """A line of ordinary C code."""
+    template = draw(st.sampled_from(_TEMPLATES))
+    line = template.format(a=draw(identifiers), b=draw(identifiers), n=draw(st.integers(0, 99)))
+    return line.encode()
+
+
+folders = st.sampled_from(["src", "lib", "src/core", "libfoo/src", "parser", "io/net"])
+"""Folders of a project's own code (not tests, not vendored)."""
+
+
+@st.composite
+def c_paths(draw: st.DrawFn) -> str:
+    """The path of a C file of the project's own code."""
+    return f"{draw(folders)}/{draw(identifiers)}.{draw(st.sampled_from(['c', 'h']))}"
+
+
+@st.composite
+def neutral_edits(draw: st.DrawFn) -> Edit:
+    """An edit of a C file, away from every pattern the guard flags."""
+    removed = tuple(draw(st.lists(c_lines(), max_size=4)))
+    added = tuple(draw(st.lists(c_lines(), min_size=1, max_size=6)))
+    return Edit(draw(c_paths()), removed, added)
+
+
+neutral_patches = st.lists(neutral_edits(), min_size=1, max_size=4, unique_by=lambda e: e.path)
+"""Patches that only edit C code, away from the patterns."""
+
+
+@st.composite
+def poc_bytes(draw: st.DrawFn) -> bytes:
+    """A binary PoC: random bytes, varied enough that any 16 of them are evidence."""
+    return draw(st.binary(min_size=32, max_size=300).filter(lambda b: len(set(b)) >= 24))
+
+
+@st.composite
+def neutral_facts(draw: st.DrawFn) -> GuardFacts:
+    """What an interpreter observes for a task whose build keeps its sanitizer: PoCs the
+    patch does not spell, hidden tests under tests/, a build that carries the runtime."""
+    pocs = tuple(
+        PocFile(f"pocs/{draw(identifiers)}.bin", draw(poc_bytes()))
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    hidden = tuple(f"tests/{name}.c" for name in draw(st.lists(identifiers, max_size=3)))
+    return GuardFacts(pocs, hidden, ObjectScan(3, (("address", "build/a.out"),)))
+
+
+def c_escaped(data: bytes) -> bytes:
+    """`data` as the body of a C string literal, every byte a `\\xNN` escape."""
+    return b"".join(b"\\x%02x" % byte for byte in data)

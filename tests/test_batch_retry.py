@@ -1,0 +1,150 @@
+"""Resume grades again what errored: `run_batch` on real task folders and real worker
+processes, with a grading function that meets a host fault (it raises, as a grading whose
+host broke down does) the first time it grades a patch, or every time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interpreters.batch import BatchReport, run_batch
+from ssegrade import EvaluationResult, RuntimeResult
+from tests.realtask import make_task
+from tests.test_batch_run import Quiet, verdict_grade
+
+pytestmark = pytest.mark.slow
+
+
+def faulty_grade(
+    task: Path,
+    patch: Path | bytes,
+    repo: Path,
+    results: Path,
+    *,
+    timeout: int = 3600,
+    script_timeout: int | None = None,
+    runner_user: str | None = None,
+    runtime: RuntimeResult | None = None,
+    force: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> EvaluationResult:
+    """`verdict_grade`, but a patch naming `fault-once` meets a host fault the first time it
+    is graded (a mark beside the task folder remembers it), and `fault-always` every time."""
+    data = patch if isinstance(patch, bytes) else patch.read_bytes()
+    mark = task.parent.parent / f"faulted-{data.split()[-1].decode()}"
+    if b"fault-always" in data or (b"fault-once" in data and not mark.exists()):
+        mark.touch()
+        raise OSError(28, "No space left on device")
+    return verdict_grade(
+        task, data, repo, results, timeout=timeout, runtime=runtime, force=force, say=say
+    )
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Path:
+    make_task(tmp_path / "t")
+    (tmp_path / "patches").mkdir()
+    for name, text in (
+        ("once", "fixed fault-once a"),
+        ("always", "fault-always b"),
+        ("good", "fixed c"),
+        ("bad", "nothing d"),
+    ):
+        (tmp_path / "patches" / f"{name}.patch").write_text(text + "\n")
+    lines = [
+        {"task": "t/task", "patch": f"patches/{name}.patch", "repo": "t/source", "run_id": name}
+        for name in ("once", "always", "good", "bad")
+    ]
+    (tmp_path / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return tmp_path
+
+
+def batch(world: Path, **options: Any) -> tuple[BatchReport, list[str]]:
+    """Run the batch; its report and the lines it said."""
+    said = Quiet()
+    report = run_batch(
+        world / "jobs.jsonl",
+        world / "results",
+        workers=2,
+        grade=faulty_grade,
+        reporter=said,
+        **options,
+    )
+    return report, said.lines
+
+
+def summary(world: Path, name: str) -> dict[str, Any]:
+    path = world / "results" / "shell-001" / "unknown" / "unknown" / name / "summary.json"
+    doc: dict[str, Any] = json.loads(path.read_bytes())
+    return doc
+
+
+def attempts(world: Path) -> dict[str, tuple[str, int]]:
+    """Each run's status and attempts, as its summary says."""
+    found = {}
+    for name in ("once", "always", "good", "bad"):
+        doc = summary(world, name)
+        found[name] = (doc["patch_result"]["status"], doc["attempts"])
+    return found
+
+
+def test_resume_grades_errors_again_up_to_the_attempts_allowed(world: Path) -> None:
+    first, _ = batch(world)
+    assert first.exit_code == 1
+    assert attempts(world) == {
+        "once": ("error", 1),
+        "always": ("error", 1),
+        "good": ("passed", 1),
+        "bad": ("failed", 1),
+    }
+    assert "No space left on device" in summary(world, "once")["patch_result"]["error_msg"]
+    second, said = batch(world)
+    assert second.last_line.startswith("2 graded, 1 passed, 0 failed, 1 error, 0 cached, 2 skip")
+    assert second.exit_code == 1  # `always` errored again
+    assert attempts(world) == {
+        "once": ("passed", 2),
+        "always": ("error", 2),
+        "good": ("passed", 1),
+        "bad": ("failed", 1),
+    }
+    once = [line for line in said if " shell-001/unknown/unknown/once " in line]
+    assert len(once) == 1
+    assert once[0].startswith("passed ")
+    assert once[0].endswith(" s, attempt 2)")
+    third, _ = batch(world)
+    assert third.last_line.startswith("0 graded, 0 passed, 0 failed, 0 error, 0 cached, 4 skip")
+    assert third.exit_code == 1  # the run that kept its error
+    more, _ = batch(world, max_attempts=3)
+    assert more.tally.graded == 1
+    assert attempts(world)["always"] == ("error", 3)
+
+
+def test_no_retry_keeps_errors_and_force_grades_every_run_again(world: Path) -> None:
+    batch(world)
+    kept, _ = batch(world, retry=False)
+    assert (kept.tally.graded, kept.tally.skipped, kept.exit_code) == (0, 4, 1)
+    assert attempts(world)["once"] == ("error", 1)
+    forced, _ = batch(world, force=True)
+    assert (forced.tally.graded, forced.tally.cached, forced.tally.skipped) == (4, 0, 0)
+    assert attempts(world) == {
+        "once": ("passed", 1),
+        "always": ("error", 1),
+        "good": ("passed", 1),
+        "bad": ("failed", 1),
+    }
+
+
+def test_force_grades_again_instead_of_reusing_an_earlier_grade(world: Path) -> None:
+    (world / "patches" / "good-too.patch").write_text("fixed c\n")
+    more = {"task": "t/task", "patch": "patches/good-too.patch", "repo": "t/source"}
+    with (world / "jobs.jsonl").open("a") as jobs:
+        jobs.write(json.dumps({**more, "run_id": "good-too"}) + "\n")
+    first, _ = batch(world)
+    assert first.tally.cached == 1  # the same patch as `good`, graded in the same batch
+    forced, _ = batch(world, force=True)
+    assert (forced.tally.graded, forced.tally.cached) == (4, 1)
+    assert summary(world, "good-too")["cached_from"] == "shell-001/unknown/unknown/good"
