@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -10,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import interpreters.report_io
 from interpreters.report_io import NoRuns, Scanned, load_runs, scan_tasks
+from interpreters.report_reader import Counted, Document, _frame, read_frames
 
 
 def summary(
@@ -236,30 +240,36 @@ def mixed_tree(root: Path) -> None:
     (good / "logs").mkdir()
     (good / "logs" / "summary.json").write_text("{}")  # inside a run folder: not a run
     write_run(root, "t1/org/team/m/a/r2", summary(task="t1"))
-    write_run(root, "t2/m/a/r1", {"patch_result": {"status": "failed"}}, name="result.json")
+    graded = write_run(root, "t2/m/a/r1", {"patch_result": {"status": "failed"}}, "result.json")
+    flagged = {"checked": True, "flags": [{"kind": "tests"}, {"kind": "build-config"}]}
+    (graded / "guard.json").write_text(json.dumps(flagged))
     bad = write_run(root, "t2/m/a/r2", "{oops")
     (bad / "result.json").write_text(json.dumps({"patch_result": {"status": "passed"}}))
+    (bad / "guard.json").write_text(json.dumps({"checked": True, "flags": []}))
     write_run(root, "t2/m/a/r3", "")
     (root / "t2/m/a/latest").symlink_to("r1")
     linked = write_run(root, "t3/m/a/r1", None)
     (linked / "summary.json").symlink_to(good / "logs" / "summary.json")
     fifo = write_run(root, "t3/m/a/r2", None)
     os.mkfifo(fifo / "summary.json")
-    write_run(root, "t3/m/a/r3", summary(task="t3"))
+    beside = write_run(root, "t3/m/a/r3", {"patch_result": {"status": "passed"}}, "result.json")
+    (beside / "guard.json").symlink_to(graded / "guard.json")  # never followed: no record
 
 
 @pytest.mark.parametrize("files", [False, True])
 def test_the_reading_process_reads_what_reading_here_reads(tmp_path: Path, files: bool) -> None:
     """Read in a process of its own (as the command reads) or here, the same runs come in the
-    same tasks, with the same warnings, folders counted and files the page links to."""
+    same tasks, with the same warnings, folders counted, files the page links to, and patch
+    guard flags (from the `guard.json` beside a `result.json`, never through a link)."""
     mixed_tree(tmp_path)
+    Tasks = list[list[tuple[str, Any]]]
 
-    def scan(parallel: bool) -> tuple[list[list[str]], list[dict[str, frozenset[str]]], Any]:
-        tasks: list[list[str]] = []
+    def scan(parallel: bool) -> tuple[Tasks, list[dict[str, frozenset[str]]], Any]:
+        tasks: Tasks = []
         ran: list[dict[str, frozenset[str]]] = []
 
         def take(records: list[Any], found: dict[str, frozenset[str]]) -> None:
-            tasks.append([r.folder for r in records])
+            tasks.append([(r.folder, r.flags) for r in records])
             ran.append(found)
 
         scanned = Scanned()
@@ -270,9 +280,9 @@ def test_the_reading_process_reads_what_reading_here_reads(tmp_path: Path, files
     assert here == there
     tasks, ran, scanned = here
     assert tasks == [
-        ["t1/openai/gpt-5/codex/r1", "t1/org/team/m/a/r2"],
-        ["t2/m/a/r1", "t2/m/a/r2"],
-        ["t3/m/a/r3"],
+        [("t1/openai/gpt-5/codex/r1", None), ("t1/org/team/m/a/r2", None)],
+        [("t2/m/a/r1", ("build-config", "tests")), ("t2/m/a/r2", ())],
+        [("t3/m/a/r3", None)],
     ]
     assert scanned.folders == 8
     assert len(scanned.warnings) == 4
@@ -296,3 +306,20 @@ def test_a_reading_process_that_fails_is_one_line(
     monkeypatch.setattr(interpreters.report_io, "_child", broken)
     with pytest.raises(NoRuns, match=r"could not be read \(cannot go on\)$"):
         scan_tasks(tmp_path, lambda *_: None, Scanned(), parallel=True)
+
+
+@given(
+    st.text(max_size=20).filter(lambda t: "\0" not in t and t.isprintable()),
+    st.sampled_from(["summary.json", "result.json"]),
+    st.none() | st.frozensets(st.sampled_from(["result.json", "final.patch", "logs"])),
+    st.none() | st.binary(max_size=64),
+    st.binary(max_size=64),
+)
+def test_a_document_crosses_the_pipe_whole(
+    folder: str, name: str, files: frozenset[str] | None, guard: bytes | None, data: bytes
+) -> None:
+    """Property: a document framed by the reading process reads back the same, whatever bytes
+    its guard file and its document hold (NULs included)."""
+    doc = Document(folder, name, data, files, guard)
+    stream = io.BytesIO(_frame(doc) + _frame(Counted(1)))
+    assert list(read_frames(stream)) == [doc, Counted(1)]
