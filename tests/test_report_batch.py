@@ -1,21 +1,30 @@
 """`ssegrade report DIR --batch`: the batch's own summary, `DIR/batch.json`, read safely and
-printed readably (`interpreters.report_batch`, `ssegrade.report.batch`)."""
+printed readably (`interpreters.report_batch`, `ssegrade.report.batch`): any document the
+batch's own model writes (`ssegrade.batch_summary`) reads back, and so does the file a real
+`ssegrade batch` of a bundled example writes."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import interpreters.report_reader
+from ssegrade import batch_summary as written
 from ssegrade.report.batch import OUTCOMES, parse_batch
+from tests.realtask import ssegrade
+from tests.test_examples import lay_out
 from tests.test_report_cli import invoke, one_line_error
 from tests.test_report_io import summary, write_run
 
@@ -240,3 +249,91 @@ def test_any_summary_batch_writes_reads_back(
     assert f"counts.{miscounted} is not the number of runs.{miscounted}" in (
         failed.failure().message
     )
+
+
+@given(
+    st.lists(st.tuples(folders.map(lambda f: f[0] if f else "t/m/a/r"), st.sampled_from(OUTCOMES))),
+    st.none() | st.text(max_size=20),
+    st.sampled_from(["local", "ray"]),
+    st.integers(1, 64),
+    st.sampled_from(["full", "weak"]),
+    st.booleans(),
+    st.datetimes(timezones=st.just(UTC), min_value=datetime(2000, 1, 1)),
+)
+def test_what_the_batch_writes_the_report_reads(
+    outcomes: list[tuple[str, written.RunKind]],
+    label: str | None,
+    engine: Literal["local", "ray"],
+    workers: int,
+    containment: str,
+    interrupted: bool,
+    started: datetime,
+) -> None:
+    """Property: any `batch.json` the batch's own model writes (`batch_summary(...).to_json()`,
+    what `ssegrade batch` writes) reads back with `--batch`'s reader, every field the same."""
+    doc = written.batch_summary(
+        version="0.1.0",
+        label=label,
+        engine=engine,
+        workers=workers,
+        containment=containment,
+        jobs=written.JobsFile(path="jobs.jsonl", sha256=SHA, count=len(outcomes)),
+        started_at=started,
+        ended_at=started,
+        interrupted=interrupted,
+        outcomes=outcomes,
+    )
+    assert written.KINDS == OUTCOMES
+    read = parse_batch(doc.to_json()).unwrap()
+    assert read.model_dump() == doc.model_dump()
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    """A folder the runner account can enter."""
+    folder = Path(tempfile.mkdtemp(prefix="ssegrade-report-batch-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_report_batch_reads_what_a_real_batch_wrote(work: Path) -> None:
+    """A real `ssegrade batch` of the bundled TLV example (its reference fix, no patch, and the
+    fix again under another run id, which reuses the first grade) writes `batch.json`;
+    `report --batch` prints it (the failed run with its first failure), `-v` every outcome's
+    folders, `--format json` the file as it is; every folder it names is a run the report
+    reads."""
+    example = lay_out(work, "tlv", "fix.diff", baseline=False)
+    lines = [
+        {"agent": "fixer", "run_id": "fix", "patch": str(example.fix)},
+        {"agent": "idle", "run_id": "empty", "patch": "/dev/null"},
+        {"agent": "fixer", "run_id": "again", "patch": str(example.fix)},
+    ]
+    jobs = work / "jobs.jsonl"
+    common = {"task": str(example.task), "repo": str(example.source), "model": "m"}
+    jobs.write_text("".join(json.dumps({**common, **line}) + "\n" for line in lines))
+    results = work / "results"
+    done = ssegrade(
+        "batch", str(jobs), "--results", str(results), "--workers", "2", "--label", "demo"
+    )
+    assert done.returncode == 0, done.stderr
+    shown = ssegrade("report", str(results), "--batch")
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert 'Batch "demo", by ssegrade' in text
+    assert "engine local, 2 workers, containment:" in text
+    assert f"jobs: {jobs} (3 jobs)" in text
+    assert "outcomes: 1 passed, 1 failed, 0 error, 1 cached, 0 skipped" in text
+    first_poc = example.task / "pocs" / "overread.bin"
+    assert f"Failed (1): tlv-001/m/idle/empty: PoC failed: {first_poc}" in text
+    every = " ".join(ssegrade("report", str(results), "--batch", "-v").stdout.split())
+    assert "Passed (1): tlv-001/m/fixer/fix" in every
+    assert "Cached (1): tlv-001/m/fixer/again" in every
+    as_json = ssegrade("report", str(results), "--batch", "--format", "json")
+    assert as_json.stdout.encode() == (results / "batch.json").read_bytes()
+    read = parse_batch((results / "batch.json").read_bytes()).unwrap()
+    named = [folder for kind in OUTCOMES for folder in getattr(read.runs, kind)]
+    listed = ssegrade("report", str(results), "--runs", "all", "--format", "jsonl").stdout
+    runs = [json.loads(line) for line in listed.splitlines()]
+    assert sorted(named) == sorted(run["folder"] for run in runs)
