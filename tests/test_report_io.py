@@ -323,3 +323,14 @@ def test_a_document_crosses_the_pipe_whole(
     doc = Document(folder, name, data, files, guard)
     stream = io.BytesIO(_frame(doc) + _frame(Counted(1)))
     assert list(read_frames(stream)) == [doc, Counted(1)]
+
+
+def test_a_containment_of_another_type_is_no_mode_and_the_run_still_reads(tmp_path: Path) -> None:
+    """`containment` only informs: a summary whose value is not text is read all the same,
+    its mode unknown."""
+    write_run(tmp_path, "t1/m/a/r1", summary(containment="weak"))
+    write_run(tmp_path, "t2/m/a/r1", summary(task="t2", containment=5))
+    write_run(tmp_path, "t3/m/a/r1", summary(task="t3", containment={"mode": "full"}))
+    loaded = load_runs(tmp_path)
+    assert loaded.warnings == []
+    assert {r.task: r.containment for r in loaded.records} == {"t1": "weak", "t2": None, "t3": None}
