@@ -6,8 +6,10 @@
 Makes synthetic run folders shaped as SSEBench writes them,
 `RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json` with a `latest` link beside the runs
 of each (task, model, agent) (models of one to three folder levels, a few error and reference
-runs, every summary about 1 KiB with the task config, the run config and an error log), in two
-shapes, each at `--runs` and at half of it (a few thousand runs are enough for a quick look):
+runs, every summary about 1.3 KiB with the task config, the run config, an error log, the
+containment mode and the patch guard's record as `ssegrade batch` writes them: some runs
+flagged, a few graded before the guard), in two shapes, each at `--runs` and at half of it (a
+few thousand runs are enough for a quick look):
 
 - wide: one run of each task by four (model, agent) pairs, so `--runs` / 4 tasks (25,000 at
   100,000 runs): the per-task tables are as long as they can be;
@@ -45,6 +47,7 @@ AGENTS = ("codex", "claude-code", "openhands", "aider", "swe-agent")
 WIDE_PAIRS = tuple(zip(MODELS, AGENTS, strict=False))
 DEEP_PAIRS = tuple((model, agent) for model in MODELS for agent in AGENTS)
 DEEP_TASKS = 500
+KINDS = ("build-config", "sanitizer", "crash-handler", "poc-literal", "tests", "vendored")
 REPORT = "from interpreters.report_cli import report; report.main(prog_name='report')"
 FORMATS: dict[str, tuple[str, ...]] = {
     "table": ("--format", "table"),
@@ -126,7 +129,7 @@ def summary(
     if patch["status"] != "passed":
         patch.setdefault("error_msg", "PoC failed: /ssebench/pocs/poc1")
         patch["error_log"] = "==1==ERROR: AddressSanitizer: heap-buffer-overflow " * 6
-    return {
+    doc: dict[str, object] = {
         "task": config,
         "config": {
             "agent": agent,
@@ -145,7 +148,17 @@ def summary(
         },
         "spend": round(rng.uniform(0.05, 3.0), 4),
         "started_at": f"2025-06-{trial + 1:02d}T10:{rng.randint(0, 59):02d}:00Z",
+        "digest": f"{rng.getrandbits(256):064x}",
+        "containment": "full" if rng.random() < 0.95 else "weak",
+        "spend_recorded": True,
+        "attempts": 1,
     }
+    if rng.random() < 0.97:  # the rest were graded before the guard
+        kinds = rng.sample(KINDS, rng.choice((1, 2))) if rng.random() < 0.15 else []
+        flags = [{"kind": kind, "paths": ["Makefile"], "why": "touched"} for kind in kinds]
+        observed = {"pocs": pocs, "hidden_tests": int(has_intent), "objects": None}
+        doc["guard"] = {"version": 1, "checked": True, "flags": flags, "observed": observed}
+    return doc
 
 
 def timed(command: list[str], shell: bool = False) -> tuple[float, int]:
