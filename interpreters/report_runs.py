@@ -5,8 +5,8 @@ Interpreter layer, output side: `RunsSink` turns each task's kept runs and runs 
 lines as they are read, into spools (`interpreters.report_output`), and writes them at the end,
 kept runs first; `render_jsonl` and `render_runs_csv` do the same for a whole `Report`. Each
 record says whether the run counted, why it was left out, its first failing check
-(`error_msg`) and the patch guard's flags. CSV cells a spreadsheet would run as a formula are
-written inert (`interpreters.report_render.inert`).
+(`error_msg`), the patch guard's flags and the containment its scripts ran in. CSV cells a
+spreadsheet would run as a formula are written inert (`interpreters.report_render.inert`).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ PER_RUN_FIELDS: tuple[str, ...] = (
     "cached_from",
     "folder",
     "flags",
+    "containment",
 )
 """The columns of the per-run export (`--format jsonl`, `--format csv --per-run`)."""
 
@@ -96,6 +97,7 @@ def run_row(run: TaskRun) -> dict[str, Any]:
         "cached_from": run.cached_from,
         "folder": run.folder,
         "flags": None if run.flags is None else list(run.flags),
+        "containment": run.containment,
     }
 
 
@@ -123,6 +125,7 @@ def excluded_row(ex: Excluded) -> dict[str, Any]:
         "cached_from": None,
         "folder": ex.folder,
         "flags": None if ex.flags is None else list(ex.flags),
+        "containment": ex.containment,
     }
 
 

@@ -271,6 +271,7 @@ PER_RUN = [
     "cached_from",
     "folder",
     "flags",
+    "containment",
 ]
 
 

@@ -4,7 +4,7 @@ selection at once, rows counted without their runs, comparisons from a few bits 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 from hypothesis import given
@@ -148,7 +148,8 @@ def test_containment_counts_each_run_considered_by_its_mode(
     recs: list[RunRecord], mode: RunsMode, rules: Rules, errors: bool
 ) -> None:
     """Property: the containment counts cover every run kept or left out (not those `latest`
-    set aside), each by the mode it recorded, any other value or none as `unknown`."""
+    set aside), each by the mode it recorded, any other value or none as `unknown`; each run
+    listed says its mode, so the per-run formats add up to the counts."""
     chosen = selection(recs, mode, rules, errors)
     considered = [rec for _, rec in chosen.kept] + list(chosen.excluded)
     expected: dict[str, int] = defaultdict(int)
@@ -157,6 +158,14 @@ def test_containment_counts_each_run_considered_by_its_mode(
     report = aggregate(recs, mode, errors, rules)
     assert report.containment == dict(sorted(expected.items()))
     assert list(report.containment) == sorted(report.containment)
+    each = [run.containment for run in report.tasks] + [ex.containment for ex in report.excluded]
+    assert Counter(each) == report.containment
+    modes = {(r.task, r.model, r.agent, r.run_id): r.containment for r in considered}
+    listed = [(r.task, r.model, r.agent, r.run_id, r.containment) for r in report.tasks]
+    listed += [(r.task, r.model, r.agent, r.run_id, r.containment) for r in report.excluded]
+    for task, model, agent, run_id, seen in listed:
+        recorded = modes[(task, model, agent, run_id)]
+        assert seen == (recorded if recorded in ("full", "weak") else "unknown")
 
 
 @given(st.lists(st.floats(-1e300, 1e300, allow_nan=False), max_size=60))

@@ -22,6 +22,7 @@ from ssegrade.report.compare import Outcomes, compare, compare_all, find_row
 from ssegrade.report.guard import GuardTally, RowGuard, exclude_flagged, row_guard
 from ssegrade.report.model import (
     Comparison,
+    Containment,
     Excluded,
     Interval,
     Report,
@@ -39,6 +40,7 @@ from ssegrade.report.summary import ReadError, RunFolder, RunRecord, parse_run, 
 __all__ = [
     "DIFFERENCE",
     "Comparison",
+    "Containment",
     "Excluded",
     "Fold",
     "GuardTally",

@@ -18,8 +18,8 @@ kept runs of its row, a PoC check passes when `pov_total` is set and `pov_passed
 and rows come in the order SSEBench's report gives them.
 
 Beside the shares, each row carries the patch guard's columns (`ssegrade.report.guard`), each
-run its flags, and the report how many runs (kept and left out) ran their scripts in each
-containment mode (`full`, `weak`, `unknown`).
+run its flags and containment mode, and the report how many runs (kept and left out) ran
+their scripts in each mode (`full`, `weak`, `unknown`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ssegrade.checks import grading_order
 from ssegrade.report.compare import Outcomes
 from ssegrade.report.guard import flagged_why
 from ssegrade.report.model import (
+    Containment,
     Excluded,
     Report,
     Row,
@@ -98,6 +99,14 @@ def _minutes(rec: RunRecord) -> float | None:
     return None if rec.agent_seconds is None else rec.agent_seconds / 60
 
 
+_MODES: dict[str | None, Containment] = {"full": "full", "weak": "weak"}
+"""The containment modes a run may record; any other value (or none) is `unknown`."""
+
+
+def _mode(rec: RunRecord) -> Containment:
+    return _MODES.get(rec.containment, "unknown")
+
+
 def _poc(rec: RunRecord) -> str | None:
     patch = rec.patch
     return None if patch.pov_total is None else f"{patch.pov_passed or 0}/{patch.pov_total}"
@@ -126,6 +135,7 @@ def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
             "cached_from": rec.cached_from,
             "error_msg": patch.error_msg,
             "flags": rec.flags,
+            "containment": _mode(rec),
         }
     )
     return run
@@ -160,11 +170,8 @@ def _excluded(rec: RunRecord, errors_as_failures: bool, rules: Rules) -> Exclude
         minutes=_minutes(rec),
         started_at=rec.started_at,
         flags=rec.flags,
+        containment=_mode(rec),
     )
-
-
-_MODES = frozenset({"full", "weak"})
-"""The containment modes a run may record; any other value (or none) is `unknown`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,9 +246,9 @@ class Fold:
         kept.sort(key=lambda i: (i[1].model, i[1].agent, i[0]))
         modes = self._containment
         for _, rec in kept:
-            modes[rec.containment if rec.containment in _MODES else "unknown"] += 1
+            modes[_mode(rec)] += 1
         for rec in excluded:
-            modes[rec.containment if rec.containment in _MODES else "unknown"] += 1
+            modes[_mode(rec)] += 1
         checks = tuple(check.name for check in grading_order() if check.name in has)
         excluded.sort(key=lambda r: (r.model, r.agent, r.run_id))
         by_row: dict[RowKey, list[RunRecord]] = {}

@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 RunsMode = Literal["latest", "all"]
+Containment = Literal["full", "weak", "unknown"]
+"""The containment a run's scripts ran in, as the report counts it (no mode or any other
+value: `unknown`)."""
 RowKey = tuple[str, str]
 """A report row's identity: (model, agent)."""
 
@@ -154,13 +157,15 @@ class Excluded(_Out):
     minutes: float | None = None
     started_at: datetime | None = None
     flags: tuple[str, ...] | None = None
+    containment: Containment = "unknown"
 
 
 class TaskRun(_Out):
     """One kept run in the per-task table. `poc` is `passed/total`, None when the PoCs did not
     run; `checks` lists the checks the task has (a null field of a listed check: not run).
     `status` is `failed` for an error run counted as failed (`error` keeps its own message).
-    `flags`: the kinds the patch guard raised (None: no guard record)."""
+    `flags`: the kinds the patch guard raised (None: no guard record); `containment` the mode
+    its scripts ran in."""
 
     model: str
     agent: str
@@ -180,6 +185,7 @@ class TaskRun(_Out):
     cached_from: str | None = None
     error_msg: str | None = None
     flags: tuple[str, ...] | None = None
+    containment: Containment = "unknown"
 
 
 class Report(_Out):
