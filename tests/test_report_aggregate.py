@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ssegrade.guard.model import KINDS
 from ssegrade.report import (
     Report,
     RunFolder,
@@ -81,6 +82,10 @@ def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> PatchRe
     )
 
 
+FLAGS = st.none() | st.lists(st.sampled_from(KINDS), unique=True, max_size=3).map(tuple)
+"""A run's patch guard flags: none raised, some, or no guard record."""
+
+
 @st.composite
 def records(
     draw: st.DrawFn,
@@ -104,6 +109,8 @@ def records(
         spend=draw(st.none() | st.floats(0, 50, allow_nan=False)),
         agent_seconds=draw(st.none() | st.integers(0, 7200).map(float)),
         checks=TASKS[task][0] if known else None,
+        flags=draw(FLAGS),
+        containment=draw(st.sampled_from([None, "full", "weak", "odd"])),
     )
 
 
