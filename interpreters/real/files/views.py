@@ -228,8 +228,8 @@ def _refusal(repo: Path, top: os.stat_result) -> str | None:
 
 
 def _trial(layers: Layers) -> str | None:
-    """Mount a view of the repo alone in a child (`/bin/true`); None when it worked, else the
-    kernel's reason."""
+    """Mount a view of the repo alone in a child, write in it, run `/bin/true`; None when it
+    worked, else the kernel's reason."""
     true = shutil.which("true", path=_PATH)
     if true is None:
         return "true is not installed"
@@ -240,6 +240,10 @@ def _trial(layers: Layers) -> str | None:
     def enter() -> None:
         try:
             mounter.enter()
+            # A write, a rename and removals: the upper file system takes what a view needs.
+            os.close(os.open("probe", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.rename("probe", "probed")
+            os.unlink("probed")
         except OSError as exc:
             os.write(2, f"{exc.strerror or exc}\n".encode())
             raise
