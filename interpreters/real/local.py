@@ -4,8 +4,9 @@ Interpreter layer. Wrap it with `ssegrade.bencher_interpreter` to answer grading
 the evaluator and the daemon both do. It bounds its blocking work by the run loop's
 `Deadline`: every git command is killed when it is reached, copies and the archive check it
 between batches, scripts get the time left. With `ahead` (the evaluator, whose trees do not
-change while it grades) it hands what no script decides to `WorkAhead`; what it writes into
-the results folder goes through `ResultsWriter`.
+change while it grades) it hands what no script decides to `WorkAhead`, and its checks work in
+copy-on-write views where the kernel allows (`Workspaces`); what it writes into the results
+folder goes through `ResultsWriter`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ removed.
 
 Interpreter layer (Linux: namespaces, cgroups under `/sys/fs/cgroup`, `/proc`). In `full`
 mode the child, before it runs anything, joins the run's cgroups, takes a parent-death signal
-(it dies with the thread that started it), and enters a mount namespace of its own with a
+(it dies with the thread that started it), and enters a mount namespace of its own, where it
+mounts its working folder's copy-on-write view first (when it works in one), with a
 fresh, size-limited `/tmp`, `/var/tmp` and `/dev/shm` (the world-writable folders of the
 host, where one script could leave something for another; the folders the script is given
 bound back in at their own paths) and, unless the network is the host's, a network namespace
