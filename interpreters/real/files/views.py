@@ -201,16 +201,17 @@ class Layers:
 def _refusal(repo: Path, top: os.stat_result) -> str | None:
     """Why a view of `repo` would differ from a fresh copy, or None: entries of another
     owner, set-uid or set-gid files, FIFOs, sockets, devices (one `find`, no link followed)."""
-    find = shutil.which("find", path=_PATH)
-    if find is None:
-        return "find is not installed"
+    find, nice = shutil.which("find", path=_PATH), shutil.which("nice", path=_PATH)
+    if find is None or nice is None:
+        return "find or nice is not installed"
     uid, gid = str(top.st_uid), str(top.st_gid)
     odd = [
         "(", "!", "-uid", uid, "-o", "!", "-gid", gid, "-o", "-perm", "/6000",
         "-o", "-type", "p", "-o", "-type", "s", "-o", "-type", "b", "-o", "-type", "c", ")",
     ]  # fmt: skip
     done = subprocess.run(
-        [find, "-P", os.fspath(repo), *odd, "-print", "-quit"],
+        # Niced: it runs while the capture does, which comes first.
+        [nice, "-n", "19", find, "-P", os.fspath(repo), *odd, "-print", "-quit"],
         capture_output=True,
         env={"PATH": _PATH, "LC_ALL": "C"},
         cwd="/",
