@@ -14,6 +14,7 @@ repo's size (`WorkAhead` makes it ahead when it can).
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,6 +55,8 @@ class Workspaces:
     ahead: WorkAhead | None = None
     _pool: ThreadPoolExecutor = field(init=False)
     _layers: Future[Layers | str] | None = field(init=False, default=None)
+    """The probe's answer while views may be chosen; None once copies are."""
+    _probed: Future[Layers | str] | None = field(init=False, default=None)
     _patched: tuple[bytes, Future[Path | None]] | None = field(init=False, default=None)
     _open: dict[str, View] = field(init=False, default_factory=dict)
     _why: str | None = field(init=False, default=None)
@@ -62,7 +65,7 @@ class Workspaces:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="views")
         self._why = self._cannot() if self.views else None
         if self.views and self._why is None:
-            self._layers = self._pool.submit(self._probe)
+            self._layers = self._probed = self._pool.submit(self._probe)
 
     # ------------------------------------------------------------ the decision
 
@@ -137,7 +140,8 @@ class Workspaces:
                     + applied.failure().log.strip()
                 )
 
-        point = self.next_path("patching")
+        # Named here, not by `next_path`: this runs beside the thread that counts its names.
+        point = self.scratch / f"patching-{secrets.token_hex(8)}"
         point.mkdir(mode=0o755)
         return layers.patched(patch, point, apply)
 
@@ -162,10 +166,16 @@ class Workspaces:
         layers = self._chosen()
         dest = self.next_path("copy")
         if layers is not None:
-            layer = self._patch_layer(patch)
-            dest.mkdir(mode=0o755)
-            self._open[os.fspath(dest)] = layers.view(dest, layer)
-            return Workspace(os.fspath(dest))
+            try:
+                layer = self._patch_layer(patch)
+            except (TimeLimitReached, TimeoutError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - copies then, and the logs say why
+                self._why, self._layers = f"the patch's layer could not be made: {exc}", None
+            else:
+                dest.mkdir(mode=0o755)
+                self._open[os.fspath(dest)] = layers.view(dest, layer)
+                return Workspace(os.fspath(dest))
         made = None
         if self.ahead is not None:
             made = self.ahead.take(patch, lambda path: self._apply_patch(path, patch))
@@ -232,6 +242,7 @@ class Workspaces:
         """Stop the background work and let the views' user namespace go (their layers go
         with the scratch folder)."""
         self._pool.shutdown(wait=True)
-        layers = self._chosen()
-        if layers is not None:
-            layers.close()
+        if self._probed is not None:
+            found = self._probed.result() if self._probed.exception() is None else None
+            if isinstance(found, Layers):
+                found.close()
