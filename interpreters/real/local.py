@@ -162,10 +162,12 @@ class LocalSystem:
         """Stop and wait for the background work; remove what it left in the scratch folder,
         unless the caller will (`remove=False`: it removes the scratch folder whole)."""
         self._writer.stop_archive()  # only when grading ended without writing its result
-        self._trees.close()
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.close(remove)
+        try:
+            self._trees.close()
+        finally:
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:
+                ahead.close(remove)
 
     # -------------------------------------------------------------- helpers
 
