@@ -18,6 +18,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -295,3 +296,21 @@ def test_no_mount_of_a_grading_is_left_in_the_host(scratch: Path) -> None:
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(scratch) not in mounts
     git(made.source, "status")  # the agent's tree is untouched by grading, and still a repo
+
+
+def test_the_probe_refuses_a_repo_with_a_mount_inside(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "mounted here").mkdir(parents=True)
+    runner = resolve_runner(None).unwrap()
+    code = (
+        "import sys; from pathlib import Path; from interpreters.real.files.views import probe; "
+        "print(probe(Path(sys.argv[1]), Path(sys.argv[2]), (int(sys.argv[3]), int(sys.argv[4]))))"
+    )
+    inside = f"mount -t tmpfs none '{repo}/mounted here' && exec \"$@\""
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", inside, "sh",
+         sys.executable, "-c", code, str(repo), str(tmp_path / "layers"),
+         str(runner.uid), str(runner.gid)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == f"{repo}/mounted here is mounted inside the grading repo"

@@ -1,5 +1,5 @@
 """Copy-on-write views of the patched grading repo: what each check works in, where the kernel
-allows it (`Layers.probe`); a fresh copy otherwise.
+allows it (`probe`); a fresh copy otherwise.
 
 Interpreter side (files, mounts, processes). A view is an overlayfs mount made in a child's own
 mount namespace (a script's, or the `git apply` that writes in it), never in the host's: it
@@ -17,9 +17,11 @@ and writes its layers with the rights of the one who mounted it). What the runne
 copied up into the check's layer with the owner it sees, its own. Each mount gets a fresh work
 folder and is `volatile` (no sync of the whole file system when it ends).
 
-A view differs from a fresh copy only where the probe makes sure it cannot: the repo must have
-one owner (uid and gid), no set-uid or set-gid file and no FIFO, socket or device (a copy
-changes or skips those); else fresh copies are made, and the scripts' logs say why.
+A view shows the repo as it is, where a copy changes it: a copy belongs wholly to the runner,
+drops set-uid and set-gid bits, skips FIFOs, sockets and devices, and holds what is mounted
+inside the repo. So the probe takes views only for a repo of one owner (uid and gid), with
+none of those, and nothing mounted inside; else fresh copies are made, and the scripts' logs
+say why.
 """
 
 from __future__ import annotations
@@ -228,6 +230,21 @@ def _refusal(repo: Path, top: os.stat_result) -> str | None:
     return None
 
 
+def _mounted_inside(repo: Path) -> str | None:
+    """A file system mounted inside `repo` (a view would show the folder beneath it), or
+    None."""
+    inside = os.fsencode(repo).rstrip(b"/") + b"/"
+    try:
+        with open("/proc/self/mountinfo", "rb") as listing:
+            for line in listing:
+                point = line.split(b" ")[4].decode("unicode_escape").encode("latin-1")
+                if point.startswith(inside):
+                    return f"{os.fsdecode(point)} is mounted inside the grading repo"
+    except (OSError, IndexError, UnicodeDecodeError) as exc:
+        return f"cannot read the mounts: {exc}"
+    return None
+
+
 def _trial(layers: Layers) -> str | None:
     """Mount a view of the repo alone in a child, write in it, run `/bin/true`; None when it
     worked, else the kernel's reason."""
@@ -284,7 +301,7 @@ def probe(repo: Path, root: Path, runner: tuple[int, int]) -> Layers | str:
         return f"cannot read the grading repo: {exc.strerror}"
     if any(char in _UNSAFE for char in os.fspath(root)):
         return f"the scratch folder's path {root} has a character overlayfs options cannot hold"
-    why = _refusal(repo, top)
+    why = _mounted_inside(repo) or _refusal(repo, top)
     if why is not None:
         return why
     try:
