@@ -1,21 +1,31 @@
 """How fast and how lean is `ssegrade report` next to `cat` over the same files? By hand.
 
-    .venv/bin/python benchmarks/bench_report.py [--runs 100000] [--rounds 3] [--dir D] [--keep]
+    .venv/bin/python benchmarks/bench_report.py [--runs 100000] [--rounds 3] [--shape wide|deep]
+                                                [--select latest|all] [--dir D] [--keep]
 
-Makes `--runs` synthetic run folders shaped as SSEBench writes them,
+Makes synthetic run folders shaped as SSEBench writes them,
 `RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json` with a `latest` link beside the runs
-of each (task, model, agent) (500 tasks, models of one to three folder levels, several agents
-and trials, a few error and reference runs, every summary about 1 KiB with the task config, the
-run config and an error log), and a second tree of half the size. Then, with a warm page cache,
-it times alternately, `--rounds` times each:
+of each (task, model, agent) (models of one to three folder levels, a few error and reference
+runs, every summary about 1.3 KiB with the task config, the run config, an error log, the
+containment mode and the patch guard's record as `ssegrade batch` writes them: some runs
+flagged, a few graded before the guard), in two shapes, each at `--runs` and at half of it (a
+few thousand runs are enough for a quick look):
+
+- wide: one run of each task by four (model, agent) pairs, so `--runs` / 4 tasks (25,000 at
+  100,000 runs): the per-task tables are as long as they can be;
+- deep: 500 tasks, twenty (model, agent) pairs, the rest as repeated trials.
+
+Then, with a warm page cache, it times alternately, `--rounds` times each, the best kept:
 
 - `cat`: `find RESULTS -name summary.json -print0 | xargs -0 cat > /dev/null`, which finds and
   reads the very files the report reads;
-- the report, as a fresh process: `report RESULTS --format F -o /dev/null` for the table and
-  JSON formats (Python start-up and imports included).
+- the report, as a fresh process (Python start-up and imports included), in every format:
+  `report RESULTS --runs latest --format F -o /dev/null` for table, json, csv, csv --per-run,
+  jsonl and html (`--select all`: `--runs all`, every run kept and listed; the two are the
+  same in the wide shape, where each task, model and agent has one run).
 
-It prints the best wall time of each, the ratio report / cat (target: 2.0 or less) and the
-report's peak resident memory at both sizes (target: flat, as runs are streamed).
+It prints each format's ratio report / cat (target: 2.0 or less) and peak resident memory,
+and how the peak memory grows from half the runs to all of them (target: flat).
 """
 
 from __future__ import annotations
@@ -34,14 +44,34 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MODELS = ("openai/gpt-5", "anthropic/claude-sonnet-4", "qwen3-coder", "org/team/model-x")
 AGENTS = ("codex", "claude-code", "openhands", "aider", "swe-agent")
+WIDE_PAIRS = tuple(zip(MODELS, AGENTS, strict=False))
+DEEP_PAIRS = tuple((model, agent) for model in MODELS for agent in AGENTS)
+DEEP_TASKS = 500
+KINDS = ("build-config", "sanitizer", "crash-handler", "poc-literal", "tests", "vendored")
 REPORT = "from interpreters.report_cli import report; report.main(prog_name='report')"
+FORMATS: dict[str, tuple[str, ...]] = {
+    "table": ("--format", "table"),
+    "json": ("--format", "json"),
+    "csv": ("--format", "csv"),
+    "csv --per-run": ("--format", "csv", "--per-run"),
+    "jsonl": ("--format", "jsonl"),
+    "html": ("--format", "html"),
+}
 
 
-def make_tree(root: Path, runs: int, seed: int = 11) -> None:
-    """Write `runs` run folders under `root`, with a `latest` link in each group."""
+def shape_of(name: str, runs: int) -> tuple[int, tuple[tuple[str, str], ...]]:
+    """(tasks, (model, agent) pairs) of a shape at `runs` runs."""
+    if name == "wide":
+        return max(1, runs // len(WIDE_PAIRS)), WIDE_PAIRS
+    return DEEP_TASKS, DEEP_PAIRS
+
+
+def make_tree(root: Path, runs: int, shape: str, seed: int = 11) -> None:
+    """Write `runs` run folders of `shape` under `root`, with a `latest` link in each group."""
     rng = random.Random(seed)
-    tasks = [f"project{i % 97}-{1000 + i}" for i in range(500)]
-    per_group = max(1, -(-runs // (len(tasks) * len(MODELS) * len(AGENTS))))
+    count, pairs = shape_of(shape, runs)
+    tasks = [f"project{i % 97}-{1000 + i}" for i in range(count)]
+    per_group = max(1, -(-runs // (len(tasks) * len(pairs))))
     made = 0
     for task in tasks:
         pocs = rng.randint(1, 2)
@@ -56,23 +86,22 @@ def make_tree(root: Path, runs: int, seed: int = 11) -> None:
             "scripts": {"build": "build.sh", "run": "run.sh", "test": "test.sh"},
             "files": files,
         }
-        for model in MODELS:
-            for agent in AGENTS:
-                run_id = ""
-                for trial in range(per_group):
-                    if made >= runs:
-                        return
-                    made += 1
-                    run_id = f"202506{trial + 1:02d}-100000-{rng.randrange(1 << 24):06x}"
-                    folder = root / task / model / agent / run_id
-                    os.makedirs(folder)
-                    doc = summary(rng, config, (pocs, has_intent), model, agent, trial)
-                    doc["run_id"] = run_id
-                    fd = os.open(folder / "summary.json", os.O_WRONLY | os.O_CREAT, 0o644)
-                    os.write(fd, json.dumps(doc).encode())
-                    os.close(fd)
-                if run_id:
-                    (root / task / model / agent / "latest").symlink_to(run_id)
+        for model, agent in pairs:
+            run_id = ""
+            for trial in range(per_group):
+                if made >= runs:
+                    return
+                made += 1
+                run_id = f"202506{trial + 1:02d}-100000-{rng.randrange(1 << 24):06x}"
+                folder = root / task / model / agent / run_id
+                os.makedirs(folder)
+                doc = summary(rng, config, (pocs, has_intent), model, agent, trial)
+                doc["run_id"] = run_id
+                fd = os.open(folder / "summary.json", os.O_WRONLY | os.O_CREAT, 0o644)
+                os.write(fd, json.dumps(doc).encode())
+                os.close(fd)
+            if run_id:
+                (root / task / model / agent / "latest").symlink_to(run_id)
 
 
 def summary(
@@ -100,7 +129,7 @@ def summary(
     if patch["status"] != "passed":
         patch.setdefault("error_msg", "PoC failed: /ssebench/pocs/poc1")
         patch["error_log"] = "==1==ERROR: AddressSanitizer: heap-buffer-overflow " * 6
-    return {
+    doc: dict[str, object] = {
         "task": config,
         "config": {
             "agent": agent,
@@ -119,7 +148,17 @@ def summary(
         },
         "spend": round(rng.uniform(0.05, 3.0), 4),
         "started_at": f"2025-06-{trial + 1:02d}T10:{rng.randint(0, 59):02d}:00Z",
+        "digest": f"{rng.getrandbits(256):064x}",
+        "containment": "full" if rng.random() < 0.95 else "weak",
+        "spend_recorded": True,
+        "attempts": 1,
     }
+    if rng.random() < 0.97:  # the rest were graded before the guard
+        kinds = rng.sample(KINDS, rng.choice((1, 2))) if rng.random() < 0.15 else []
+        flags = [{"kind": kind, "paths": ["Makefile"], "why": "touched"} for kind in kinds]
+        observed = {"pocs": pocs, "hidden_tests": int(has_intent), "objects": None}
+        doc["guard"] = {"version": 1, "checked": True, "flags": flags, "observed": observed}
+    return doc
 
 
 def timed(command: list[str], shell: bool = False) -> tuple[float, int]:
@@ -134,62 +173,85 @@ def timed(command: list[str], shell: bool = False) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss
 
 
-def measure(root: Path, rounds: int) -> tuple[float, dict[str, tuple[float, int]]]:
+def measure(root: Path, rounds: int, select: str) -> tuple[float, dict[str, tuple[float, int]]]:
     """Best `cat` time, and best time and peak memory of the report in each format."""
     cat = f"find '{root}' -name summary.json -print0 | xargs -0 cat > /dev/null"
-    reports = {
-        fmt: [sys.executable, "-c", REPORT, str(root), "--format", fmt, "-o", os.devnull]
-        for fmt in ("table", "json")
-    }
+    base = [sys.executable, "-c", REPORT, str(root), "--runs", select, "-o", os.devnull]
+    reports = {name: [*base, *args] for name, args in FORMATS.items()}
     timed([cat], shell=True)  # warm the page cache
     best_cat = float("inf")
-    best = {fmt: (float("inf"), 0) for fmt in reports}
+    best = {name: (float("inf"), 0) for name in reports}
     for _ in range(rounds):
-        best_cat = min(best_cat, timed([cat], shell=True)[0])
-        for fmt, command in reports.items():
+        for name, command in reports.items():
+            # cat next to each format: the host's load moves both alike.
+            best_cat = min(best_cat, timed([cat], shell=True)[0])
             took, rss = timed(command)
-            best[fmt] = (min(best[fmt][0], took), max(best[fmt][1], rss))
+            best[name] = (min(best[name][0], took), max(best[name][1], rss))
     return best_cat, best
+
+
+def bench_shape(
+    scratch: Path, shape: str, runs: int, rounds: int, keep: bool, select: str
+) -> list[str]:
+    """Make the shape's two trees, time them, print the figures; return the summary lines."""
+    peaks: dict[int, dict[str, int]] = {}
+    worst: dict[int, float] = {}
+    for size in (runs // 2, runs):
+        root = scratch / f"{shape}-{size}"
+        start = time.perf_counter()
+        make_tree(root, size, shape)
+        tasks, pairs = shape_of(shape, size)
+        print(
+            f"{shape}: {size} runs, {tasks} tasks, {len(pairs)} (model, agent) pairs, made in "
+            f"{time.perf_counter() - start:.1f} s under {root}",
+            flush=True,
+        )
+        best_cat, best = measure(root, rounds, select)
+        print(f"  cat (find | xargs cat): {best_cat:.2f} s", flush=True)
+        for name, (took, rss) in best.items():
+            ratio = took / best_cat
+            verdict = "ok" if ratio <= 2.0 else "OVER the 2.0 target"
+            print(
+                f"  {name:<14} {took:6.2f} s = {ratio:4.2f} × cat ({verdict}); "
+                f"peak RSS {rss / 1024:4.0f} MiB",
+                flush=True,
+            )
+        peaks[size] = {name: rss for name, (_, rss) in best.items()}
+        worst[size] = max(took for took, _ in best.values()) / best_cat
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    small, large = sorted(peaks)
+    growth = max(peaks[large][name] / peaks[small][name] for name in FORMATS)
+    top = max(peaks[large].values()) / 1024
+    return [
+        f"{shape} (--runs {select}): worst ratio {worst[large]:.2f} × cat at {large} runs "
+        f"({worst[small]:.2f} at {small}); peak RSS at most {top:.0f} MiB, "
+        f"× {growth:.2f} at most for × 2 runs"
+    ]
 
 
 def main() -> None:
     """Make the trees, time both sides, print the ratios and the peak memory."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=100_000, help="runs of the larger tree")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shape", choices=("wide", "deep"), action="append", default=None)
+    parser.add_argument("--select", choices=("latest", "all"), default="latest")
     parser.add_argument("--dir", default=None, help="where to make the trees (default: temp)")
-    parser.add_argument("--keep", action="store_true", help="keep the trees afterwards")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder afterwards")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bench_report.", dir=args.dir))
+    lines: list[str] = []
     try:
-        peaks: dict[int, int] = {}
-        for runs in (args.runs // 2, args.runs):
-            root = scratch / f"results-{runs}"
-            start = time.perf_counter()
-            make_tree(root, runs)
-            print(f"made {runs} run folders in {time.perf_counter() - start:.1f} s under {root}")
-            best_cat, best = measure(root, args.rounds)
-            print(f"  cat (find | xargs cat): {best_cat:.2f} s")
-            for fmt, (took, rss) in best.items():
-                ratio = took / best_cat
-                verdict = "ok" if ratio <= 2.0 else "over the 2.0 target"
-                print(
-                    f"  report --format {fmt}: {took:.2f} s = {ratio:.2f} × cat ({verdict}); "
-                    f"peak RSS {rss / 1024:.0f} MiB"
-                )
-            peaks[runs] = max(rss for _, rss in best.values())
-        small, large = sorted(peaks)
-        growth = peaks[large] / peaks[small]
-        print(
-            f"peak RSS {peaks[small] / 1024:.0f} MiB at {small} runs, "
-            f"{peaks[large] / 1024:.0f} MiB at {large} runs: × {growth:.2f} for × 2 runs"
-        )
+        for shape in args.shape or ("wide", "deep"):
+            lines += bench_shape(scratch, shape, args.runs, args.rounds, args.keep, args.select)
     finally:
         if args.keep:
             print(f"kept {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,36 +1,49 @@
 """`ssegrade report RESULTS`: the command that reads run folders and prints the report.
 
-Interpreter layer, command line: it streams the runs through the pure selection with
-`interpreters.report_io`, aggregates with the pure `ssegrade.report`, prints with the renderers
-(`report_table`, `report_render`, `report_html`). The click command object `report` is
-registered by the main command group; it also runs on its own (`report.main()`).
+Interpreter layer, command line: it streams each task's runs from `interpreters.report_io`
+through the pure selection and `ssegrade.report.Fold` into the chosen format's sink
+(`report_table`, `report_render`, `report_html`), which writes the output once every task was
+read (`interpreters.report_output`); memory holds one task's runs and the rows' counts. With
+`--batch` it prints the batch's own summary instead (`interpreters.report_batch`). The click
+command object `report` is registered by the main command group; it also runs on its own
+(`report.main()`).
 
 Every error is one line on stderr and exit status 2 (docs/cli.md): a missing or empty results
-folder, an unknown option value, an unknown `--compare` row, an output that cannot be written.
+folder, a missing or malformed `batch.json`, an unknown option value, an unknown `--compare`
+row, an output that cannot be written.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
 from typing import TextIO
 
 import click
 from returns.result import Failure
 
-from interpreters.report_io import NoRuns, paused_gc, select_runs
-from interpreters.report_render import render_csv, render_json, render_jsonl, render_runs_csv
+from interpreters.report_io import (
+    NoRuns,
+    RunFiles,
+    parallel_reading,
+    paused_gc,
+    select_tasks,
+)
+from interpreters.report_output import Ending, Sink, WriteFailed, emit, text_width
+from interpreters.report_render import CsvSink, JsonSink
+from interpreters.report_runs import RunsSink
 from ssegrade.guard import KINDS
 from ssegrade.report import (
     Comparison,
+    Fold,
     Report,
     RowKey,
-    compare,
-    compare_all,
+    Rules,
+    RunsMode,
+    Selection,
     exclude_flagged,
     find_row,
-    summarize,
 )
 
 __all__ = ["PAIRWISE_LIMIT", "TABLE_PAIRWISE_LIMIT", "report"]
@@ -83,51 +96,66 @@ def _kinds(given: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-def _quiet_pipe() -> None:
-    """The reader went away (`| head`): stop quietly, as command line tools do."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(1)
-
-
-def _emit(write: Callable[[TextIO], object], output: str | None) -> None:
-    """Run `write` on stdout or on the file `output`; a write failure is one line."""
-    if output is None or output == "-":
-        try:
-            write(sys.stdout)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _quiet_pipe()
-        return
-    try:
-        with open(output, "w", encoding="utf-8") as out:
-            write(out)
-    except OSError as exc:
-        raise _bad(f"{output}: cannot write ({exc.strerror or exc})") from None
-
-
-def _table(rep: Report, comparisons: Sequence[Comparison], out: TextIO) -> None:
-    # Loaded only for this format: start-up time counts (benchmarks/bench_report.py).
-    from rich.console import Console  # noqa: PLC0415
-
-    from interpreters.report_table import render_table  # noqa: PLC0415
-
-    console = Console(file=out, highlight=False)
-    if not console.is_terminal:
-        console = Console(file=out, highlight=False, width=max(console.width, 200))
-    render_table(rep, console, comparisons)
-
-
-def _family(rep: Report, asked: Comparison | None, limit: int) -> list[Comparison]:
+def _family(fold: Fold, rep: Report, asked: Comparison | None, limit: int) -> list[Comparison]:
     """The comparisons shown together: every pair up to `limit` rows (the one asked for
     first), else the one asked for alone."""
-    pairs = list(compare_all(rep)) if 2 <= len(rep.rows) <= limit else []
+    keys = [row.key for row in rep.rows]
+    pairs = list(fold.outcomes.compare_all(keys)) if 2 <= len(keys) <= limit else []
     if asked is None:
         return pairs
     same = [p for p in pairs if (p.a, p.b) == (asked.a, asked.b)]
     if not same:
         return [asked]
     return [same[0], *(p for p in pairs if p is not same[0])]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ssegrade")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _sink(fmt: str, per_run: bool, results: str, output: str | None, all_tasks: bool) -> Sink:
+    if fmt == "table":
+        # Loaded only for this format, as the others: start-up time counts.
+        from interpreters.report_table import TableSink  # noqa: PLC0415
+
+        return TableSink(text_width(output), all_tasks)
+    if fmt == "json":
+        return JsonSink()
+    if fmt == "csv":
+        return RunsSink("csv") if per_run else CsvSink()
+    if fmt == "jsonl":
+        return RunsSink("jsonl")
+    from interpreters.report_html import HtmlSink  # noqa: PLC0415 (Jinja2: only for the page)
+    from interpreters.report_links import Linker  # noqa: PLC0415
+
+    return HtmlSink(Linker(results, output), _version(), datetime.now(UTC))
+
+
+def _show_batch(results: str, fmt: str, verbose: bool, output: str | None) -> None:
+    from interpreters.report_batch import BadBatch, load_batch, print_batch  # noqa: PLC0415
+
+    if fmt not in ("table", "json"):
+        raise _bad("--batch goes with --format table or json")
+    try:
+        summary, data = load_batch(results)
+    except BadBatch as exc:
+        raise _bad(str(exc)) from None
+    if fmt == "json":
+        text = data.decode("utf-8", "replace")
+        _write(lambda out: out.write(text if text.endswith("\n") else text + "\n"), output)
+        return
+    width = text_width(output)
+    _write(lambda out: print_batch(results, summary, out, verbose, width), output)
+
+
+def _write(write: Callable[[TextIO], object], output: str | None) -> None:
+    try:
+        emit(write, output)
+    except WriteFailed as exc:
+        raise _bad(str(exc)) from None
 
 
 @click.command("report", cls=_OneLineCommand)
@@ -167,6 +195,23 @@ def _family(rep: Report, asked: Comparison | None, limit: int) -> list[Compariso
     "-o", "--output", metavar="FILE", default=None, help="Write to FILE instead of stdout."
 )
 @click.option(
+    "--tasks",
+    "all_tasks",
+    is_flag=True,
+    help="With --format table: print the per-task lines whatever the number of tasks "
+    "(by default only up to 40 tasks).",
+)
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="Print RESULTS/batch.json, the summary `ssegrade batch` wrote there, readably: what "
+    "ran, when, the counts per outcome, the error and failed runs (with --format json: the "
+    "file as it is).",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="With --batch: the run folders of every outcome."
+)
+@click.option(
     "--compare",
     "pair",
     nargs=2,
@@ -191,6 +236,9 @@ def report(
     errors_as_failures: bool,
     rules: str,
     output: str | None,
+    all_tasks: bool,
+    batch: bool,
+    verbose: bool,
     pair: tuple[str, str] | None,
     excluded_kinds: tuple[str, ...],
 ) -> None:
@@ -199,7 +247,9 @@ def report(
     RESULTS holds RESULTS/<task>/<model…>/<agent>/<run-id>/summary.json (or result.json).
     Reference runs and error runs are left out of the shares and listed; so are runs whose
     document names another task, model or agent than their folder, and runs of
-    `ssegrade verify`. Beside the pass share, the share that passed without a patch guard flag.
+    `ssegrade verify`. Every format says why each run failed (its first failing check)
+    and, beside the pass share, the share that passed without a patch guard flag.
+    The text fits COLUMNS columns (80 when not set and not on a terminal).
 
     \b
     Examples:
@@ -208,49 +258,67 @@ def report(
       ssegrade report runs/ --format csv --per-run -o runs.csv
       ssegrade report runs/ --exclude-flagged sanitizer,tests
       ssegrade report results/ --rules ssebench
+      ssegrade report results/ --batch
     """
+    if batch:
+        _show_batch(results, fmt, verbose, output)
+        return
     if per_run and fmt != "csv":
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")
+    if all_tasks and fmt != "table":
+        raise _bad("--tasks goes with --format table (the other formats list every task)")
     kinds = _kinds(excluded_kinds)
+    mode: RunsMode = "all" if runs == "all" else "latest"
+    rule: Rules = "ssebench" if rules == "ssebench" else "ssegrade"
+    sink = _sink(fmt, per_run, results, output, all_tasks)
+    fold = Fold(mode, errors_as_failures, rule)
+    with paused_gc():
+        try:
+            _run(sink, fold, results, fmt, pair, output, kinds)
+        finally:
+            sink.close()
+
+
+def _run(
+    sink: Sink,
+    fold: Fold,
+    results: str,
+    fmt: str,
+    pair: tuple[str, str] | None,
+    output: str | None,
+    kinds: tuple[str, ...],
+) -> None:
+    """Read every task into `sink` through `fold` (selected with its options, without the
+    runs flagged with `kinds`), then write the output."""
+
+    def take(selection: Selection, files: RunFiles) -> None:
+        if kinds:
+            selection = exclude_flagged(selection, kinds)
+        for part in fold.add(selection):
+            sink.add(part, files)
+
     try:
-        selection, scanned = select_runs(
+        scanned = select_tasks(
             results,
-            "all" if runs == "all" else "latest",
-            errors_as_failures,
-            "ssebench" if rules == "ssebench" else "ssegrade",
+            take,
+            fold.runs,
+            fold.errors_as_failures,
+            fold.rules,
+            files=fmt == "html",
+            parallel=parallel_reading(),
         )
     except NoRuns as exc:
         raise _bad(str(exc)) from None
     for warning in scanned.warnings:
         click.echo(f"warning: {warning}", err=True)
-    if kinds:
-        selection = exclude_flagged(selection, kinds)
-    with paused_gc():
-        rep = summarize(selection)
-        del selection
-        asked = None
-        if pair is not None:
-            asked = compare(rep, _row(rep, pair[0]), _row(rep, pair[1]))
-        if fmt == "table":
-            limit = TABLE_PAIRWISE_LIMIT if asked is None else 0
-            shown = _family(rep, asked, limit)
-            _emit(lambda out: _table(rep, shown, out), output)
-        elif fmt == "json":
-            family = _family(rep, None, PAIRWISE_LIMIT)
-            text = render_json(rep, asked, family)
-            _emit(lambda out: out.write(text), output)
-        elif fmt == "csv":
-            text = render_runs_csv(rep) if per_run else render_csv(rep)
-            _emit(lambda out: out.write(text), output)
-        elif fmt == "jsonl":
-            text = render_jsonl(rep)
-            _emit(lambda out: out.write(text), output)
-        else:
-            # Jinja2 is loaded only for the page: start-up time counts.
-            from interpreters.report_html import render_html  # noqa: PLC0415
-            from interpreters.report_links import run_links  # noqa: PLC0415
-
-            folders = [run.folder for run in rep.tasks] + [x.folder for x in rep.excluded]
-            links = run_links(results, folders, output)
-            page = render_html(rep, _family(rep, asked, PAIRWISE_LIMIT), links=links)
-            _emit(lambda out: out.write(page), output)
+    rep = fold.report()
+    asked = None
+    if pair is not None:
+        asked = fold.outcomes.compare(_row(rep, pair[0]), _row(rep, pair[1]))
+    family: Sequence[Comparison]
+    if fmt == "table":
+        family = _family(fold, rep, asked, TABLE_PAIRWISE_LIMIT if asked is None else 0)
+    else:
+        family = _family(fold, rep, asked if fmt == "html" else None, PAIRWISE_LIMIT)
+    ending = Ending(rep, family, asked if fmt == "json" else None)
+    _write(lambda out: sink.finish(ending, out), output)

@@ -1,9 +1,15 @@
-"""The reading side of the report: find run folders under a results folder and stream them.
+"""The reading side of the report: run folders under a results folder, one task at a time.
 
-Interpreter layer: this module touches the file system; the parsing and every rule live in the
-pure `ssegrade.report`. A run folder is `RESULTS/<task>/<model…>/<agent>/<run-id>/` holding
-`summary.json` or, failing that, `result.json` (and the patch guard's `guard.json` beside it).
-The model may span several folder levels
+Interpreter layer: the files are found and read by `interpreters.report_reader` (safely: no
+link followed, only regular files of bounded size, no FIFO waited on), in a process of its own
+when the command asks (`parallel`), as `find | xargs cat` reads in a process beside the one
+that uses what it reads; this module parses each document with the pure `ssegrade.report`
+and hands each task's runs on together, once its folder is read (`scan_tasks`,
+`select_tasks`): a task's runs are all below its folder, so memory holds one task's runs.
+
+A run folder is `RESULTS/<task>/<model…>/<agent>/<run-id>/` holding `summary.json` or, when
+that is missing or does not read, `result.json` (and the patch guard's `guard.json` beside it,
+whose flags the run then carries). The model may span several folder levels
 (`openai/gpt-5`), so any folder at least four levels down that holds one of the two files is a
 run; folders inside a run folder are not searched, and symbolic links (such as SSEBench's
 `latest` link beside the runs) are never followed.
@@ -11,29 +17,36 @@ run; folders inside a run folder are not searched, and symbolic links (such as S
 Under SSEBench's rules (`--rules ssebench`) only `summary.json` makes a run, as SSEBench's
 report reads them; a folder holding only `result.json` is not searched further, nor read. Runs
 the rules leave out (folder mismatch, `ssegrade verify` runs) are counted, and said in one
-line each at the end, not warned of one by one.
-
-The files of a run folder may have been written by a hostile agent: each is opened without
-following a final symbolic link and without blocking (a FIFO cannot hang the report), and is
-read only when it is a regular file of at most `MAX_BYTES`.
-
-Speed and memory (a results folder can hold 100,000 runs): one `os.scandir` per folder above
-the runs, each document read with plain `os.read` and handed to a callback at once, so nothing
-but what the selection keeps stays in memory; the cyclic garbage collector is paused meanwhile.
+line each at the end, not warned of one by one. The cyclic garbage collector is paused while
+runs are read (records hold no cycles).
 """
 
 from __future__ import annotations
 
-import errno
+import fcntl
 import gc
 import os
-import stat
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import subprocess
+import sys
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from returns.result import Success
 
+from interpreters.report_reader import (
+    DOCUMENTS,
+    MAX_BYTES,
+    Counted,
+    Document,
+    Event,
+    Skip,
+    TaskDone,
+    guard_beside,
+    read,
+    read_frames,
+    walk,
+)
 from ssegrade.guard.model import flag_kinds
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 from ssegrade.report.rules import Rules
@@ -43,32 +56,23 @@ __all__ = [
     "MAX_BYTES",
     "Loaded",
     "NoRuns",
+    "RunFiles",
     "Scanned",
     "load_runs",
+    "parallel_reading",
     "paused_gc",
+    "read_document",
     "scan_runs",
+    "scan_tasks",
     "select_runs",
+    "select_tasks",
 ]
 
-DOCUMENTS = ("summary.json", "result.json")
-"""The files that make a folder a run folder, in the order they are tried."""
-
-GUARD = "guard.json"
-"""The patch guard's file beside `result.json`; `summary.json` carries it as `guard`."""
-
-MAX_BYTES = 64 << 20
-"""A larger document is skipped with a warning (a summary is a few KiB; logs are cut)."""
-
-_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 _LAYOUT = "<task>/<model…>/<agent>/<run-id>/summary.json (or result.json)"
 
 
 class NoRuns(Exception):
     """Nothing to report: the folder is missing, or holds no readable run. One-line message."""
-
-
-class _Skip(Exception):
-    """One document cannot be read; the message says why."""
 
 
 _LEFT_OUT = {
@@ -107,136 +111,164 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _read(path: str) -> bytes | None:
-    """The regular file's bytes; None when it does not exist. Raises `_Skip` otherwise."""
+def read_document(path: str, dir_fd: int | None = None) -> bytes | None:
+    """A document's bytes, read as the report reads a run's (never through a link, only a
+    regular file of at most `MAX_BYTES`, without blocking on a FIFO): None when it does not
+    exist; raises `ValueError` saying why it cannot be read otherwise. `path` is relative to
+    the folder `dir_fd` when given."""
     try:
-        fd = os.open(path, _FLAGS)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _Skip("it is a symbolic link") from None
-        if exc.errno == errno.ENOTDIR:
-            return None
-        raise _Skip(f"cannot read it ({_why(exc)})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Skip("not a regular file")
-        if info.st_size > MAX_BYTES:
-            raise _Skip(f"larger than {MAX_BYTES >> 20} MiB")
-        first = os.read(fd, info.st_size + 1)
-        if len(first) <= info.st_size:
-            return first
-        # The file grew since fstat: read on, within the limit.
-        chunks = [first]
-        size = len(first)
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_BYTES:
-                raise _Skip(f"larger than {MAX_BYTES >> 20} MiB")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise _Skip(f"cannot read it ({_why(exc)})") from None
-    finally:
-        os.close(fd)
-
-
-def _guard_beside(path: str) -> tuple[str, ...] | None:
-    """The patch guard's kinds from the `guard.json` beside a `result.json` (what `evaluate`
-    writes); None when there is none or it cannot be read."""
-    try:
-        data = _read(f"{path}/{GUARD}")
-    except _Skip:
-        return None
-    return None if data is None else flag_kinds(data)
+        return read(path, dir_fd)
+    except Skip as why:
+        raise ValueError(str(why)) from None
 
 
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def _is_real_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=False)
-    except OSError:
-        return False
+RunFiles = dict[str, frozenset[str]]
+"""Run folder (below RESULTS) → which of the files a report links to (`RUN_FILES`) it holds:
+each a regular file, or a folder where it should be one."""
 
 
-class _Walker:
-    __slots__ = ("add", "scanned", "ssebench")
+class _Runs:
+    """Parses the documents the reader yields and hands each task's runs on."""
+
+    __slots__ = ("on_task", "pending", "ran", "root", "scanned", "ssebench")
 
     def __init__(
-        self, add: Callable[[RunRecord], None], scanned: Scanned, ssebench: bool = False
+        self,
+        root: str,
+        on_task: Callable[[list[RunRecord], RunFiles], None],
+        scanned: Scanned,
+        ssebench: bool,
     ) -> None:
-        self.add = add
+        self.root = root
+        self.on_task = on_task
         self.scanned = scanned
         self.ssebench = ssebench
+        self.pending: list[RunRecord] = []
+        self.ran: RunFiles = {}
 
-    def walk(self, path: str, parts: tuple[str, ...]) -> None:
-        try:
-            with os.scandir(path) as it:
-                children = sorted(entry.name for entry in it if _is_real_dir(entry))
-        except OSError as exc:
-            self.scanned.warnings.append(f"{path}: skipped, cannot list the folder ({_why(exc)})")
-            return
-        deep = len(parts) >= 3
-        for name in children:
-            child = f"{path}/{name}"
-            below = (*parts, name)
-            if deep and self.run(child, below):
-                continue
-            self.walk(child, below)
+    def take(self, events: Iterator[Event]) -> None:
+        for event in events:
+            if isinstance(event, Document):
+                self.document(event)
+            elif isinstance(event, TaskDone):
+                self.flush()
+            elif isinstance(event, Counted):
+                self.scanned.folders = event.folders
+            else:
+                self.scanned.warnings.append(event)
+        self.flush()
 
-    def run(self, path: str, parts: tuple[str, ...]) -> bool:
-        """Read the run in `path`; False when `path` holds neither document (not a run)."""
-        found = False
-        for name in DOCUMENTS:
-            file = f"{path}/{name}"
-            if self.ssebench and name != "summary.json":
-                # SSEBench's report stops at a folder of grades, but reads only summaries.
-                found = found or os.path.lexists(file)
-                continue
-            try:
-                data = _read(file)
-            except _Skip as why:
-                found = True
-                self.scanned.warnings.append(f"{file}: skipped, {why}")
-                continue
-            if data is None:
-                continue
-            found = True
-            if not data.strip():
-                self.scanned.warnings.append(f"{file}: skipped, empty (a run not finished?)")
-                continue
-            folder = RunFolder(parts[0], "/".join(parts[1:-2]), parts[-2], parts[-1])
+    def flush(self) -> None:
+        """Hand the runs read so far (one task's) on."""
+        if self.pending:
+            pending, ran = self.pending, self.ran
+            self.pending, self.ran = [], {}
+            self.on_task(pending, ran)
+
+    def document(self, doc: Document) -> None:
+        parts = doc.folder.split("/")
+        folder = RunFolder(parts[0], "/".join(parts[1:-2]), parts[-2], parts[-1])
+        name, data, guard = doc.name, doc.data, doc.guard
+        while True:
             parsed = parse_run(data, folder, ssebench=self.ssebench)
             if isinstance(parsed, Success):
                 self.scanned.runs += 1
                 record = parsed.unwrap()
-                if record.flags is None and name == "result.json":
-                    record = record._replace(flags=_guard_beside(path))
-                self.add(record)
-                break
+                if name == "result.json" and record.flags is None and guard is not None:
+                    record = record._replace(flags=flag_kinds(guard))
+                self.pending.append(record)
+                if doc.files is not None:
+                    self.ran[record.folder] = doc.files
+                return
             failed = parsed.failure()
             if failed.left_out is not None:
                 left = self.scanned.left_out
                 left[failed.left_out] = left.get(failed.left_out, 0) + 1
-                break
+                return
+            file = f"{self.root}/{doc.folder}/{name}"
             self.scanned.warnings.append(f"{file}: skipped, {failed.message}")
-        if found:
-            self.scanned.folders += 1
-        return found
+            if name != "summary.json" or self.ssebench:
+                return
+            # A summary that does not read: the grade beside it, as when it is missing.
+            name = "result.json"
+            file = f"{self.root}/{doc.folder}/{name}"
+            try:
+                beside = read(file)
+            except Skip as why:
+                self.scanned.warnings.append(f"{file}: skipped, {why}")
+                return
+            if beside is None:
+                return
+            if not beside.strip():
+                self.scanned.warnings.append(f"{file}: skipped, empty (a run not finished?)")
+                return
+            data = beside
+            guard = guard_beside(f"{self.root}/{doc.folder}")
 
 
-def scan_runs(
+def _child(root: str, ssebench: bool, files: bool) -> subprocess.Popen[bytes]:
+    """The reader, started as a process of its own (see `report_reader.main`)."""
+    flags = ("s" if ssebench else "") + ("f" if files else "") or "-"
+    code = "from interpreters.report_reader import main; main()"
+    return subprocess.Popen(
+        # -P: the current folder (it may be a results folder) is not where modules are found.
+        [sys.executable, "-P", "-c", code, root, flags],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=1 << 20,
+    )
+
+
+def _events(root: str, ssebench: bool, files: bool, parallel: bool) -> Generator[Event, None, None]:
+    if not parallel:
+        yield from walk(root, ssebench, files)
+        return
+    child = _child(root, ssebench, files)
+    assert child.stdout is not None
+    assert child.stderr is not None
+    with suppress(OSError, AttributeError):
+        # A pipe of 1 MiB rather than 64 KiB: the reader runs ahead instead of waiting for
+        # the report to take each 64 KiB (the system's ceiling may be lower; then it is kept).
+        fcntl.fcntl(child.stdout.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    try:
+        yield from read_frames(child.stdout)
+    except EOFError:
+        child.wait()
+        why = child.stderr.read().decode(errors="replace").strip().splitlines()
+        reason = why[-1] if why else "no reason given"
+        raise NoRuns(f"{root}: could not be read ({reason})") from None
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+
+
+def parallel_reading() -> bool:
+    """Whether reading in a process of its own can go on beside the report (two CPUs)."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) > 1
+
+
+def scan_tasks(
     results: str | os.PathLike[str],
-    add: Callable[[RunRecord], None],
+    on_task: Callable[[list[RunRecord], RunFiles], None],
     scanned: Scanned,
     rules: Rules = "ssegrade",
+    files: bool = False,
+    parallel: bool = False,
 ) -> None:
-    """Find every run folder under `results` and hand each run read to `add`, as it is read.
+    """Find every run folder under `results` and hand the runs read to `on_task` one task at a
+    time, in task order (a task's runs are all below its folder), with, when `files` is asked,
+    which of `RUN_FILES` each run folder holds; `parallel`: read in a process of its own.
 
     Unreadable files and folders are skipped, each with one warning line in `scanned`; runs a
     rule leaves out are counted, with one line per rule at the end. Raises `NoRuns` when
@@ -246,14 +278,57 @@ def scan_runs(
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "no such folder"
         raise NoRuns(f"{root}: {what}")
-    with paused_gc():
-        _Walker(add, scanned, rules == "ssebench").walk(root.rstrip("/") or "/", ())
+    runs = _Runs(root.rstrip("/") or "/", on_task, scanned, rules == "ssebench")
+    events = _events(root, rules == "ssebench", files, parallel)
+    try:
+        with paused_gc():
+            runs.take(events)
+    finally:
+        events.close()  # a reading process still running is stopped
     for rule, count in sorted(scanned.left_out.items()):
         scanned.warnings.append(f"left out {count} {_LEFT_OUT[rule]}")
     if not scanned.runs:
         if scanned.folders:
             raise NoRuns(f"{root}: none of the {scanned.folders} run folders could be read")
         raise NoRuns(f"{root}: no run folders found (expected {_LAYOUT})")
+
+
+def scan_runs(
+    results: str | os.PathLike[str],
+    add: Callable[[RunRecord], None],
+    scanned: Scanned,
+    rules: Rules = "ssegrade",
+) -> None:
+    """As `scan_tasks`, handing each run read to `add`."""
+
+    def each(records: list[RunRecord], _: RunFiles) -> None:
+        for record in records:
+            add(record)
+
+    scan_tasks(results, each, scanned, rules)
+
+
+def select_tasks(
+    results: str | os.PathLike[str],
+    on_task: Callable[[Selection, RunFiles], None],
+    runs: RunsMode = "latest",
+    errors_as_failures: bool = False,
+    rules: Rules = "ssegrade",
+    files: bool = False,
+    parallel: bool = False,
+) -> Scanned:
+    """As `scan_tasks`, handing on the selection of each task's runs (made on its own: every
+    run of a (task, model, agent) is below the task's folder). Memory stays with one task."""
+    scanned = Scanned()
+
+    def select(records: list[RunRecord], ran: RunFiles) -> None:
+        selector = Selector(runs, errors_as_failures, rules)
+        for record in records:
+            selector.add(record)
+        on_task(selector.result(), ran)
+
+    scan_tasks(results, select, scanned, rules, files, parallel)
+    return scanned
 
 
 def select_runs(

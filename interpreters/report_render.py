@@ -1,9 +1,12 @@
-"""Rendering the report as data: JSON, CSV (one line per row, or per run) and JSON Lines.
-CSV cells a spreadsheet would run as a formula are written inert.
+"""Rendering the report as data: JSON and CSV (one line per row). CSV cells a spreadsheet
+would run as a formula are written inert.
 
-Interpreter layer, output side: every function here turns the pure `ssegrade.report.Report`
-into text. Nothing here decides a number: shares, intervals and comparisons come from the core.
-The terminal table is `interpreters.report_table`, the HTML page `interpreters.report_html`.
+Interpreter layer, output side: each format is a `Sink` (`interpreters.report_output`) that
+turns the parts of the pure `ssegrade.report` into text as they come, into spools, and writes
+the whole at the end; `render_json` and `render_csv` do the same for a whole `Report`. Nothing
+here decides a number: shares, intervals and comparisons come from the core. The per-run
+exports (JSON Lines, CSV per run) are `interpreters.report_runs`, the terminal table
+`interpreters.report_table`, the HTML page `interpreters.report_html`.
 """
 
 from __future__ import annotations
@@ -11,89 +14,23 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, TextIO
 
+from interpreters.report_guard import UNFLAGGED, guard_columns, guard_header
+from interpreters.report_io import RunFiles
+from interpreters.report_output import Ending, Spool, write_report
 from ssegrade.checks import grading_order
-from ssegrade.guard import KINDS
-from ssegrade.report import Comparison, Report, Row, Share
+from ssegrade.report import Comparison, Report, Share, TaskPart, TaskRow
 
-__all__ = [
-    "PER_RUN_FIELDS",
-    "SHARES",
-    "UNFLAGGED",
-    "flags_text",
-    "guard_columns",
-    "inert",
-    "per_run_rows",
-    "render_csv",
-    "render_json",
-    "render_jsonl",
-    "render_runs_csv",
-]
+__all__ = ["ACTIVE", "SHARES", "CsvSink", "JsonSink", "inert", "render_csv", "render_json"]
 
 SHARES: tuple[tuple[str, str], ...] = (
     ("passed", "Passed"),
     *((check.label, check.title) for check in grading_order()),
 )
 """The shares of a row, in the order every format shows them: (key, title)."""
-
-UNFLAGGED = ("unflagged", "Passed, unflagged")
-"""The patch guard's share beside the pass share (SPEC §15): passed and no flag raised."""
-
-
-def flags_text(flags: Sequence[str] | None) -> str:
-    """A run's flags as the table and the page show them: kinds, `none`, or `—` (no record).
-
-    >>> flags_text(("sanitizer", "build-config")), flags_text(()), flags_text(None)
-    ('sanitizer, build-config', 'none', '—')
-    """
-    if flags is None:
-        return "—"
-    return ", ".join(flags) if flags else "none"
-
-
-def guard_columns(row: Row) -> list[object]:
-    """The CSV cells of a row's guard columns (`guard_header` order): the unflagged share,
-    the passed runs raising each kind, the runs without a guard record."""
-    share = row.unflagged
-    cells: list[object] = (
-        [None] * 5
-        if share is None
-        else [share.passed, share.of, _r(share.share), _r(share.low), _r(share.high)]
-    )
-    return [*cells, *(row.flagged.get(kind, 0) for kind in KINDS), row.unguarded]
-
-
-def _guard_header() -> list[str]:
-    key = UNFLAGGED[0]
-    shares = [f"{key}_passed", f"{key}_of", f"{key}_share", f"{key}_low", f"{key}_high"]
-    return [*shares, *(f"flagged_{kind}" for kind in KINDS), "unguarded"]
-
-
-PER_RUN_FIELDS: tuple[str, ...] = (
-    "task",
-    "model",
-    "agent",
-    "run_id",
-    "trial",
-    "counted",
-    "status",
-    "why",
-    "error_msg",
-    "build",
-    "poc_passed",
-    "poc_total",
-    "func",
-    "intent",
-    "spend",
-    "minutes",
-    "started_at",
-    "cached_from",
-    "folder",
-    "flags",
-)
-"""The columns of the per-run export (`--format jsonl`, `--format csv --per-run`)."""
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:
@@ -104,36 +41,102 @@ def _rounded_share(share: dict[str, Any]) -> dict[str, Any]:
     return {**share, **{k: _r(share[k]) for k in ("share", "low", "high")}}
 
 
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _rounded_row(row: dict[str, Any]) -> dict[str, Any]:
+    for key, _ in SHARES:
+        row[key] = _rounded_share(row[key])
+    for key in ("spend", "minutes", "cost_per_pass"):
+        row[key] = _r(row[key])
+    for key in ("pass_at_k", "pass_hat_k"):
+        row[key] = {k: _r(v) for k, v in row[key].items()}
+    if row["clustered"] is not None:
+        row["clustered"] = {k: _r(v) for k, v in row["clustered"].items()}
+    if row[UNFLAGGED[0]] is not None:
+        row[UNFLAGGED[0]] = _rounded_share(row[UNFLAGGED[0]])
+    return row
+
+
+@lru_cache(maxsize=8192)
+def _share_json(share: Share) -> str:
+    """A share as JSON, rounded (shares are frozen and shared: each distinct one once)."""
+    return _json(_rounded_share(share.model_dump(mode="json")))
+
+
+def _task_row_json(row: TaskRow) -> str:
+    """A per-task row as JSON, keys in the model's order, shares rounded."""
+    shares = ",".join(f'"{key}":{_share_json(getattr(row, key))}' for key in _TASK_SHARES)
+    return f'{{"task":{_json(row.task)},"runs":{row.runs},{shares}}}'
+
+
+_TASK_SHARES = tuple(
+    name for name, info in TaskRow.model_fields.items() if info.annotation is Share
+)
+
+
+class JsonSink:
+    """`--format json`: one object (SPEC §11); shares, bounds, spend, minutes, pass@k and
+    pass^k of the rows rounded to three decimals; `compare` when a comparison was asked, the
+    pairwise family under `comparisons`. The lists of runs go through spools."""
+
+    def __init__(self) -> None:
+        self._lists: dict[str, tuple[Spool, list[int]]] = {
+            key: (Spool(), [0]) for key in ("excluded", "tasks", "by_task")
+        }
+
+    def _item(self, key: str, value: str) -> None:
+        spool, count = self._lists[key]
+        spool.write(("," if count[0] else "") + value)
+        count[0] += 1
+
+    def add(self, part: TaskPart, files: RunFiles) -> None:
+        """Take one task's runs, runs left out and per-task row."""
+        for ex in part.excluded:
+            self._item("excluded", ex.model_dump_json())
+        for run in part.runs:
+            self._item("tasks", run.model_dump_json())
+        if part.row is not None:
+            self._item("by_task", _task_row_json(part.row))
+
+    def finish(self, ending: Ending, out: TextIO) -> None:
+        """Write the object, keys in the report model's order."""
+        doc = ending.report.model_dump(mode="json")
+        out.write("{")
+        for i, (key, value) in enumerate(doc.items()):
+            out.write(("," if i else "") + _json(key) + ":")
+            if key in self._lists:
+                out.write("[")
+                self._lists[key][0].copy_to(out)
+                out.write("]")
+            elif key == "rows":
+                out.write(_json([_rounded_row(row) for row in value]))
+            else:
+                out.write(_json(value))
+        if ending.asked is not None:
+            out.write(',"compare":' + _json(ending.asked.model_dump(mode="json")))
+        if ending.comparisons:
+            family = [c.model_dump(mode="json") for c in ending.comparisons]
+            out.write(',"comparisons":' + _json(family))
+        out.write("}\n")
+
+    def close(self) -> None:
+        """Drop the spools."""
+        for spool, _ in self._lists.values():
+            spool.close()
+
+
 def render_json(
     report: Report,
     comparison: Comparison | None = None,
     comparisons: Sequence[Comparison] = (),
 ) -> str:
-    """The report as one JSON object (SPEC §11); shares, bounds, spend, minutes, pass@k and
-    pass^k rounded to three decimals. With a comparison, its result is under `compare`; the
-    pairwise family, if given, under `comparisons`."""
-    doc = report.model_dump(mode="json")
-    for group in ("rows", "by_task"):
-        for row in doc[group]:
-            for key, _ in SHARES:
-                row[key] = _rounded_share(row[key])
-            if group == "rows":
-                for key in ("spend", "minutes", "cost_per_pass"):
-                    row[key] = _r(row[key])
-                for key in ("pass_at_k", "pass_hat_k"):
-                    row[key] = {k: _r(v) for k, v in row[key].items()}
-                if row["clustered"] is not None:
-                    row["clustered"] = {k: _r(v) for k, v in row["clustered"].items()}
-                if row["unflagged"] is not None:
-                    row["unflagged"] = _rounded_share(row["unflagged"])
-    if comparison is not None:
-        doc["compare"] = comparison.model_dump(mode="json")
-    if comparisons:
-        doc["comparisons"] = [c.model_dump(mode="json") for c in comparisons]
-    return json.dumps(doc, ensure_ascii=False) + "\n"
+    """The report as one JSON object (`JsonSink`)."""
+    return write_report(JsonSink(), report, Ending(report, comparisons, comparison))
 
 
-_ACTIVE = ("=", "+", "-", "@", "\t", "\r")
+ACTIVE = ("=", "+", "-", "@", "\t", "\r")
 """First characters that make a spreadsheet read a cell as a formula."""
 
 
@@ -144,15 +147,30 @@ def inert(value: object) -> object:
     >>> inert("=2+5+cmd|' -C calc'!A0"), inert("@SUM(1+1)"), inert("gpt-5"), inert(-0.5)
     ("'=2+5+cmd|' -C calc'!A0", "'@SUM(1+1)", 'gpt-5', -0.5)
     """
-    if isinstance(value, str) and value.startswith(_ACTIVE):
+    if isinstance(value, str) and value.startswith(ACTIVE):
         return "'" + value
     return value
+
+
+class CsvSink:
+    """`--format csv`: one line per (model, agent) row (`render_csv`)."""
+
+    def add(self, part: TaskPart, files: RunFiles) -> None:
+        """Nothing per task: the rows come at the end."""
+
+    def finish(self, ending: Ending, out: TextIO) -> None:
+        """Write the header and one line per row."""
+        out.write(render_csv(ending.report))
+
+    def close(self) -> None:
+        """Nothing to drop."""
 
 
 def render_csv(report: Report) -> str:
     """One CSV line per (model, agent) row: counts, share and Wilson bounds of every check,
     then cost per passed run, pass@k and pass^k for the k the report has, then the patch
-    guard's columns (the unflagged share, passed runs per kind, runs without a record)."""
+    guard's columns (`report_guard.guard_header`: the unflagged share, passed runs per kind,
+    runs without a record)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     top_k = max((row.trials for row in report.rows), default=0)
@@ -162,7 +180,7 @@ def render_csv(report: Report) -> str:
     header += ["clustered_low", "clustered_high"]
     header += [f"pass@{k}" for k in range(1, top_k + 1)]
     header += [f"pass^{k}" for k in range(1, top_k + 1)]
-    header += _guard_header()
+    header += guard_header()
     writer.writerow(header)
     for row in report.rows:
         line: list[object] = [
@@ -184,89 +202,3 @@ def render_csv(report: Report) -> str:
         line += guard_columns(row)
         writer.writerow(["" if v is None else inert(v) for v in line])
     return out.getvalue()
-
-
-def _poc(value: str | None) -> tuple[int | None, int | None]:
-    if value is None:
-        return None, None
-    passed, _, total = value.partition("/")
-    return int(passed), int(total)
-
-
-def per_run_rows(report: Report) -> Iterator[dict[str, Any]]:
-    """One dict per run the report considered, with `PER_RUN_FIELDS` as keys: the kept runs
-    (`counted` true) then the runs left out (`counted` false, `trial` null)."""
-    for run in report.tasks:
-        poc_passed, poc_total = _poc(run.poc)
-        yield {
-            "task": run.task,
-            "model": run.model,
-            "agent": run.agent,
-            "run_id": run.run_id,
-            "trial": run.trial,
-            "counted": True,
-            "status": run.status,
-            "why": None,
-            "error_msg": run.error_msg,
-            "build": run.build,
-            "poc_passed": poc_passed,
-            "poc_total": poc_total,
-            "func": run.func,
-            "intent": run.intent,
-            "spend": run.spend,
-            "minutes": _r(run.minutes),
-            "started_at": None if run.started_at is None else run.started_at.isoformat(),
-            "cached_from": run.cached_from,
-            "folder": run.folder,
-            "flags": None if run.flags is None else list(run.flags),
-        }
-    for ex in report.excluded:
-        poc_passed, poc_total = _poc(ex.poc)
-        yield {
-            "task": ex.task,
-            "model": ex.model,
-            "agent": ex.agent,
-            "run_id": ex.run_id,
-            "trial": None,
-            "counted": False,
-            "status": ex.status,
-            "why": ex.why,
-            "error_msg": ex.error_msg,
-            "build": ex.build,
-            "poc_passed": poc_passed,
-            "poc_total": poc_total,
-            "func": ex.func,
-            "intent": ex.intent,
-            "spend": ex.spend,
-            "minutes": _r(ex.minutes),
-            "started_at": None if ex.started_at is None else ex.started_at.isoformat(),
-            "cached_from": None,
-            "folder": ex.folder,
-            "flags": None if ex.flags is None else list(ex.flags),
-        }
-
-
-def render_jsonl(report: Report) -> str:
-    """One JSON object per run (`per_run_rows`), one per line."""
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in per_run_rows(report))
-
-
-def render_runs_csv(report: Report) -> str:
-    """One CSV line per run (`per_run_rows`), with a header; null is an empty cell, booleans
-    are `true`/`false`, a list (the guard's flags) is `;`-separated."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(PER_RUN_FIELDS)
-    for row in per_run_rows(report):
-        writer.writerow([_cell(v) for v in (row[name] for name in PER_RUN_FIELDS)])
-    return out.getvalue()
-
-
-def _cell(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return inert(";".join(str(v) for v in value))
-    return inert(value)

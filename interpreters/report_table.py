@@ -1,318 +1,248 @@
-"""The report as rich tables on a terminal, readable from 80 columns up.
+"""The report as plain text for a terminal or a pipe, fitting its width (80 columns by default).
 
-Interpreter layer, output side. Below `WIDE` columns (or when the labels are too long for one
-line) the tables stack: model over agent in one column, runs, spend, minutes and cost in one
-column, each share over its interval; every cell folds rather than being cut, so nothing
-vanishes at any width.
+Interpreter layer, output side. `TableSink` takes each task's part as it is read and keeps only
+what the text shows: the first runs (listed when there are at most `DETAIL_LIMIT`), the first
+runs left out, how often each first failure was seen, and the per-task lines (up to
+`TASK_LIMIT` tasks, or all of them with `--tasks`, then through a spool). The patch guard's
+share (`Passed, unflagged`), counts and flags are shown once a run carries a guard record, the
+scripts' containment modes once a run recorded one. Tables are laid out by
+`interpreters.report_text`; the per-task lines are formatted directly, one line per task. When
+a table's cells do not fit on one line, each row's label goes on a line of its own and the
+cells below it stack and wrap: nothing is cut, at any width.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TextIO
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
-
-from interpreters.report_render import SHARES, UNFLAGGED, flags_text
+from interpreters.report_guard import containment_text, flags_text
+from interpreters.report_io import RunFiles
+from interpreters.report_output import Ending, Reasons, write_report
+from interpreters.report_rows_text import (
+    comparisons_table,
+    guard_lines,
+    rows_table,
+    rules_note,
+    trials_table,
+)
+from interpreters.report_tasks import TASK_LIMIT, TaskLines
+from interpreters.report_text import Column, Inert, Row, Writer, fits, table, wrap
 from ssegrade.checks import CheckSpec, grading_order
-from ssegrade.report import DIFFERENCE, Comparison, Report, Row, Share, TaskRun
-from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
+from ssegrade.report import (
+    DIFFERENCE,
+    Comparison,
+    Excluded,
+    Report,
+    TaskPart,
+    TaskRun,
+)
 
-__all__ = ["DETAIL_LIMIT", "WIDE", "render_table"]
+__all__ = ["DETAIL_LIMIT", "LEFT_OUT_LIMIT", "TASK_LIMIT", "TableSink", "render_table"]
 
-DETAIL_LIMIT = 300
-"""The terminal lists single runs only up to this many (the other formats list all)."""
+DETAIL_LIMIT = 100
+"""The single runs are listed up to this many (the other formats list them all)."""
 
-WIDE = 120
-"""From this console width on, one line per row; below, cells stack."""
+LEFT_OUT_LIMIT = 20
+"""The runs left out of the shares listed one by one, at most."""
 
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.0f}%"
-
-
-def _money(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _minutes(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
+REASONS = 5
+"""The first failures listed, most frequent first."""
 
 
-def _table(title: str, wide: bool) -> Table:
-    return Table(title=title, title_justify="left", show_lines=not wide, pad_edge=wide)
+def _label(model: str, agent: str) -> str:
+    return f"{model} · {agent}"
 
 
-def _col(table: Table, name: str, right: bool = False, min_width: int | None = None) -> None:
-    table.add_column(
-        name, overflow="fold", justify="right" if right else "left", min_width=min_width
-    )
-
-
-def _share_text(share: Share, wide: bool) -> Text:
-    # One plain span per cell: styled spans cost rich twice the time on long tables.
-    if share.share is None:
-        return Text("n/a", style="dim")
-    gap = " " if wide else "\n"
-    return Text(
-        f"{_pct(share.share)} {share.passed}/{share.of}{gap}"
-        f"({_pct(share.low)[:-1]}–{_pct(share.high)})"
-    )
-
-
-def _label(model: str, agent: str, wide: bool) -> list[Text]:
-    if wide:
-        return [Text(model), Text(agent)]
-    return [Text(f"{model}\n") + Text(agent, style="bold")]
-
-
-def _rows_table(report: Report, wide: bool) -> Table:
-    table = _table(f"Pass shares per model and agent (runs: {report.runs})", wide)
-    if report.rules == "ssebench":
-        rule = (
-            "share passed/of (low–high): over every kept run of the row, as SSEBench's report; "
-            f"(low–high): {INTERVAL_NAME}. PoCs: every PoC ran and passed (PoCs that never "
-            "ran, or a task without any, count as not passed). In SSEBench's order."
-        )
-    else:
-        rule = (
-            "share passed/of (low–high): over the kept runs whose task has the check; "
-            f"(low–high): {INTERVAL_NAME}. PoCs: every PoC passed; not run counts as not "
-            "passed. Sorted by pass share."
-        )
-    table.caption = Text(rule)
-    table.caption_justify = "left"
-    if wide:
-        for name in ("Model", "Agent"):
-            _col(table, name)
-        for name in ("Runs", "Spend", "Agent min", "Cost/pass"):
-            _col(table, name, right=True)
-    else:
-        _col(table, "Model / agent", min_width=14)
-        _col(table, "Runs\nspend\nmin\ncost/pass", right=True)
-    for key, title in SHARES:
-        _col(table, title)
-        if key == "passed":
-            _col(table, UNFLAGGED[1])
-    for row in report.rows:
-        meta = [str(row.runs), _money(row.spend), _minutes(row.minutes), _money(row.cost_per_pass)]
-        cells = [Text(v) for v in meta] if wide else [Text("\n".join(meta))]
-        shares: list[Text] = []
-        for key, _ in SHARES:
-            shares.append(_share_text(getattr(row, key), wide))
-            if key == "passed":
-                unflagged = row.unflagged
-                shares.append(
-                    Text("—", style="dim") if unflagged is None else _share_text(unflagged, wide)
-                )
-        table.add_row(*_label(row.model, row.agent, wide), *cells, *shares)
-    return table
-
-
-def _guard_lines(report: Report) -> list[Text]:
-    """The patch guard's counts per row: flags among passed runs, runs without a record."""
-    lines = []
-    for row in report.rows:
-        if row.unguarded == row.runs:
-            continue
-        kinds = ", ".join(f"{kind} {n}" for kind, n in row.flagged.items()) or "none"
-        missing = f"; {row.unguarded} without a guard record" if row.unguarded else ""
-        lines.append(Text(f"  {row.label}: {kinds}{missing}"))
-    if lines:
-        head = "Patch guard, flags among passed runs (advisory: never part of the grade):"
-        lines.insert(0, Text(head))
-    return lines
-
-
-def _trials_table(rows: Sequence[Row], wide: bool) -> Table:
-    table = _table("Repeated trials: pass@k, pass^k and the task-clustered interval", wide)
-    table.caption = Text(
-        "pass@k: chance that at least one of k runs of a task passes; pass^k: that all k "
-        f"pass (unbiased estimates, mean over tasks). Clustered: {CLUSTERED_NAME}."
-    )
-    table.caption_justify = "left"
-    if wide:
-        _col(table, "Model")
-        _col(table, "Agent")
-    else:
-        _col(table, "Model / agent")
-    _col(table, "Tasks × trials", right=True)
-    _col(table, "Passed (clustered)")
-    _col(table, "pass@k")
-    _col(table, "pass^k")
-    for row in rows:
-        clustered = (
-            f"{_pct(row.passed.share)} ({_pct(row.clustered.low)[:-1]}–{_pct(row.clustered.high)})"
-            if row.clustered is not None
-            else "—"
-        )
-        table.add_row(
-            *_label(row.model, row.agent, wide),
-            Text(f"{row.tasks} × ≥{row.trials}"),
-            Text(clustered),
-            Text("  ".join(f"@{k} {_pct(v)}" for k, v in row.pass_at_k.items())),
-            Text("  ".join(f"^{k} {_pct(v)}" for k, v in row.pass_hat_k.items())),
-        )
-    return table
-
-
-def _mark(run: TaskRun, check: CheckSpec) -> Text:
+def _mark(run: TaskRun, check: CheckSpec) -> str:
     if check.name not in run.checks:
-        return Text("—", style="dim")
+        return "—"
     value: bool | str | None = getattr(run, check.label)
     if value is None:
-        return Text("not run", style="yellow")
+        return "not run"
     if check.name == "poc":
         passed, _, total = str(value).partition("/")
-        ok = passed == total and total != "0"
-        return Text(f"{'✓' if ok else '✗'} {value}", style="green" if ok else "red")
-    return Text("✓", style="green") if value else Text("✗", style="red")
+        return f"{'✓' if passed == total and total != '0' else '✗'} {value}"
+    return "✓" if value else "✗"
 
 
-def _status(status: str) -> Text:
-    return Text(status, style={"passed": "green", "failed": "red"}.get(status, "yellow"))
+def _runs_table(runs: Sequence[TaskRun], width: int) -> list[str]:
+    checks = grading_order()
+    guarded = any(run.flags is not None for run in runs)
+    columns = [
+        Column("Status"),
+        *(Column(check.short_title) for check in checks),
+        *([Column("Flags")] if guarded else []),
+        Column("First failure"),
+    ]
+    cells = [
+        [
+            run.status,
+            *(_mark(run, check) for check in checks),
+            *([flags_text(run.flags)] if guarded else []),
+            run.error_msg or "—",
+        ]
+        for run in runs
+    ]
+    wide_columns = [Column("Task"), Column("Model"), Column("Agent"), Column("Trial"), *columns]
+    wide = [
+        Row([run.task, run.model, run.agent, str(run.trial), *c])
+        for run, c in zip(runs, cells, strict=True)
+    ]
+    if fits(wide_columns, wide, width):
+        return table(wide_columns, wide, width)
+    heads = [
+        f"{run.task} · {_label(run.model, run.agent)} · trial {run.trial}"
+        + (f" · cached from {run.cached_from}" if run.cached_from else "")
+        for run in runs
+    ]
+    return table(columns, [Row(c, head=h) for c, h in zip(cells, heads, strict=True)], width)
 
 
-def _runs_table(report: Report, wide: bool) -> Table:
-    table = _table("Runs (—: the task has no such check)", wide)
-    names = ("Task", "Model", "Agent", "Trial") if wide else ("Task · model / agent · trial",)
-    checks = (check.short_title for check in grading_order())
-    for name in (*names, "Status", *checks, "Flags", "First failure"):
-        _col(table, name)
-    for run in report.tasks:
-        if wide:
-            where = [Text(run.task), Text(run.model), Text(run.agent), Text(str(run.trial))]
-        else:
-            where = [Text(f"{run.task}\n{run.model}/{run.agent}\ntrial {run.trial}")]
-        table.add_row(
-            *where,
-            _status(run.status),
-            *(_mark(run, check) for check in grading_order()),
-            Text(flags_text(run.flags), style="yellow" if run.flags else "dim"),
-            Text(run.error_msg or "—"),
+class TableSink:
+    """`--format table`: the text report (see the module's docstring)."""
+
+    def __init__(self, width: int = 80, all_tasks: bool = False) -> None:
+        self.width = width
+        self.all_tasks = all_tasks
+        self._grid = TaskLines(spool=all_tasks)
+        self._runs: list[TaskRun] = []
+        self._kept = 0
+        self._left_out: list[Excluded] = []
+        self._excluded = 0
+        self._reasons = Reasons()
+
+    def add(self, part: TaskPart, files: RunFiles) -> None:
+        """Take one task's part, keeping only what the text shows."""
+        if part.row is not None:
+            self._grid.add(part.row)
+        self._reasons.add(part)
+        room = DETAIL_LIMIT + 1 - len(self._runs)
+        self._runs += part.runs[: max(0, room)]
+        self._kept += len(part.runs)
+        self._excluded += len(part.excluded)
+        room = LEFT_OUT_LIMIT - len(self._left_out)
+        self._left_out += part.excluded[: max(0, room)]
+
+    def finish(self, ending: Ending, out: TextIO) -> None:
+        """Write the report (see `render_table`), inert on a terminal (`Inert`)."""
+        self._finish(ending, Inert(out))
+
+    def _finish(self, ending: Ending, out: Writer) -> None:
+        report, width = ending.report, self.width
+        lines = wrap(
+            f"Pass shares per model and agent (runs: {report.runs}; {self._kept} kept)", width
         )
-    return table
+        lines += rows_table(report, width)
+        lines += guard_lines(report, width)
+        lines += wrap(rules_note(report), width)
+        if report.runs == "latest":
+            lines += wrap(
+                f"Latest run of each task, model and agent: {report.set_aside} older "
+                f"run{'s' if report.set_aside != 1 else ''} set aside (--runs all keeps them).",
+                width,
+            )
+        if report.errors_as_failures:
+            lines += wrap("Error runs are counted as failed (--errors-as-failures).", width)
+        contained = containment_text(report)
+        if contained is not None:
+            lines += wrap(contained, width)
+        repeated = [row for row in report.rows if row.trials > 1 or row.clustered is not None]
+        if repeated:
+            lines += ["", *trials_table(repeated, width)]
+        if ending.comparisons:
+            lines += ["", *comparisons_table(ending.comparisons, width)]
+        lines += self._why(width)
+        out.write("\n".join(lines) + "\n")
+        self._tasks(out)
+        rules = wrap(f"Rules: {_rules_name(report)}. {DIFFERENCE}", width)
+        out.write("\n".join([*self._details(), *self._excluded_lines(), "", *rules, ""]))
+
+    def close(self) -> None:
+        """Drop the spooled per-task lines, if any."""
+        if self._grid.spool is not None:
+            self._grid.spool.close()
+
+    def _why(self, width: int) -> list[str]:
+        failed = self._reasons.runs
+        if not failed:
+            return []
+        lines = [
+            "",
+            *wrap(
+                f"Why runs did not pass (the first failing check of {failed} kept "
+                f"run{'s' if failed != 1 else ''}):",
+                width,
+            ),
+        ]
+        top, others = self._reasons.top(REASONS)
+        digits = len(str(top[0][1]))
+        for message, count in top:
+            text = wrap(message, width - digits - 4)
+            lines.append(f"  {count:>{digits}}  {text[0]}")
+            lines += [f"  {'':>{digits}}  {more}" for more in text[1:]]
+        if others:
+            lines += wrap(
+                f"  … and {others} more run{'s' if others != 1 else ''} with other messages "
+                "(--format jsonl, csv --per-run or html give each run's).",
+                width,
+            )
+        return lines
+
+    def _tasks(self, out: Writer) -> None:
+        grid, width = self._grid, self.width
+        if not grid.tasks:
+            return
+        title = wrap("Per task (every kept run, all models and agents)", width)
+        out.write("\n" + "\n".join(title) + "\n")
+        if grid.tasks > TASK_LIMIT and not self.all_tasks:
+            note = (
+                f"{grid.tasks} tasks: not listed beyond {TASK_LIMIT} (--tasks lists them all; "
+                "so do --format json, csv --per-run and html)."
+            )
+            out.write("\n".join(wrap(note, width)) + "\n")
+            return
+        grid.lines(width, out)
+
+    def _details(self) -> list[str]:
+        width = self.width
+        if not self._kept:
+            return []
+        if self._kept > DETAIL_LIMIT:
+            note = (
+                f"{self._kept} single runs not listed here (more than {DETAIL_LIMIT}): "
+                "--format jsonl, csv --per-run or html list each with its first failure."
+            )
+            return ["", *wrap(note, width)]
+        title = wrap("Runs (—: the task has no such check)", width)
+        return ["", *title, *_runs_table(self._runs, width)]
+
+    def _excluded_lines(self) -> list[str]:
+        if not self._excluded:
+            return []
+        lines = ["", *wrap(f"Left out of the shares ({self._excluded} runs)", self.width)]
+        for ex in self._left_out:
+            text = f"  {ex.task} · {_label(ex.model, ex.agent)} · {ex.run_id}: {ex.why}"
+            lines += wrap(text, self.width)
+        if self._excluded > len(self._left_out):
+            more = self._excluded - len(self._left_out)
+            note = f"  … and {more} more (--format jsonl, csv --per-run or html list them)."
+            lines += wrap(note, self.width)
+        return lines
 
 
-def _excluded_table(report: Report, wide: bool, limit: int) -> Table:
-    table = _table(f"Left out of the shares ({len(report.excluded)} runs)", wide)
-    names = ("Task", "Model", "Agent", "Run") if wide else ("Task · model / agent · run",)
-    for name in (*names, "Why"):
-        _col(table, name)
-    for ex in report.excluded[:limit]:
-        if wide:
-            where = [Text(v) for v in (ex.task, ex.model, ex.agent, ex.run_id)]
-        else:
-            where = [Text(f"{ex.task}\n{ex.model}/{ex.agent}\n{ex.run_id}")]
-        table.add_row(*where, Text(ex.why))
-    return table
-
-
-def _p(value: float) -> str:
-    return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
-
-
-def _comparisons_table(comparisons: Sequence[Comparison], wide: bool) -> Table:
-    table = _table("Paired comparisons on the tasks both rows ran", wide)
-    table.caption = Text(
-        f"A row passes a task when more than half of its kept runs passed. p: {TEST_NAME}; "
-        "Holm: adjusted over the comparisons in this table."
-    )
-    table.caption_justify = "left"
-    if wide:
-        for name in ("A", "B"):
-            _col(table, name)
-        for name in ("Tasks", "Both", "Only A", "Only B", "Neither"):
-            _col(table, name, right=True)
-    else:
-        _col(table, "A vs B")
-        _col(table, "Tasks: both · only A · only B · neither")
-    _col(table, "p", right=True)
-    _col(table, "p (Holm)", right=True)
-    for c in comparisons:
-        counts = (c.tasks, c.both, c.only_a, c.only_b, c.neither)
-        if wide:
-            cells = [Text(c.a), Text(c.b), *(Text(str(n)) for n in counts)]
-        else:
-            cells = [
-                Text(f"{c.a}\nvs {c.b}"),
-                Text(f"{c.tasks}: {c.both} · {c.only_a} · {c.only_b} · {c.neither}"),
-            ]
-        table.add_row(*cells, Text(_p(c.p_value)), Text(_p(c.p_holm)))
-    return table
-
-
-def _natural_width(console: Console, table: Table) -> int:
-    """How wide `table` would be with no line folded."""
-    unbounded = console.options.update(width=1 << 16, max_width=1 << 16)
-    return Measurement.get(console, unbounded, table).maximum
+def _rules_name(report: Report) -> str:
+    return "SSEBench's report's (--rules ssebench)" if report.rules == "ssebench" else "ssegrade's"
 
 
 def render_table(
     report: Report,
-    console: Console,
+    width: int = 80,
     comparisons: Sequence[Comparison] = (),
-    detail_limit: int = DETAIL_LIMIT,
-) -> None:
-    """Print the report on `console`: the rows (sorted by pass share), how many runs `latest`
-    set aside, repeated-trial statistics when a task has several runs, the per-task table, the
-    single runs (when there are at most `detail_limit`), the runs left out, and the
-    comparisons given."""
-    wide = console.width >= WIDE
-    rows = _rows_table(report, wide)
-    if wide and _natural_width(console, rows) > console.width:
-        rows = _rows_table(report, False)  # long labels: stack rather than fold
-    console.print(rows)
-    for line in _guard_lines(report):
-        console.print(line)
-    if report.runs == "latest":
-        console.print(
-            Text(
-                f"Latest run of each task, model and agent: {report.set_aside} older "
-                f"run{'s' if report.set_aside != 1 else ''} set aside (--runs all keeps them)."
-            )
-        )
-    if report.errors_as_failures:
-        console.print(Text("Error runs are counted as failed (--errors-as-failures)."))
-    if set(report.containment) - {"unknown"}:
-        counts = ", ".join(f"{n} {mode}" for mode, n in report.containment.items())
-        console.print(Text(f"Containment of the runs' scripts: {counts}."))
-    repeated = [row for row in report.rows if row.trials > 1 or row.clustered is not None]
-    if repeated:
-        console.print(_trials_table(repeated, wide))
-
-    if report.by_task:
-        tasks = _table("Per task (every kept run, all models and agents)", wide)
-        _col(tasks, "Task")
-        _col(tasks, "Runs", right=True)
-        for _, title in SHARES:
-            _col(tasks, title)
-        for task in report.by_task:
-            tasks.add_row(
-                Text(task.task),
-                Text(str(task.runs)),
-                *(_share_text(getattr(task, key), wide) for key, _ in SHARES),
-            )
-        console.print(tasks)
-
-    if 0 < len(report.tasks) <= detail_limit:
-        console.print(_runs_table(report, wide))
-    elif report.tasks:
-        console.print(
-            Text(
-                f"{len(report.tasks)} single runs not listed here: use --format json, jsonl, "
-                "csv --per-run or html."
-            )
-        )
-
-    if report.excluded:
-        console.print(_excluded_table(report, wide, detail_limit))
-        if len(report.excluded) > detail_limit:
-            console.print(Text(f"… and {len(report.excluded) - detail_limit} more."))
-
-    if comparisons:
-        console.print(_comparisons_table(comparisons, wide))
-    which = "SSEBench's report's (--rules ssebench)" if report.rules == "ssebench" else "ssegrade's"
-    console.print(Text(f"Rules: {which}. {DIFFERENCE}", style="dim"))
+    all_tasks: bool = False,
+) -> str:
+    """The text report of a whole `report` at `width` columns: the rows (sorted by pass
+    share), how many runs `latest` set aside, repeated-trial statistics when a task has several
+    runs, the comparisons given, why runs did not pass, the per-task lines, the single runs
+    (when at most `DETAIL_LIMIT`), the runs left out, and the rules."""
+    return write_report(TableSink(width, all_tasks), report, Ending(report, comparisons))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
+from tests.realtask import BUILD
 
 
 def verdict_grade(
@@ -60,3 +61,11 @@ class Quiet:
 
     def end(self, line: str) -> None:
         self.lines.append(line)
+
+
+HANGING = BUILD.replace(
+    'echo "$VALUE" > out.txt',
+    'if [ "$VALUE" = slow ]; then sleep "${HANG:-0}" 0.{t}; fi\necho "$VALUE" > out.txt',
+)
+"""The build of a job whose value is `slow` sleeps `HANG` seconds (a script option: not part
+of the job's digest), with a token on its command line."""

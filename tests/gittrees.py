@@ -6,6 +6,7 @@ their stat data, and the edits an agent makes to them.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hypothesis import strategies as st
 from returns.result import Success
 
 from interpreters.real import git
@@ -261,3 +263,39 @@ def edit(source: Path, outside: Path, op: str, name: str, data: bytes) -> None:
     elif op == "append":
         with open(path, "ab") as out:
             out.write(data or b"\n")
+
+
+def clear(root: Path) -> None:
+    """Remove everything in `root` but `.git`."""
+    for entry in root.iterdir():
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+NAMES = ("a.txt", "b", "src/c.py", "src/d", "src/d/x", "g/h/i.bin", "new.txt", "n/m/o")
+contents = st.one_of(
+    st.binary(max_size=40),
+    st.lists(st.sampled_from(["x", "y  ", "\r", "\0", "é", "\n", "\\"]), max_size=12).map(
+        lambda parts: "".join(parts).encode()
+    ),
+)
+entries = st.one_of(
+    st.tuples(st.just("file"), contents, st.booleans()),
+    st.tuples(
+        st.just("link"),
+        st.sampled_from([b"a.txt", b"../outside", b"/etc/hostname"]),
+        st.just(False),
+    ),
+)
+
+
+def consistent(tree: dict[str, Entry]) -> bool:
+    """No path is both a file and a directory."""
+    return not any(other.startswith(name + "/") for name in tree for other in tree)
+
+
+trees = st.dictionaries(st.sampled_from(NAMES), entries, max_size=len(NAMES)).filter(consistent)

@@ -3,6 +3,7 @@ strategies for neutral C code (which raises no flag) and for each pattern the gu
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -135,3 +136,26 @@ def neutral_facts(draw: st.DrawFn) -> GuardFacts:
 def c_escaped(data: bytes) -> bytes:
     """`data` as the body of a C string literal, every byte a `\\xNN` escape."""
     return b"".join(b"\\x%02x" % byte for byte in data)
+
+
+def fake_elf(strings: bytes, *, wide: bool = True, little: bool = True) -> bytes:
+    """A minimal ELF file: a dynamic symbol table whose string table holds `strings`."""
+    order = "<" if little else ">"
+    table = b"\0" + strings + b"\0"
+    if wide:  # the fields up to sh_link and sh_info; an entry is 64 (or 40) bytes
+        header_size, size, entry = 64, 64, struct.Struct(f"{order}IIQQQQII")
+    else:
+        header_size, size, entry = 52, 40, struct.Struct(f"{order}IIIIIIII")
+    shoff = header_size + len(table)
+    sections = [
+        entry.pack(0, 0, 0, 0, 0, 0, 0, 0).ljust(size, b"\0"),
+        entry.pack(1, 3, 0, 0, header_size, len(table), 0, 0).ljust(size, b"\0"),  # .dynstr
+        entry.pack(9, 11, 0, 0, 0, 0, 1, 0).ljust(size, b"\0"),  # .dynsym, linked to 1
+    ]
+    ident = b"\x7fELF" + bytes([2 if wide else 1, 1 if little else 2, 1]) + b"\0" * 9
+    if wide:
+        rest = struct.pack(f"{order}HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, 3, 0)
+    else:
+        rest = struct.pack(f"{order}HHIIIIIHHHHHH", 2, 3, 1, 0, 0, shoff, 0, 52, 32, 0, 40, 3, 0)
+    head = (ident + rest).ljust(header_size, b"\0")
+    return head + table + b"".join(sections)

@@ -223,3 +223,22 @@ def scenario_scripts(made: RealTask, scenario: Scenario) -> None:
     cases = " ".join(f"poc{i}.bin) {branch(f'poc-{i}')};;" for i in range(1, 10))
     made.script("run.sh", f'#!/bin/sh\ncase "$(basename "$1")" in {cases} esac\n')
     made.script("test.sh", f"#!/bin/sh\nif [ -f tests/intent.sh ]; then {intent}; fi\n{function}\n")
+
+
+CLI = [sys.executable, "-c", "from interpreters.cli import main; main()"]
+"""The `ssegrade` command in a process of its own."""
+
+
+def evaluating(made: RealTask, *extra: str) -> list[str]:
+    """The `ssegrade evaluate` command of `made`."""
+    args = ["evaluate", "--task", str(made.task), "--source", str(made.source)]
+    return [*CLI, *args, "--results", str(made.results), *extra]
+
+
+def log_of(results: Path, check: str, poc: int | None = None) -> str:
+    """The log of one check, found through checks.jsonl."""
+    for line in (results / "checks.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["name"] == check and (poc is None or f"poc{poc}" in str(record["poc"])):
+            return Path(record["log_file"]).read_text()
+    raise AssertionError(f"no {check} check in {results}")

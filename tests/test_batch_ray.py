@@ -1,18 +1,28 @@
-"""The Ray engine, for real on a local Ray (one per module): the same jobs give the same
-`result.json` as on the local engine."""
+"""The Ray engine, for real on a local Ray started by each batch: the same jobs give the same
+`result.json` as on the local engine; a second Ctrl-C kills the running gradings at once and
+leaves nothing of them; a cluster address nothing answers at is one line."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from interpreters import run_batch
-from tests.batchkit import Quiet
-from tests.realtask import fix_to, make_task, write_jobs
+from interpreters.real.files import remove_tree
+from tests.batchkit import HANGING, Quiet
+from tests.processes import live_with, unique
+from tests.raycluster import free_port
+from tests.realtask import CLI, fix_to, make_task, ssegrade, write_jobs
 
 pytestmark = [
     pytest.mark.slow,
@@ -52,3 +62,70 @@ def test_ray_and_local_engines_give_the_same_results(tmp_path: Path) -> None:
         on_local[name]["patch_result"].pop("error_log")
         assert on_ray[name] == on_local[name]
     assert on_ray["broken"]["patch_result"]["error_msg"] == "Build failed"
+
+
+def test_a_cluster_address_nothing_answers_is_one_line_at_once(tmp_path: Path) -> None:
+    made = make_task(tmp_path / "t")
+    jobs = write_jobs(tmp_path, made, {"fixed": fix_to("fixed")})
+    address = f"127.0.0.1:{free_port()}"  # Ray alone would try for minutes
+    args = ["batch", str(jobs), "--results", str(tmp_path / "r"), "--engine", "ray"]
+    done = ssegrade(*args, "--ray-address", address, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == f"ssegrade: error: no Ray cluster at {address}: Connection refused\n"
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.fixture
+def own_tmp() -> Iterator[Path]:
+    """A temporary folder for one batch and the local Ray it starts (searchable by the
+    runner, as the scratch of gradings must be)."""
+    folder = Path(tempfile.mkdtemp(prefix="ray-int-"))
+    folder.chmod(0o755)
+    yield folder
+    remove_tree(folder)
+
+
+def test_a_second_ctrl_c_kills_the_ray_gradings_at_once_and_leaves_nothing(
+    tmp_path: Path, own_tmp: Path
+) -> None:
+    token = unique()
+    made = make_task(tmp_path / "t")
+    made.script("build.sh", HANGING.replace("{t}", token))
+    jobs = write_jobs(tmp_path, made, {"a": fix_to("slow"), "b": fix_to("slow") + "\n"})
+    args = ["batch", str(jobs), "--results", str(tmp_path / "r"), "--engine", "ray"]
+    proc = subprocess.Popen(
+        [*CLI, *args, "--workers", "2", "--script-env", "HANG=300"],
+        env={**os.environ, "TMPDIR": str(own_tmp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(live_with(token)) < 2:  # both builds sleep
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "the builds never ran"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        said: list[str] = []
+        while not said or not said[-1].startswith("interrupted: waiting for 2 running"):
+            said.append(proc.stderr.readline())
+            assert said[-1], said  # the first is taken before the second is sent
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)  # not the 300 s the builds sleep
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert err.splitlines()[-1].endswith("interrupted: 2 running gradings killed, folders removed")
+    run = tmp_path / "r" / "shell-001" / "unknown" / "unknown"
+    assert os.listdir(run) == []
+    deadline = time.monotonic() + 10  # the guardians of the killed Ray workers clean up
+    while (left := (live_with(token), sorted(n for n in os.listdir(own_tmp) if n != "ray"))) != (
+        [],
+        [],
+    ):
+        assert time.monotonic() < deadline, left
+        time.sleep(0.05)

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from interpreters.real import git
@@ -26,11 +25,13 @@ from ssegrade.effects import ApplyError, Capture
 from tests.gittrees import (
     Entry,
     capture_ok,
+    clear,
     make_repo,
     rebuild,
     record,
     run,
     snapshot,
+    trees,
     write,
 )
 
@@ -41,17 +42,6 @@ IS_ROOT = os.geteuid() == 0
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def clear(root: Path) -> None:
-    """Remove everything in `root` but `.git`."""
-    for entry in root.iterdir():
-        if entry.name == ".git":
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
 
 
 def headers(patch: bytes) -> list[bytes]:
@@ -475,31 +465,6 @@ def test_baseline_folder_rules(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- property
-
-
-NAMES = ("a.txt", "b", "src/c.py", "src/d", "src/d/x", "g/h/i.bin", "new.txt", "n/m/o")
-contents = st.one_of(
-    st.binary(max_size=40),
-    st.lists(st.sampled_from(["x", "y  ", "\r", "\0", "é", "\n", "\\"]), max_size=12).map(
-        lambda parts: "".join(parts).encode()
-    ),
-)
-entries = st.one_of(
-    st.tuples(st.just("file"), contents, st.booleans()),
-    st.tuples(
-        st.just("link"),
-        st.sampled_from([b"a.txt", b"../outside", b"/etc/hostname"]),
-        st.just(False),
-    ),
-)
-
-
-def consistent(tree: dict[str, Entry]) -> bool:
-    """No path is both a file and a directory."""
-    return not any(other.startswith(name + "/") for name in tree for other in tree)
-
-
-trees = st.dictionaries(st.sampled_from(NAMES), entries, max_size=len(NAMES)).filter(consistent)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,7 +14,6 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 
 from interpreters.real.runner import probe
 from tests.processes import unique
-from tests.realtask import RealTask, fix_to, git, make_task, write_jobs
+from tests.realtask import CLI, RealTask, evaluating, fix_to, git, log_of, make_task, write_jobs
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,8 +30,6 @@ pytestmark = [
         os.geteuid() != 0 or not probe().namespaces, reason="needs root and full containment"
     ),
 ]
-
-CLI = [sys.executable, "-c", "from interpreters.cli import main; main()"]
 
 
 def fixed_task(root: Path, build: str, run: str | None = None, *, fix: bool = True) -> RealTask:
@@ -47,12 +44,6 @@ def fixed_task(root: Path, build: str, run: str | None = None, *, fix: bool = Tr
     return made
 
 
-def evaluating(made: RealTask, *extra: str) -> list[str]:
-    """The `ssegrade evaluate` command of `made`."""
-    args = ["evaluate", "--task", str(made.task), "--source", str(made.source)]
-    return [*CLI, *args, "--results", str(made.results), *extra]
-
-
 def evaluate(made: RealTask, *extra: str, env: dict[str, str] | None = None) -> str:
     """`ssegrade evaluate` of `made`; its verdict line."""
     done = subprocess.run(
@@ -65,15 +56,6 @@ def evaluate(made: RealTask, *extra: str, env: dict[str, str] | None = None) -> 
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def log_of(results: Path, check: str, poc: int | None = None) -> str:
-    """The log of one check, found through checks.jsonl."""
-    for line in (results / "checks.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record["name"] == check and (poc is None or f"poc{poc}" in str(record["poc"])):
-            return Path(record["log_file"]).read_text()
-    raise AssertionError(f"no {check} check in {results}")
 
 
 # ---------------------------------------------------------------------------- network

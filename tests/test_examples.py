@@ -18,28 +18,15 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.daemons import running_daemon
-from tests.realtask import git, ssegrade
+from tests.exampletasks import EXAMPLES, Example, lay_out
+from tests.realtask import ssegrade
 
 pytestmark = pytest.mark.slow
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-@dataclass(frozen=True)
-class Example:
-    """An example laid out as in a task container."""
-
-    name: str
-    task: Path
-    source: Path
-    baseline: Path
-    fix: Path
 
 
 @pytest.fixture
@@ -51,21 +38,6 @@ def work(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("KVC_HOME", str(folder / "toolchain"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def lay_out(work: Path, name: str, fix: str, *, baseline: bool = True) -> Example:
-    root = work / name
-    task, source = root / "task", root / "project"
-    shutil.copytree(EXAMPLES / name / "task", task)
-    shutil.copytree(EXAMPLES / name / "project", source, ignore=shutil.ignore_patterns("build"))
-    git(source, "init", "-q", "-b", "main")
-    git(source, "add", "-A")
-    git(source, "commit", "-q", "-m", "Initial commit")
-    made = Example(name, task, source, root / "baseline", task / fix)
-    if baseline:
-        done = ssegrade("baseline", "--source", str(source), "--into", str(made.baseline))
-        assert done.returncode == 0, done.stderr
-    return made
 
 
 def evaluate(example: Example, results: Path, *extra: str) -> dict[str, object]:

@@ -127,10 +127,14 @@ def scratch() -> Iterator[Path]:
 
 
 def ready_file(scratch: Path, token: str, proc: subprocess.Popen[str]) -> Path:
-    """Wait until the PoC script says it runs (a file it writes in its workspace copy)."""
+    """Wait until the PoC script says it runs (a file it writes in its working tree: a fresh
+    copy, or the own layer of a copy-on-write view)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        found = list(scratch.glob(f"ssegrade-*/work/copy-*/ready-{token}"))
+        found = [
+            *scratch.glob(f"ssegrade-*/work/copy-*/ready-{token}"),
+            *scratch.glob(f"ssegrade-*/work/layers/upper-*/ready-{token}"),
+        ]
         if found:
             return found[0]
         assert proc.poll() is None, proc.communicate()
@@ -175,7 +179,7 @@ def test_evaluate_interrupted_while_a_script_runs(
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # its pipes closed too
     assert proc.returncode == 128 + sig, stderr
     assert "Traceback" not in stderr
     assert f"interrupted by {sig.name}" in stderr

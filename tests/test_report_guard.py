@@ -1,10 +1,12 @@
 """The patch guard in the report: the 'passed, unflagged' share beside 'passed' in every
 format, passed runs per kind, each run's flags, and `--exclude-flagged KIND`; under
-`--rules ssebench`, SSEBench's shares whatever the guard recorded."""
+`--rules ssebench`, SSEBench's shares whatever the guard recorded. Beside them, the runs'
+containment modes in every format."""
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import tempfile
@@ -132,6 +134,31 @@ def test_no_guard_record_anywhere_leaves_the_share_empty(tmp_path: Path) -> None
     write_run(tmp_path, "t2/m/a/r1", summary(task="t2", guard=guard_doc(checked=False)))
     (row,) = json.loads(invoke(str(tmp_path), "--format", "json").stdout)["rows"]
     assert (row["unflagged"], row["flagged"], row["unguarded"]) == (None, {}, 2)
+
+
+def test_every_format_counts_or_lists_the_containment_modes(tmp_path: Path) -> None:
+    """The text and the page count the modes, the JSON counts them and gives each run's, the
+    per-run CSV and JSON Lines give each run's: a mode not known or absent is `unknown`."""
+    modes = {"t1": "full", "t2": "weak", "t3": "weak", "t4": None, "t5": "=cmd"}
+    for task, mode in modes.items():
+        extra = {} if mode is None else {"containment": mode}
+        write_run(tmp_path, f"{task}/m/a/r1", summary(task=task, **extra))
+    write_run(tmp_path, "t1/m/a/r0", summary(status="error", containment="full"))
+    write_run(tmp_path, "t6/m/a/r1", summary(task="t6", status="error", containment="weak"))
+    counts = {"full": 1, "unknown": 2, "weak": 3}
+    want = {"t1": "full", "t2": "weak", "t3": "weak", "t4": "unknown", "t5": "unknown"}
+    root = str(tmp_path)
+    doc = json.loads(invoke(root, "--format", "json").stdout)
+    assert doc["containment"] == counts
+    assert {t["task"]: t["containment"] for t in doc["tasks"]} == want
+    assert [x["containment"] for x in doc["excluded"]] == ["weak"]
+    lines = invoke(root, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(x)["containment"] for x in lines] == [*want.values(), "weak"]
+    per_run = csv.DictReader(io.StringIO(invoke(root, "--format", "csv", "--per-run").stdout))
+    assert [r["containment"] for r in per_run] == [*want.values(), "weak"]
+    words = "Containment of the runs' scripts: 1 full, 2 unknown, 3 weak."
+    assert words in invoke(root, "--format", "table").stdout
+    assert words in html.unescape(invoke(root, "--format", "html").stdout)
 
 
 # ---------------------------------------------------------------------------- pure rules

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from interpreters.report_io import NoRuns, load_runs
+import interpreters.report_io
+from interpreters.report_io import NoRuns, Scanned, load_runs, scan_tasks
+from interpreters.report_reader import Counted, Document, _frame, read_frames
 from tests.runfolders import summary, write_run
 
 
@@ -185,3 +193,108 @@ def test_gc_state_is_restored(tmp_path: Path) -> None:
     assert gc.isenabled()
     load_runs(tmp_path)
     assert gc.isenabled()
+
+
+def mixed_tree(root: Path) -> None:
+    """Runs of every kind the reader meets: good, nested models, result.json only, a bad
+    summary beside a good grade, an empty one, links and a FIFO, files the page links to."""
+    good = write_run(root, "t1/openai/gpt-5/codex/r1", summary(task="t1"))
+    (good / "final.patch").write_text("")
+    (good / "result.json").write_text("{}")
+    (good / "logs").mkdir()
+    (good / "logs" / "summary.json").write_text("{}")  # inside a run folder: not a run
+    write_run(root, "t1/org/team/m/a/r2", summary(task="t1"))
+    graded = write_run(root, "t2/m/a/r1", {"patch_result": {"status": "failed"}}, "result.json")
+    flagged = {"checked": True, "flags": [{"kind": "tests"}, {"kind": "build-config"}]}
+    (graded / "guard.json").write_text(json.dumps(flagged))
+    bad = write_run(root, "t2/m/a/r2", "{oops")
+    (bad / "result.json").write_text(json.dumps({"patch_result": {"status": "passed"}}))
+    (bad / "guard.json").write_text(json.dumps({"checked": True, "flags": []}))
+    write_run(root, "t2/m/a/r3", "")
+    (root / "t2/m/a/latest").symlink_to("r1")
+    linked = write_run(root, "t3/m/a/r1", None)
+    (linked / "summary.json").symlink_to(good / "logs" / "summary.json")
+    fifo = write_run(root, "t3/m/a/r2", None)
+    os.mkfifo(fifo / "summary.json")
+    beside = write_run(root, "t3/m/a/r3", {"patch_result": {"status": "passed"}}, "result.json")
+    (beside / "guard.json").symlink_to(graded / "guard.json")  # never followed: no record
+
+
+@pytest.mark.parametrize("files", [False, True])
+def test_the_reading_process_reads_what_reading_here_reads(tmp_path: Path, files: bool) -> None:
+    """Read in a process of its own (as the command reads) or here, the same runs come in the
+    same tasks, with the same warnings, folders counted, files the page links to, and patch
+    guard flags (from the `guard.json` beside a `result.json`, never through a link)."""
+    mixed_tree(tmp_path)
+    Tasks = list[list[tuple[str, Any]]]
+
+    def scan(parallel: bool) -> tuple[Tasks, list[dict[str, frozenset[str]]], Any]:
+        tasks: Tasks = []
+        ran: list[dict[str, frozenset[str]]] = []
+
+        def take(records: list[Any], found: dict[str, frozenset[str]]) -> None:
+            tasks.append([(r.folder, r.flags) for r in records])
+            ran.append(found)
+
+        scanned = Scanned()
+        scan_tasks(tmp_path, take, scanned, files=files, parallel=parallel)
+        return tasks, ran, scanned
+
+    here, there = scan(False), scan(True)
+    assert here == there
+    tasks, ran, scanned = here
+    assert tasks == [
+        [("t1/openai/gpt-5/codex/r1", None), ("t1/org/team/m/a/r2", None)],
+        [("t2/m/a/r1", ("build-config", "tests")), ("t2/m/a/r2", ())],
+        [("t3/m/a/r3", None)],
+    ]
+    assert scanned.folders == 8
+    assert len(scanned.warnings) == 4
+    if files:
+        assert ran[0]["t1/openai/gpt-5/codex/r1"] == {"result.json", "final.patch", "logs"}
+    else:
+        assert ran[0] == {}
+
+
+def test_a_reading_process_that_fails_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the reading process ends before it said it was done, the report stops with one
+    line giving its last word."""
+    write_run(tmp_path, "t1/m/a/r1", summary())
+
+    def broken(*_: Any) -> subprocess.Popen[bytes]:
+        command = [sys.executable, "-c", "import sys; sys.exit('cannot go on')"]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    monkeypatch.setattr(interpreters.report_io, "_child", broken)
+    with pytest.raises(NoRuns, match=r"could not be read \(cannot go on\)$"):
+        scan_tasks(tmp_path, lambda *_: None, Scanned(), parallel=True)
+
+
+@given(
+    st.text(max_size=20).filter(lambda t: "\0" not in t and t.isprintable()),
+    st.sampled_from(["summary.json", "result.json"]),
+    st.none() | st.frozensets(st.sampled_from(["result.json", "final.patch", "logs"])),
+    st.none() | st.binary(max_size=64),
+    st.binary(max_size=64),
+)
+def test_a_document_crosses_the_pipe_whole(
+    folder: str, name: str, files: frozenset[str] | None, guard: bytes | None, data: bytes
+) -> None:
+    """Property: a document framed by the reading process reads back the same, whatever bytes
+    its guard file and its document hold (NULs included)."""
+    doc = Document(folder, name, data, files, guard)
+    stream = io.BytesIO(_frame(doc) + _frame(Counted(1)))
+    assert list(read_frames(stream)) == [doc, Counted(1)]
+
+
+def test_a_containment_of_another_type_is_no_mode_and_the_run_still_reads(tmp_path: Path) -> None:
+    """`containment` only informs: a summary whose value is not text is read all the same,
+    its mode unknown."""
+    write_run(tmp_path, "t1/m/a/r1", summary(containment="weak"))
+    write_run(tmp_path, "t2/m/a/r1", summary(task="t2", containment=5))
+    write_run(tmp_path, "t3/m/a/r1", summary(task="t3", containment={"mode": "full"}))
+    loaded = load_runs(tmp_path)
+    assert loaded.warnings == []
+    assert {r.task: r.containment for r in loaded.records} == {"t1": "weak", "t2": None, "t3": None}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssegrade.report.stats import (
@@ -131,6 +132,27 @@ def test_mcnemar_handles_large_counts() -> None:
     p = mcnemar_exact(0, 2000)
     assert 0.0 <= p < 1e-300
     assert mcnemar_exact(1000, 1000) == 1.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1025, 3000), st.integers(0, 1500))
+def test_mcnemar_beyond_the_exact_sums_keeps_double_precision(n: int, smaller: int) -> None:
+    """Property: beyond the counts summed in integers, the p-value is the exact one to about
+    twelve digits (where it is not too small for a double to say)."""
+    smaller = min(smaller, n // 2)
+    exact = float(Fraction(2 * sum(math.comb(n, i) for i in range(smaller + 1)), 2**n))
+    p = mcnemar_exact(smaller, n - smaller)
+    assert p == pytest.approx(min(1.0, exact), rel=1e-11, abs=1e-300)
+
+
+def test_mcnemar_over_many_tasks_is_quick() -> None:
+    """A million discordant tasks (a report of that many tasks) take milliseconds, not the
+    minutes a sum of a million binomials did; the value is that of the normal tail."""
+    start = time.perf_counter()
+    p = mcnemar_exact(499_000, 501_000)
+    assert time.perf_counter() - start < 2.0
+    normal = math.erfc(1000 / math.sqrt(1_000_000 / 4) / math.sqrt(2))
+    assert p == pytest.approx(normal, rel=0.01)
 
 
 # --------------------------------------------------------------------------- pass@k, pass^k

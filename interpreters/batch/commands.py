@@ -307,7 +307,7 @@ def batch(
     \b
     Examples:
       ssegrade batch jobs.jsonl --results results --workers 4
-      ssegrade batch jobs.jsonl --results /shared/results --engine ray --ray-address head:6379
+      ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
     """
     scripts = _scripts(engine, options)
     if verbose and quiet:

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from interpreters.batch.driving import drive
-from interpreters.batch.engines import Done, EngineName, GradeFunction, Work, make_engine
+from interpreters.batch.engines import (
+    Done,
+    EngineName,
+    GradeFunction,
+    Landing,
+    Work,
+    make_engine,
+)
 from interpreters.batch.folders import SUMMARY, Found, RunFolders, summary_status
 from interpreters.batch.jobs import Planned
 from interpreters.batch.progress import Reporter
@@ -178,7 +185,8 @@ class BatchGrader:
         works = [self.work(job) for job in todo]
         if not works:
             return False
-        running = make_engine(engine, grade, workers, ray_address)
+        landing = Landing(self.folders.token, self.holds)
+        running = make_engine(engine, grade, workers, ray_address, landing)
         self.capacity = running.capacity
         try:
             driven = drive(

@@ -133,7 +133,7 @@ def run_batch(
     """
     start = time.monotonic()
     started_at = datetime.now(UTC)
-    check_engine(engine)
+    check_engine(engine, ray_address)
     if isinstance(jobs, Path):
         lines, problems, digest = read_jobs(jobs)
         where, base = str(jobs), jobs.absolute().parent

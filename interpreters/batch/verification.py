@@ -25,6 +25,7 @@ from interpreters.batch.engines import (
     Done,
     EngineName,
     GradeFunction,
+    Landing,
     Work,
     check_engine,
     make_engine,
@@ -204,7 +205,7 @@ def verify_tasks(
     private (a link, another user's, writable by group or others) or another live grading
     holds one of its run folders.
     """
-    check_engine(engine)
+    check_engine(engine, ray_address)
     runner = check_runner(runner_user)
     subjects: list[_Subject] = []
     problems: list[str] = []
@@ -332,7 +333,8 @@ def _verify(
         _log.info("[%d/%d] %s: %s (%.1f s)", finished, len(works), run_name, status, done.seconds)
         return []
 
-    running = make_engine(options.engine, grade, options.workers, options.ray_address)
+    landing = Landing(folders.token, holds)
+    running = make_engine(options.engine, grade, options.workers, options.ray_address, landing)
     try:
         try:
             driven = drive(running, works, on_done, on_start=start)

@@ -4,8 +4,9 @@ Interpreter layer. Wrap it with `ssegrade.bencher_interpreter` to answer grading
 the evaluator and the daemon both do. It bounds its blocking work by the run loop's
 `Deadline`: every git command is killed when it is reached, copies and the archive check it
 between batches, scripts get the time left. With `ahead` (the evaluator, whose trees do not
-change while it grades) it hands what no script decides to `WorkAhead`; what it writes into
-the results folder goes through `ResultsWriter`.
+change while it grades) it hands what no script decides to `WorkAhead`, and its checks work in
+copy-on-write views where the kernel allows (`Workspaces`); what it writes into the results
+folder goes through `ResultsWriter`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
@@ -28,6 +29,7 @@ from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
 from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
+from interpreters.real.workspaces import Workspaces
 from ssegrade import (
     ApplyDiff,
     ApplyError,
@@ -49,7 +51,6 @@ from ssegrade import (
     Staged,
     StageFiles,
     StageItem,
-    TimeLimitReached,
     Unstage,
     Workspace,
     WriteArtifact,
@@ -94,12 +95,16 @@ class LocalSystem:
     copies: int | None = None
     """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
     so that none is made ahead in vain."""
+    views: bool | None = None
+    """Whether checks may work in copy-on-write views of the grading repo instead of fresh
+    copies (see `Workspaces`); None: with `ahead`, whose trees do not change while it grades."""
     _count: int = field(init=False, default=0)
     _session: int = field(init=False, default=0)
     _token: str = field(init=False, default="")
     _writer: ResultsWriter = field(init=False)
     _support: SupportFolders = field(init=False)
     _ahead: WorkAhead | None = field(init=False, default=None)
+    _trees: Workspaces = field(init=False)
 
     def __post_init__(self) -> None:
         self._writer = ResultsWriter(self.places.source, self.places.results, self._check)
@@ -112,11 +117,22 @@ class LocalSystem:
             open_to_runner=self.runner.isolated,
         )
         self._new_home()
+        self._trees = Workspaces(
+            self.places.repo,
+            self.places.scratch,
+            self.runner,
+            self.containment,
+            self.ahead if self.views is None else self.views,
+            self._next,
+            self._remove,
+            self._check,
+            self._until,
+        )
         if self.ahead:
             # Out of the runner's sight: a script could otherwise change the next check's copy.
-            self._ahead = WorkAhead(
+            self._ahead = self._trees.ahead = WorkAhead(
                 self.places.scratch / "private",
-                self._make_copy,
+                self._trees.make_copy,
                 self._check,
                 self._left,
                 self._writer.note,
@@ -136,9 +152,12 @@ class LocalSystem:
         """Stop and wait for the background work; remove what it left in the scratch folder,
         unless the caller will (`remove=False`: it removes the scratch folder whole)."""
         self._writer.stop_archive()  # only when grading ended without writing its result
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.close(remove)
+        try:
+            self._trees.close()
+        finally:
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:
+                ahead.close(remove)
 
     # -------------------------------------------------------------- helpers
 
@@ -226,7 +245,8 @@ class LocalSystem:
             case CheckPatch(patch=patch):
                 return self._check_patch(patch)
             case FreshCopy(patch=patch):
-                return self._fresh_copy(patch)
+                self._left()
+                return self._trees.fresh(patch)
             case StageFiles(items=items):
                 return self._stage(items)
             case Unstage(staged=staged):
@@ -236,11 +256,14 @@ class LocalSystem:
             case RunScript():
                 return self._run(effect)
             case ApplyDiff(workspace=workspace, diff=diff, label=label):
-                return self._apply_diff(Path(workspace.path), Path(diff), label)
+                return self._apply_diff(workspace, Path(diff), label)
             case Discard(workspace=workspace):
-                self._remove(Path(workspace.path))
+                self._trees.discard(workspace)
                 return None
-            case ReadTaskFile() | ScanObjects():
+            case ScanObjects(workspace=workspace):
+                written = replace(effect, workspace=self._trees.written(workspace))
+                return answer_observation(written, self.places.repo, self.deadline)
+            case ReadTaskFile():
                 return answer_observation(effect, self.places.repo, self.deadline)
             case _:
                 assert_never(effect)
@@ -248,9 +271,11 @@ class LocalSystem:
     def _capture(self) -> Result[Capture, CaptureError]:
         if self.places.source is None or self.places.baseline is None:
             return Failure(CaptureError("no source tree and baseline to capture"))
-        if self._ahead is not None:
+        if self._ahead is not None and not self._trees.maybe():
             self._ahead.prefetch(None)  # the copy needs no patch yet: it overlaps the capture
         captured = git.capture(self.places.source, self.places.baseline, until=self._until())
+        if is_successful(captured) and self._time_left():
+            self._trees.patch_known(captured.unwrap().patch)  # a view's layer overlaps the proof
         if self._ahead is not None and is_successful(captured) and self._time_left():
             patch = captured.unwrap().patch
             if patch.strip():  # the check only reads the grading repo: it overlaps the proof
@@ -272,42 +297,8 @@ class LocalSystem:
             return checked
         return Failure(ApplyError(checked.failure().log, log))
 
-    def _make_copy(self, dest: Path, patch: bytes | None, check: Callable[[], None]) -> None:
-        """A fresh copy of the grading repo at `dest`, with `patch` applied in it (if any)."""
-        files.fresh_copy(self.places.repo, dest, self._owner(), check=check)
-        check()
-        if patch:
-            self._apply_patch(dest, patch)
-            check()
-
-    def _apply_patch(self, dest: Path, patch: bytes) -> None:
-        applied = git.apply_patch(dest, patch, run_as=self._owner(), until=self._until())
-        if not is_successful(applied):
-            raise RuntimeError(
-                "the patch applies to the grading repo but not to a fresh copy of it: "
-                + applied.failure().log.strip()
-            )
-
-    def _fresh_copy(self, patch: bytes) -> Workspace:
-        self._left()
-        dest = self._next("copy")
-        made = None
-        if self._ahead is not None:
-            made = self._ahead.take(patch, lambda path: self._apply_patch(path, patch))
-        if made is None:
-            try:
-                self._make_copy(dest, patch, self._check)
-            except TimeLimitReached:
-                self._remove(dest)
-                raise
-        else:
-            os.rename(made, dest)
-        if self._ahead is not None:
-            self._ahead.prefetch(patch)
-        return Workspace(str(dest))
-
-    def _apply_diff(self, workspace: Path, diff: Path, label: str) -> Result[None, ApplyError]:
-        applied = git.apply_diff(workspace, diff, run_as=self._owner(), until=self._until())
+    def _apply_diff(self, workspace: Workspace, diff: Path, label: str) -> Result[None, ApplyError]:
+        applied = self._trees.apply_diff(workspace, diff)
         text = "applied\n" if is_successful(applied) else applied.failure().log
         log = self._write_log(label, f"git apply -p1 {diff.name}", text)
         if is_successful(applied):
@@ -368,6 +359,8 @@ class LocalSystem:
                 env=self._env_policy(),
                 memory=self.memory,
                 containment=self.containment,
+                view=self._trees.mount(effect.workspace),
+                workspace=self._trees.describe(effect.workspace),
             )
         finally:
             self._restore_support()

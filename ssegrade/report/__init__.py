@@ -7,8 +7,10 @@ Pure core, one concept per module; other tools import this package alone:
 - `ssegrade.report.select`: which runs count, folded one run at a time (`Selector`);
 - `ssegrade.report.rules`: ssegrade's rules and SSEBench's report's (`--rules ssebench`);
 - `ssegrade.report.aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,
-  `aggregate`);
-- `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment;
+  `aggregate`), or task by task (`Fold`, whose `TaskPart`s are final at once);
+- `ssegrade.report.tally`: a row counted task by task without its runs;
+- `ssegrade.report.compare`: paired McNemar comparisons with Holm's adjustment (`Outcomes`:
+  which row passed which task, in bits);
 - `ssegrade.report.guard`: the patch guard's columns, and shares without flagged runs;
 - `ssegrade.report.model`: the report model (the `--format json` document);
 - `ssegrade.report.stats`: the statistics, plain arithmetic on counts (Wilson intervals,
@@ -17,11 +19,12 @@ Pure core, one concept per module; other tools import this package alone:
 Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
 """
 
-from ssegrade.report.aggregate import aggregate, summarize
-from ssegrade.report.compare import compare, compare_all, find_row
-from ssegrade.report.guard import RowGuard, exclude_flagged, row_guard
+from ssegrade.report.aggregate import Fold, TaskPart, aggregate, parts_of, summarize
+from ssegrade.report.compare import Outcomes, compare, compare_all, find_row
+from ssegrade.report.guard import GuardTally, RowGuard, exclude_flagged, row_guard
 from ssegrade.report.model import (
     Comparison,
+    Containment,
     Excluded,
     Interval,
     Report,
@@ -58,8 +61,12 @@ __all__ = [
     "TEST_NAME",
     "Z95",
     "Comparison",
+    "Containment",
     "Excluded",
+    "Fold",
+    "GuardTally",
     "Interval",
+    "Outcomes",
     "ReadError",
     "Report",
     "Row",
@@ -72,6 +79,7 @@ __all__ = [
     "Selection",
     "Selector",
     "Share",
+    "TaskPart",
     "TaskRow",
     "TaskRun",
     "aggregate",
@@ -86,6 +94,7 @@ __all__ = [
     "mean_pass_hat_k",
     "natural_key",
     "parse_run",
+    "parts_of",
     "pass_at_k",
     "pass_hat_k",
     "poc_passed",

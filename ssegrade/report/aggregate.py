@@ -1,6 +1,10 @@
 """Aggregation: from the selected runs to pass shares per (model, agent) and per task.
 
-Pure core. `summarize` turns a `Selection` into the `Report`; `aggregate` is the one-call form
+Pure core. `Fold` makes the report one task at a time: each task's runs give a `TaskPart` (its
+per-task row, its kept runs, its runs left out), final at once, while each (model, agent) row
+is counted (`ssegrade.report.tally`) and which row passed which task kept in a few bits
+(`ssegrade.report.compare.Outcomes`), so a report over 100,000 runs holds one task's runs at a
+time. `summarize` folds a whole `Selection` into the `Report`; `aggregate` is the one-call form
 over any iterable of run records. The rules of the shares (SPEC §11):
 
 - a check's share is taken over the kept runs whose task has that check (the denominator
@@ -10,21 +14,26 @@ over any iterable of run records. The rules of the shares (SPEC §11):
 - rows are sorted by pass share.
 
 Under SSEBench's rules (`--rules ssebench`, `ssegrade.report.rules`) every share is over all the
-kept runs of its row, a PoC check passes when `pov_passed` equals `pov_total`, and rows come in
-the order SSEBench's report gives them.
+kept runs of its row, a PoC check passes when `pov_total` is set and `pov_passed` equals it,
+and rows come in the order SSEBench's report gives them.
+
+Beside the shares, each row carries the patch guard's columns (`ssegrade.report.guard`), each
+run its flags and containment mode, and the report how many runs (kept and left out) ran
+their scripts in each mode (`full`, `weak`, `unknown`).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ssegrade.checks import grading_order
-from ssegrade.report.guard import flagged_why, row_guard
+from ssegrade.report.compare import Outcomes
+from ssegrade.report.guard import flagged_why
 from ssegrade.report.model import (
+    Containment,
     Excluded,
-    Interval,
     Report,
     Row,
     RowKey,
@@ -33,13 +42,13 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
-from ssegrade.report.rules import Rules, counted, is_error
+from ssegrade.report.rules import Rules, is_error
 from ssegrade.report.select import Selection, Selector
-from ssegrade.report.stats import clustered_wilson, mean_pass_at_k, mean_pass_hat_k
 from ssegrade.report.summary import RunRecord
+from ssegrade.report.tally import RowTally, new_counts
 from ssegrade.task import Check
 
-__all__ = ["aggregate", "summarize"]
+__all__ = ["Fold", "TaskPart", "aggregate", "parts_of", "summarize"]
 
 
 def aggregate(
@@ -83,72 +92,19 @@ def aggregate(
     return summarize(selector.result())
 
 
-def _mean(values: Iterable[float | None]) -> float | None:
-    """The mean of the known values; `fsum` is exact, so the input order cannot change it."""
-    known = [v for v in values if v is not None]
-    return math.fsum(known) / len(known) if known else None
-
-
-def _shares(
-    kept: Sequence[RunRecord], has: dict[str, frozenset[Check]], rules: Rules
-) -> tuple[Share, Share, Share, Share, Share]:
-    """(build, poc, func, intent, passed) over `kept`, each check as `rules` counts it."""
-    order = grading_order()
-    counts = {check.name: [0, 0] for check in order}
-    passed = 0
-    for rec in kept:
-        passed += rec.patch.status == "passed"
-        task_has = has[rec.task]
-        for check in order:
-            within, ok = counted(rec, check, task_has, rules)
-            if within:
-                tally = counts[check.name]
-                tally[1] += 1
-                tally[0] += ok
-    b, p, f, i = (Share.of_counts(*counts[check.name]) for check in order)
-    return b, p, f, i, Share.of_counts(passed, len(kept))
-
-
-def _row(
-    key: RowKey, kept: Sequence[RunRecord], has: dict[str, frozenset[Check]], rules: Rules
-) -> Row:
-    build, poc, func, intent, passed = _shares(kept, has, rules)
-    per_task: dict[str, list[int]] = {}
-    for rec in kept:
-        tally = per_task.setdefault(rec.task, [0, 0])
-        tally[0] += 1
-        tally[1] += rec.patch.status == "passed"
-    counts = [(n, c) for n, c in per_task.values()]
-    trials = min(n for n, _ in counts)
-    repeated = any(n > 1 for n, _ in counts)
-    bounds = clustered_wilson(counts) if repeated else None
-    spend = [r.spend for r in kept if r.spend is not None]
-    guard = row_guard(kept)
-    return Row(
-        model=key[0],
-        agent=key[1],
-        runs=len(kept),
-        spend=_mean(spend),
-        minutes=_mean(None if r.agent_seconds is None else r.agent_seconds / 60 for r in kept),
-        build=build,
-        poc=poc,
-        func=func,
-        intent=intent,
-        passed=passed,
-        tasks=len(counts),
-        trials=trials,
-        cost_per_pass=math.fsum(spend) / passed.passed if spend and passed.passed else None,
-        pass_at_k={k: mean_pass_at_k(counts, k) for k in range(1, trials + 1)},
-        pass_hat_k={k: mean_pass_hat_k(counts, k) for k in range(1, trials + 1)},
-        clustered=None if bounds is None else Interval(low=bounds[0], high=bounds[1]),
-        unflagged=guard.unflagged,
-        flagged=guard.flagged,
-        unguarded=guard.unguarded,
-    )
+_SHARE_KEYS = ("build", "poc", "func", "intent", "passed")
 
 
 def _minutes(rec: RunRecord) -> float | None:
     return None if rec.agent_seconds is None else rec.agent_seconds / 60
+
+
+_MODES: dict[str | None, Containment] = {"full": "full", "weak": "weak"}
+"""The containment modes a run may record; any other value (or none) is `unknown`."""
+
+
+def _mode(rec: RunRecord) -> Containment:
+    return _MODES.get(rec.containment, "unknown")
 
 
 def _poc(rec: RunRecord) -> str | None:
@@ -156,35 +112,43 @@ def _poc(rec: RunRecord) -> str | None:
     return None if patch.pov_total is None else f"{patch.pov_passed or 0}/{patch.pov_total}"
 
 
-def _task_run(trial: int, rec: RunRecord, has: frozenset[Check]) -> TaskRun:
+def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
     patch = rec.patch
-    return TaskRun(
-        model=rec.model,
-        agent=rec.agent,
-        task=rec.task,
-        trial=trial,
-        status="failed" if patch.status == "error" else patch.status,
-        build=patch.build_success,
-        poc=_poc(rec),
-        func=patch.func_test_success,
-        intent=patch.intent_test_success,
-        run_id=rec.run_id,
-        checks=tuple(check.name for check in grading_order() if check.name in has),
-        folder=rec.folder,
-        spend=rec.spend,
-        minutes=_minutes(rec),
-        started_at=rec.started_at,
-        cached_from=rec.cached_from,
-        error_msg=patch.error_msg,
-        flags=rec.flags,
+    # The model's validator on a dict: half the cost of the keyword call, 100,000 times over.
+    run: TaskRun = _NEW_TASK_RUN(
+        {
+            "model": rec.model,
+            "agent": rec.agent,
+            "task": rec.task,
+            "trial": trial,
+            "status": "failed" if patch.status == "error" else patch.status,
+            "build": patch.build_success,
+            "poc": _poc(rec),
+            "func": patch.func_test_success,
+            "intent": patch.intent_test_success,
+            "run_id": rec.run_id,
+            "checks": checks,
+            "folder": rec.folder,
+            "spend": rec.spend,
+            "minutes": _minutes(rec),
+            "started_at": rec.started_at,
+            "cached_from": rec.cached_from,
+            "error_msg": patch.error_msg,
+            "flags": rec.flags,
+            "containment": _mode(rec),
+        }
     )
+    return run
 
 
-def _excluded(rec: RunRecord, selection: Selection) -> Excluded:
+_NEW_TASK_RUN = TaskRun.__pydantic_validator__.validate_python
+
+
+def _excluded(rec: RunRecord, errors_as_failures: bool, rules: Rules) -> Excluded:
     patch = rec.patch
     if rec.reference:
         why = "reference run"
-    elif selection.errors_as_failures or not is_error(rec, selection.rules):
+    elif errors_as_failures or not is_error(rec, rules):
         why = flagged_why(rec.flags or ())  # the selection kept it: exclude_flagged took it out
     else:
         why = f"error: {patch.error_msg}" if patch.error_msg else "error"
@@ -206,67 +170,172 @@ def _excluded(rec: RunRecord, selection: Selection) -> Excluded:
         minutes=_minutes(rec),
         started_at=rec.started_at,
         flags=rec.flags,
+        containment=_mode(rec),
     )
 
 
-def _row_order(selection: Selection) -> Callable[[Row], tuple[object, ...]]:
-    """ssegrade's rows by pass share (highest first), then (model, agent); SSEBench's by the
-    order in which models, then agents, first appear among the kept runs sorted by (task,
-    model, agent), as its report lists them."""
-    if selection.rules != "ssebench":
-        return lambda row: (-(row.passed.share or 0.0), row.model, row.agent)
-    models: dict[str, int] = {}
-    agents: dict[str, int] = {}
-    for _, rec in sorted(selection.kept, key=lambda i: (i[1].task, i[1].model, i[1].agent)):
-        models.setdefault(rec.model, len(models))
-        agents.setdefault(rec.agent, len(agents))
-    return lambda row: (models[row.model], agents[row.agent])
+@dataclass(frozen=True, slots=True)
+class TaskPart:
+    """One task's share of the report, final once every run of the task is known: its row in
+    the per-task table (None when no run of it was kept), its kept runs by (model, agent,
+    trial), and its runs left out of the shares by (model, agent, run id)."""
+
+    task: str
+    row: TaskRow | None
+    runs: tuple[TaskRun, ...]
+    excluded: tuple[Excluded, ...]
 
 
-def summarize(selection: Selection) -> Report:
-    """The report of a selection: rows, per-task rows, kept runs and excluded runs."""
-    has = selection.checks
-    rules = selection.rules
-    by_row: dict[RowKey, list[RunRecord]] = defaultdict(list)
-    by_task: dict[str, list[RunRecord]] = defaultdict(list)
-    for _, rec in selection.kept:
-        by_row[(rec.model, rec.agent)].append(rec)
-        by_task[rec.task].append(rec)
-    rows = sorted(
-        (_row(key, recs, has, rules) for key, recs in by_row.items()),
-        key=_row_order(selection),
+class Fold:
+    """The report folded one task at a time: `add` a selection holding every run of its tasks
+    (tasks after those already added), get each task's `TaskPart` at once, then `report` for
+    the rows, sorted. Memory holds the rows' counts, not the runs."""
+
+    __slots__ = (
+        "_agents",
+        "_containment",
+        "_last",
+        "_models",
+        "_set_aside",
+        "_tallies",
+        "errors_as_failures",
+        "outcomes",
+        "rules",
+        "runs",
     )
-    task_rows = []
-    for task, recs in sorted(by_task.items()):
-        build, poc, func, intent, passed = _shares(recs, has, rules)
-        task_rows.append(
-            TaskRow(
+
+    def __init__(
+        self, runs: RunsMode = "latest", errors_as_failures: bool = False, rules: Rules = "ssegrade"
+    ) -> None:
+        self.runs: RunsMode = runs
+        self.errors_as_failures = errors_as_failures
+        self.rules: Rules = rules
+        self.outcomes = Outcomes()
+        self._tallies: dict[RowKey, RowTally] = {}
+        self._models: dict[str, int] = {}
+        self._agents: dict[str, int] = {}
+        self._set_aside = 0
+        self._containment: Counter[str] = Counter()
+        self._last: str | None = None
+
+    def add(self, selection: Selection) -> list[TaskPart]:
+        """Fold in a selection (made with this fold's options) holding every run of its
+        tasks; one part per task, in task order. A task already folded in is refused."""
+        self._set_aside += selection.set_aside
+        runs: dict[str, tuple[list[tuple[int, RunRecord]], list[RunRecord]]] = {}
+        for trial, rec in selection.kept:
+            runs.setdefault(rec.task, ([], []))[0].append((trial, rec))
+        for rec in selection.excluded:
+            runs.setdefault(rec.task, ([], []))[1].append(rec)
+        parts = []
+        for task in sorted(runs):
+            if self._last is not None and task <= self._last:
+                raise ValueError(f"task {task!r} comes after {self._last!r}: add tasks in order")
+            self._last = task
+            kept, excluded = runs[task]
+            parts.append(self._task(task, kept, excluded, selection.checks.get(task, frozenset())))
+        return parts
+
+    def _task(
+        self,
+        task: str,
+        kept: list[tuple[int, RunRecord]],
+        excluded: list[RunRecord],
+        has: frozenset[Check],
+    ) -> TaskPart:
+        kept.sort(key=lambda i: (i[1].model, i[1].agent, i[0]))
+        modes = self._containment
+        for _, rec in kept:
+            modes[_mode(rec)] += 1
+        for rec in excluded:
+            modes[_mode(rec)] += 1
+        checks = tuple(check.name for check in grading_order() if check.name in has)
+        excluded.sort(key=lambda r: (r.model, r.agent, r.run_id))
+        by_row: dict[RowKey, list[RunRecord]] = {}
+        for _, rec in kept:
+            by_row.setdefault((rec.model, rec.agent), []).append(rec)
+        passed: dict[RowKey, bool] = {}
+        counts = new_counts()
+        for key, recs in by_row.items():
+            tally = self._tallies.get(key)
+            if tally is None:
+                tally = self._tallies[key] = RowTally(self.rules)
+            passed[key] = 2 * tally.add(recs, has, counts) > len(recs)
+            self._models.setdefault(key[0], len(self._models))
+            self._agents.setdefault(key[1], len(self._agents))
+        row = None
+        if kept:
+            self.outcomes.add(passed)
+            build, poc, func, intent, share = (Share.of_counts(*counts[k]) for k in _SHARE_KEYS)
+            row = TaskRow(
                 task=task,
-                runs=len(recs),
+                runs=len(kept),
                 build=build,
                 poc=poc,
                 func=func,
                 intent=intent,
-                passed=passed,
+                passed=share,
             )
+        return TaskPart(
+            task=task,
+            row=row,
+            runs=tuple(_task_run(trial, rec, checks) for trial, rec in kept),
+            excluded=tuple(_excluded(rec, self.errors_as_failures, self.rules) for rec in excluded),
         )
-    kept = sorted(selection.kept, key=lambda i: (i[1].task, i[1].model, i[1].agent, i[0]))
-    excluded = sorted(selection.excluded, key=lambda r: (r.task, r.model, r.agent, r.run_id))
-    return Report(
-        runs=selection.runs,
-        rows=tuple(rows),
-        excluded=tuple(_excluded(r, selection) for r in excluded),
-        tasks=tuple(_task_run(trial, rec, has[rec.task]) for trial, rec in kept),
-        by_task=tuple(task_rows),
-        set_aside=selection.set_aside,
-        errors_as_failures=selection.errors_as_failures,
-        rules=rules,
-        containment=dict(
-            sorted(
-                Counter(
-                    rec.containment if rec.containment in ("full", "weak") else "unknown"
-                    for rec in (*(rec for _, rec in selection.kept), *selection.excluded)
-                ).items()
-            )
-        ),
+
+    def _row_order(self, row: Row) -> tuple[object, ...]:
+        """ssegrade's rows by pass share (highest first), then (model, agent); SSEBench's by
+        the order in which models, then agents, first appear among the kept runs sorted by
+        (task, model, agent), as its report lists them."""
+        if self.rules == "ssebench":
+            return (self._models[row.model], self._agents[row.agent])
+        return (-(row.passed.share or 0.0), row.model, row.agent)
+
+    def report(self) -> Report:
+        """The report of every task added so far: its rows, sorted, and its counts; the
+        per-task rows and the runs are in the parts `add` gave."""
+        rows = sorted((t.row(key) for key, t in self._tallies.items()), key=self._row_order)
+        return Report(
+            runs=self.runs,
+            rows=tuple(rows),
+            excluded=(),
+            tasks=(),
+            set_aside=self._set_aside,
+            errors_as_failures=self.errors_as_failures,
+            rules=self.rules,
+            containment=dict(sorted(self._containment.items())),
+        )
+
+
+def summarize(selection: Selection) -> Report:
+    """The report of a selection: rows, per-task rows, kept runs and excluded runs."""
+    fold = Fold(selection.runs, selection.errors_as_failures, selection.rules)
+    parts = fold.add(selection)
+    return fold.report().model_copy(
+        update={
+            "tasks": tuple(run for part in parts for run in part.runs),
+            "excluded": tuple(ex for part in parts for ex in part.excluded),
+            "by_task": tuple(part.row for part in parts if part.row is not None),
+        }
     )
+
+
+def parts_of(report: Report) -> list[TaskPart]:
+    """A whole report's per-task rows and runs as parts, in task order (what `Fold.add` gave
+    for it)."""
+    tasks = {row.task: row for row in report.by_task}
+    runs: dict[str, list[TaskRun]] = {}
+    for run in report.tasks:
+        runs.setdefault(run.task, []).append(run)
+    excluded: dict[str, list[Excluded]] = {}
+    for ex in report.excluded:
+        excluded.setdefault(ex.task, []).append(ex)
+    return [
+        TaskPart(
+            task=task,
+            row=tasks.get(task),
+            runs=tuple(runs.get(task, ())),
+            excluded=tuple(excluded.get(task, ())),
+        )
+        for task in sorted(tasks.keys() | runs.keys() | excluded.keys())
+    ]

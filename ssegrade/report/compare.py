@@ -1,9 +1,12 @@
 """Paired comparisons of (model, agent) rows on the tasks both ran: McNemar and Holm.
 
-Pure core: works on a `Report` only.
+Pure core: on a whole `Report`, or on the `Outcomes` tallied while a report is folded task by
+task (`ssegrade.report.aggregate.Fold`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from returns.result import Failure, Result, Success
 
@@ -11,7 +14,7 @@ from ssegrade.report.model import Comparison, Report, RowKey
 from ssegrade.report.stats import holm, mcnemar_exact
 from ssegrade.report.summary import ReadError
 
-__all__ = ["compare", "compare_all", "find_row"]
+__all__ = ["Outcomes", "compare", "compare_all", "find_row", "outcomes_of"]
 
 
 def find_row(report: Report, spec: str) -> Result[RowKey, ReadError]:
@@ -30,35 +33,95 @@ def find_row(report: Report, spec: str) -> Result[RowKey, ReadError]:
     return Failure(ReadError(f"no row '{spec}' ({hint})"))
 
 
-def _outcomes(report: Report) -> dict[RowKey, dict[str, bool]]:
-    tally: dict[RowKey, dict[str, list[int]]] = {}
+class Outcomes:
+    """Which rows passed which tasks, tallied one task at a time in two bits per row and task
+    (a report of 25,000 tasks keeps a few KiB per row), so that any two rows can be compared
+    at the end. A row passes a task when more than half of its kept runs of it passed.
+
+    >>> o = Outcomes()
+    >>> o.add({("m", "a"): True, ("m", "b"): False})
+    >>> o.add({("m", "a"): True})
+    >>> c = o.compare(("m", "a"), ("m", "b"))
+    >>> c.tasks, c.only_a, c.p_value
+    (1, 1, 1.0)
+    """
+
+    __slots__ = ("_passed", "_ran", "_tasks")
+
+    def __init__(self) -> None:
+        self._ran: dict[RowKey, bytearray] = {}
+        self._passed: dict[RowKey, bytearray] = {}
+        self._tasks = 0
+
+    def add(self, passed: Mapping[RowKey, bool]) -> None:
+        """Add the next task: whether each row that ran it passed it."""
+        index, bit = divmod(self._tasks, 8)
+        self._tasks += 1
+        for key, ok in passed.items():
+            ran = self._ran.get(key)
+            if ran is None:
+                ran = self._ran[key] = bytearray()
+                self._passed[key] = bytearray()
+            if len(ran) <= index:
+                grow = index + 1 - len(ran)
+                ran.extend(bytes(grow))
+                self._passed[key].extend(bytes(grow))
+            ran[index] |= 1 << bit
+            if ok:
+                self._passed[key][index] |= 1 << bit
+
+    def _bits(self, key: RowKey) -> tuple[int, int]:
+        ran = self._ran.get(key, b"")
+        return int.from_bytes(ran, "little"), int.from_bytes(self._passed.get(key, b""), "little")
+
+    def compare(self, a: RowKey, b: RowKey) -> Comparison:
+        """Rows `a` and `b` on the tasks both ran (exact McNemar test; alone, its Holm p-value
+        is its p-value)."""
+        ran_a, pass_a = self._bits(a)
+        ran_b, pass_b = self._bits(b)
+        shared = ran_a & ran_b
+        both = (shared & pass_a & pass_b).bit_count()
+        only_a = (shared & pass_a & ~pass_b).bit_count()
+        only_b = (shared & pass_b & ~pass_a).bit_count()
+        tasks = shared.bit_count()
+        p = mcnemar_exact(only_a, only_b)
+        return Comparison(
+            a=f"{a[0]}/{a[1]}",
+            b=f"{b[0]}/{b[1]}",
+            tasks=tasks,
+            both=both,
+            only_a=only_a,
+            only_b=only_b,
+            neither=tasks - both - only_a - only_b,
+            p_value=p,
+            p_holm=p,
+        )
+
+    def compare_all(self, keys: Sequence[RowKey]) -> tuple[Comparison, ...]:
+        """Every pair of `keys`, in their order (A before B), with Holm-adjusted p-values over
+        the whole family of pairs."""
+        pairs = [
+            self.compare(keys[i], keys[j])
+            for i in range(len(keys))
+            for j in range(i + 1, len(keys))
+        ]
+        adjusted = holm([c.p_value for c in pairs])
+        return tuple(
+            c.model_copy(update={"p_holm": p}) for c, p in zip(pairs, adjusted, strict=True)
+        )
+
+
+def outcomes_of(report: Report) -> Outcomes:
+    """The outcomes of a whole report's kept runs (`report.tasks`, in task order)."""
+    tally: dict[str, dict[RowKey, list[int]]] = {}
     for run in report.tasks:
-        counts = tally.setdefault((run.model, run.agent), {}).setdefault(run.task, [0, 0])
+        counts = tally.setdefault(run.task, {}).setdefault((run.model, run.agent), [0, 0])
         counts[0] += run.status == "passed"
         counts[1] += 1
-    return {
-        key: {task: 2 * passed > total for task, (passed, total) in tasks.items()}
-        for key, tasks in tally.items()
-    }
-
-
-def _compare(left: dict[str, bool], right: dict[str, bool], a: RowKey, b: RowKey) -> Comparison:
-    shared = left.keys() & right.keys()
-    both = sum(left[t] and right[t] for t in shared)
-    only_a = sum(left[t] and not right[t] for t in shared)
-    only_b = sum(right[t] and not left[t] for t in shared)
-    p = mcnemar_exact(only_a, only_b)
-    return Comparison(
-        a=f"{a[0]}/{a[1]}",
-        b=f"{b[0]}/{b[1]}",
-        tasks=len(shared),
-        both=both,
-        only_a=only_a,
-        only_b=only_b,
-        neither=len(shared) - both - only_a - only_b,
-        p_value=p,
-        p_holm=p,
-    )
+    outcomes = Outcomes()
+    for rows in tally.values():
+        outcomes.add({key: 2 * passed > total for key, (passed, total) in rows.items()})
+    return outcomes
 
 
 def compare(report: Report, a: RowKey, b: RowKey) -> Comparison:
@@ -77,19 +140,10 @@ def compare(report: Report, a: RowKey, b: RowKey) -> Comparison:
     >>> c.tasks, c.both, c.only_a, c.only_b, c.neither, c.p_value
     (6, 1, 5, 0, 0, 0.0625)
     """
-    outcomes = _outcomes(report)
-    return _compare(outcomes.get(a, {}), outcomes.get(b, {}), a, b)
+    return outcomes_of(report).compare(a, b)
 
 
 def compare_all(report: Report) -> tuple[Comparison, ...]:
     """Every pair of rows, in row order (A before B), with Holm-adjusted p-values over the
     whole family of pairs."""
-    outcomes = _outcomes(report)
-    keys = [row.key for row in report.rows]
-    pairs = [
-        _compare(outcomes.get(keys[i], {}), outcomes.get(keys[j], {}), keys[i], keys[j])
-        for i in range(len(keys))
-        for j in range(i + 1, len(keys))
-    ]
-    adjusted = holm([c.p_value for c in pairs])
-    return tuple(c.model_copy(update={"p_holm": p}) for c, p in zip(pairs, adjusted, strict=True))
+    return outcomes_of(report).compare_all([row.key for row in report.rows])

@@ -19,7 +19,7 @@ from ssegrade.report.model import Share
 from ssegrade.report.select import Selection
 from ssegrade.report.summary import RunRecord
 
-__all__ = ["RowGuard", "exclude_flagged", "flagged_why", "row_guard"]
+__all__ = ["GuardTally", "RowGuard", "exclude_flagged", "flagged_why", "row_guard"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,43 @@ class RowGuard:
     unflagged: Share | None
     flagged: dict[str, int]
     unguarded: int
+
+
+class GuardTally:
+    """A row's guard columns counted a few runs at a time (a report folded task by task keeps
+    these counts, not the runs): `add` runs, then `result`."""
+
+    __slots__ = ("_clean", "_counts", "_runs", "_unguarded")
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._clean = 0
+        self._unguarded = 0
+        self._runs = 0
+
+    def add(self, kept: Iterable[RunRecord]) -> GuardTally:
+        """Count these kept runs of the row; returns the tally."""
+        counts = self._counts
+        for rec in kept:
+            self._runs += 1
+            flags = rec.flags
+            if flags is None:
+                self._unguarded += 1
+            elif rec.patch.status == "passed":
+                if flags:
+                    for kind in flags:
+                        counts[kind] = counts.get(kind, 0) + 1
+                else:
+                    self._clean += 1
+        return self
+
+    def result(self) -> RowGuard:
+        """The columns of every run added: `unflagged` is None when no run carries a guard
+        record."""
+        counts = self._counts
+        ordered = {k: counts[k] for k in (*KINDS, *sorted(counts)) if k in counts}
+        share = None if self._unguarded == self._runs else Share.of_counts(self._clean, self._runs)
+        return RowGuard(unflagged=share, flagged=ordered, unguarded=self._unguarded)
 
 
 def row_guard(kept: Sequence[RunRecord]) -> RowGuard:
@@ -45,20 +82,7 @@ def row_guard(kept: Sequence[RunRecord]) -> RowGuard:
     >>> (g.unflagged.passed, g.unflagged.of), g.flagged, g.unguarded
     ((1, 4), {'build-config': 1, 'sanitizer': 1}, 1)
     """
-    counts: dict[str, int] = {}
-    clean = unguarded = 0
-    for rec in kept:
-        if rec.flags is None:
-            unguarded += 1
-            continue
-        if rec.patch.status != "passed":
-            continue
-        clean += not rec.flags
-        for kind in rec.flags:
-            counts[kind] = counts.get(kind, 0) + 1
-    ordered = {k: counts[k] for k in (*KINDS, *sorted(counts)) if k in counts}
-    share = None if unguarded == len(kept) else Share.of_counts(clean, len(kept))
-    return RowGuard(unflagged=share, flagged=ordered, unguarded=unguarded)
+    return GuardTally().add(kept).result()
 
 
 def flagged_why(kinds: Iterable[str]) -> str:

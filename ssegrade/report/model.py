@@ -7,6 +7,7 @@ keys are added; those of the SPEC keep their meaning).
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +31,9 @@ __all__ = [
 ]
 
 RunsMode = Literal["latest", "all"]
+Containment = Literal["full", "weak", "unknown"]
+"""The containment a run's scripts ran in, as the report counts it (no mode or any other
+value: `unknown`)."""
 RowKey = tuple[str, str]
 """A report row's identity: (model, agent)."""
 
@@ -48,8 +52,10 @@ class Share(_Out):
     high: float | None
 
     @staticmethod
+    @lru_cache(maxsize=8192)
     def of_counts(passed: int, of: int) -> Share:
-        """The share and its Wilson interval for the counts.
+        """The share and its Wilson interval for the counts (the same object for the same
+        counts: a share is frozen, and a report of 25,000 tasks has few distinct counts).
 
         >>> s = Share.of_counts(4, 12)
         >>> round(s.share, 3), round(s.low, 3), round(s.high, 3)
@@ -151,13 +157,15 @@ class Excluded(_Out):
     minutes: float | None = None
     started_at: datetime | None = None
     flags: tuple[str, ...] | None = None
+    containment: Containment = "unknown"
 
 
 class TaskRun(_Out):
     """One kept run in the per-task table. `poc` is `passed/total`, None when the PoCs did not
     run; `checks` lists the checks the task has (a null field of a listed check: not run).
     `status` is `failed` for an error run counted as failed (`error` keeps its own message).
-    `flags`: the kinds the patch guard raised (None: no guard record)."""
+    `flags`: the kinds the patch guard raised (None: no guard record); `containment` the mode
+    its scripts ran in."""
 
     model: str
     agent: str
@@ -177,6 +185,7 @@ class TaskRun(_Out):
     cached_from: str | None = None
     error_msg: str | None = None
     flags: tuple[str, ...] | None = None
+    containment: Containment = "unknown"
 
 
 class Report(_Out):

@@ -24,8 +24,10 @@ The rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ssegrade.checks import grading_order
 from ssegrade.report.model import RunsMode
@@ -66,6 +68,11 @@ def run_order(rec: RunRecord) -> tuple[bool, datetime, tuple[tuple[str | int, ..
     if when is None:
         return (False, _NEVER, natural_key(rec.run_id))
     return (True, _aware(when), natural_key(rec.run_id))
+
+
+def _start(rec: RunRecord) -> datetime:
+    assert rec.started_at is not None
+    return _aware(rec.started_at)
 
 
 def newer(rec: RunRecord, than: RunRecord) -> bool:
@@ -177,15 +184,28 @@ class Selector:
 
     def _note_checks(self, rec: RunRecord) -> None:
         task = rec.task
-        if rec.checks is not None:
-            known = self._configured.get(task)
-            self._configured[task] = rec.checks if known is None else known | rec.checks
         seen = self._observed.get(task)
         if seen is None:
             seen = self._observed[task] = set()
+        if rec.checks is not None:
+            known = self._configured.get(task)
+            self._configured[task] = rec.checks if known is None else known | rec.checks
+        if task in self._configured:
+            return  # its config decides: what runs show is not needed
         for check in grading_order():  # its last field is null when it did not run
             if getattr(rec.patch, check.fields[-1]) is not None:
                 seen.add(check.name)
+
+    def _order(self, group: list[RunRecord]) -> Callable[[RunRecord], Any]:
+        """The sort key of a group's runs: `run_order` (SSEBench's: `ssebench_order`), or
+        the start time alone when every run has one and no two are the same (the run ids
+        would decide nothing, and making their keys is most of the cost)."""
+        if self._rules == "ssebench":
+            return ssebench_order
+        times = {None if r.started_at is None else _aware(r.started_at) for r in group}
+        if None in times or len(times) < len(group):
+            return run_order
+        return _start
 
     def result(self) -> Selection:
         """The selection of every run added so far."""
@@ -193,7 +213,8 @@ class Selector:
         excluded = list(self._excluded)
         for group in self._groups.values():
             if isinstance(group, list):
-                group.sort(key=ssebench_order if self._rules == "ssebench" else run_order)
+                if len(group) > 1:
+                    group.sort(key=self._order(group))
                 kept.extend(enumerate(group, start=1))
             elif self.graded(group.best):
                 kept.append((group.graded, group.best))

@@ -1,4 +1,5 @@
-"""Real file operations: fresh copies of a tree, the source archive, atomic writes, removal.
+"""Real file operations: fresh copies and copy-on-write views of a tree, the source archive,
+atomic writes, removal.
 
 Interpreter layer (performs I/O). The trees it reads are hostile and may change meanwhile: every
 walk works on directory file descriptors (`descriptors`), follows no symlink and looks no path
@@ -9,6 +10,9 @@ up twice.
 | `descriptors` | what the walks share: open flags, the check between steps, sizes |
 | `data` | copying one file's data in the kernel |
 | `fresh` | `fresh_copy`: a copy of a tree, walked by descriptors on `WORKERS` threads |
+| `views` | copy-on-write views of the patched grading repo: their layers, mounts and probe |
+| `mounts` | the mount system calls a view needs, callable between fork and exec |
+| `idmap` | the user namespace of an idmapped mount |
 | `compression` | gzip compressed on `WORKERS` threads, stored where deflate does not pay |
 | `tarstream` | a tree as a tar stream |
 | `archiving` | `archive` and `start_archive`: the source archive, whole or absent |

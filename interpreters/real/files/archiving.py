@@ -28,6 +28,10 @@ ARCHIVE_LEVEL = 1
 archive is a record, not a distribution."""
 
 
+ARCHIVE_NICENESS = 10
+"""How much the archive's child yields the CPU: the checks it overlaps, and `result.json`,
+come first; once they are done it has the CPU to itself all the same."""
+
 WAIT_SLICE = 0.2
 """Seconds between two checks while `ArchiveProcess.wait` waits: how late a deadline is seen."""
 
@@ -141,8 +145,8 @@ def start_archive(source: Path, dest: Path) -> ArchiveProcess:
     """Start writing the archive of `source` to `dest` in a child process (see `archive`).
 
     The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
-    once it is whole. The child stops by itself when its parent is gone. Raises `OSError` when
-    it cannot start.
+    once it is whole. The child runs niced (`ARCHIVE_NICENESS`) and stops by itself when its
+    parent is gone. Raises `OSError` when it cannot start.
     """
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     try:
@@ -168,6 +172,7 @@ def start_archive(source: Path, dest: Path) -> ArchiveProcess:
 def _archive_child() -> None:
     """The child of `start_archive`: `source fd parent-pid` on its command line."""
     source, fd, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    os.nice(ARCHIVE_NICENESS)
 
     def check() -> None:
         if os.getppid() != parent:

@@ -11,7 +11,8 @@ it.
 | `kept_index` | the baseline's index, whose stat data spare a capture the unchanged files |
 | `staging` | a tree staged over the base in a private index |
 | `capture_tree` | the capture: the patch and the agent's commit messages |
-| `proof` | the fidelity proof of a captured patch |
+| `proof` | the fidelity proof of a captured patch, along the paths it touches |
+| `trees` | tree objects parsed, edited along a few paths and hashed, for the proof |
 | `apply` | `git apply` of a patch or a diff in a tree, with a neutral `GIT_DIR` |
 | `changes` | the files a tree changes against the base |
 | `identity` | whether a grading repo is exactly one commit (its HEAD's tree) |

@@ -8,7 +8,7 @@ the runner account (no supplementary groups). Every command is killed at its dea
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
@@ -25,9 +25,11 @@ def _neutral_apply(
     stdin: bytes | None,
     run_as: Ids | None,
     until: Deadline | None,
+    enter: Callable[[], None] | None = None,
 ) -> Result[None, ApplyError]:
     """`git apply` in `tree` with a neutral `GIT_DIR`: an empty repo with our config and
-    attributes, so that neither the tree's attributes nor any `apply.*` setting change bytes."""
+    attributes, so that neither the tree's attributes nor any `apply.*` setting change bytes.
+    `enter` is git's first step, as root (the mount of the view `tree` is)."""
     if run_as is not None and os.geteuid() != 0 and run_as != (os.getuid(), os.getgid()):
         return Failure(ApplyError("cannot apply as another user: not running as root"))
     as_reader = run_as is not None and run_as != (os.getuid(), os.getgid())
@@ -36,7 +38,9 @@ def _neutral_apply(
             neutral = s.top / "neutral.git"
             lay_out(neutral)
             env = s.environment(neutral, index=s.work / "index", work_tree=tree)
-            s.git(["apply", *args], env=env, cwd=tree, stdin=stdin, as_reader=as_reader)
+            s.git(
+                ["apply", *args], env=env, cwd=tree, stdin=stdin, as_reader=as_reader, enter=enter
+            )
     except GitError as exc:
         return Failure(ApplyError(exc.stderr.strip() or exc.message))
     except OSError as exc:
@@ -67,12 +71,19 @@ def apply_patch(
     *,
     run_as: tuple[int, int] | None = None,
     until: Deadline | None = None,
+    enter: Callable[[], None] | None = None,
 ) -> Result[None, ApplyError]:
-    """Apply the patch in `tree` (a fresh copy of the grading repo): `git apply --binary
+    """Apply the patch in `tree` (a fresh copy of the grading repo, or the mount point of a
+    view that `enter` mounts in git's own mount namespace): `git apply --binary
     --whitespace=nowarn --allow-empty`, with a neutral `GIT_DIR`, optionally as the given
     uid/gid; `ApplyError.log` is git's message. Killed at `until`."""
     return _neutral_apply(
-        Path(os.path.abspath(tree)), _PATCH_OPTIONS, stdin=patch, run_as=run_as, until=until
+        Path(os.path.abspath(tree)),
+        _PATCH_OPTIONS,
+        stdin=patch,
+        run_as=run_as,
+        until=until,
+        enter=enter,
     )
 
 
@@ -82,9 +93,11 @@ def apply_diff(
     *,
     run_as: tuple[int, int] | None = None,
     until: Deadline | None = None,
+    enter: Callable[[], None] | None = None,
 ) -> Result[None, ApplyError]:
-    """`git apply -p1` of the hidden tests diff inside a check's workspace, with a neutral
-    `GIT_DIR`, optionally as the given uid/gid (no supplementary groups). Killed at `until`."""
+    """`git apply -p1` of the hidden tests diff inside a check's workspace (a view when
+    `enter` mounts it), with a neutral `GIT_DIR`, optionally as the given uid/gid (no
+    supplementary groups). Killed at `until`."""
     diff = Path(os.path.abspath(diff))
     return _neutral_apply(
         Path(os.path.abspath(workspace)),
@@ -92,4 +105,5 @@ def apply_diff(
         stdin=None,
         run_as=run_as,
         until=until,
+        enter=enter,
     )

@@ -142,10 +142,12 @@ def _hermetic_path() -> str:
     return ":".join(folders)
 
 
-def _become(ids: Ids) -> Callable[[], None]:
+def _become(ids: Ids, enter: Callable[[], None] | None = None) -> Callable[[], None]:
     uid, gid = ids
 
     def switch() -> None:
+        if enter is not None:
+            enter()
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
@@ -210,8 +212,11 @@ class Scratch:
         stdin: bytes | None = None,
         ok: Sequence[int] = (0,),
         as_reader: bool = False,
+        enter: Callable[[], None] | None = None,
     ) -> Out:
-        """Run git; stdin and stdout go through files (sh's pipes are slow for big data)."""
+        """Run git; stdin and stdout go through files (sh's pipes are slow for big data).
+        `enter` is the child's first step, as root (the mount of a view), before it becomes
+        the reader (with `as_reader`)."""
         # sh's own `_timeout` polls every 0.1 s, which costs that much on every command: a
         # timer kills the command's process group instead.
         options: dict[str, Any] = {
@@ -224,7 +229,9 @@ class Scratch:
             "_new_group": True,
         }
         if as_reader and self.reader is not None:
-            options["_preexec_fn"] = _become(self.reader)
+            options["_preexec_fn"] = _become(self.reader, enter)
+        elif enter is not None:
+            options["_preexec_fn"] = enter
         number = next(self.counter)
         limit = _limit(self.until)
         if limit <= 0:

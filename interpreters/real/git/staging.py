@@ -89,11 +89,13 @@ def stage(
             s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
     s.hand_over(index)
 
-    # Refresh hashes every file whose stat data differ from the index's (all of them after
-    # `read-tree`) without writing objects (the reader may not see the base's), so `add`
-    # then writes only the blobs that changed.
+    # After `read-tree` no entry has stat data: a refresh first hashes every file without
+    # writing objects (the reader may not see the base's), so `add` then writes only the
+    # blobs that changed. From the kept index, `add` alone hashes the few files whose stat
+    # data differ (a refresh would only write the whole index once more).
     tree_args: dict[str, Any] = {"env": reader, "cwd": source, "as_reader": True}
-    s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
+    if start is None:
+        s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
     thrown = [] if start is None else ["-c", "core.looseCompression=0"]
     added = s.git([*thrown, "add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
 

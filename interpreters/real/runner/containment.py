@@ -3,7 +3,8 @@ removed.
 
 Interpreter layer (Linux: namespaces, cgroups under `/sys/fs/cgroup`, `/proc`). In `full`
 mode the child, before it runs anything, joins the run's cgroups, takes a parent-death signal
-(it dies with the thread that started it), and enters a mount namespace of its own with a
+(it dies with the thread that started it), and enters a mount namespace of its own, where it
+mounts its working folder's copy-on-write view first (when it works in one), with a
 fresh, size-limited `/tmp`, `/var/tmp` and `/dev/shm` (the world-writable folders of the
 host, where one script could leave something for another; the folders the script is given
 bound back in at their own paths) and, unless the network is the host's, a network namespace
@@ -77,7 +78,8 @@ class Confinement:
 
     `keep`: folders the script is given (its working folder, HOME, staged files, support
     folders) that must stay reachable at their own paths when `/tmp`, `/var/tmp` or `/dev/shm`
-    is fresh.
+    is fresh. `view`, when given, mounts the script's working folder (a copy-on-write view,
+    see `interpreters.real.files.views`) first thing in its mount namespace.
     """
 
     mechanisms: Mechanisms
@@ -85,6 +87,7 @@ class Confinement:
     keep: Iterable[Path]
     pids: int = DEFAULT_PIDS
     memory: int | None = None
+    view: Callable[[], None] | None = None
     notes: list[str] = field(default_factory=list)
     _groups: list[Path] = field(default_factory=list)
     _keep: list[bytes] = field(default_factory=list)
@@ -151,7 +154,7 @@ class Confinement:
         size = self.mechanisms.tmp_size
         data = b"mode=1777,size=%d,nr_inodes=%d" % (size, max(1024, size >> 12))
         mounts = [_Mount(os.fsencode(t), data) for t in _PRIVATE if os.path.isdir(t)]
-        keep, cwd = list(self._keep), self._cwd
+        keep, cwd, view = list(self._keep), self._cwd, self.view
         ifreq = ctypes.create_string_buffer(b"lo", 40)
         flags = ctypes.c_short.from_buffer(ifreq, 16)
 
@@ -177,6 +180,9 @@ class Confinement:
                     _loopback_up(ifreq, flags)
                 step = "mount namespace"
                 _check(_mount_call(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
+                if view is not None:  # before the folders kept are held: they hold the view
+                    step = "copy-on-write view"
+                    view()
                 # Held from inside the new namespace (a bind source must belong to it), before
                 # the fresh /tmp hides them; closed when unshare starts.
                 fds = [(os.open(f, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), f) for f in keep]

@@ -15,7 +15,7 @@ import secrets
 import shlex
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from interpreters.real.runner.account import Runner, who
@@ -63,6 +63,8 @@ def run_script(
     memory: int | None = None,
     pids: int = DEFAULT_PIDS,
     containment: ContainmentPolicy | None = None,
+    view: Callable[[], None] | None = None,
+    workspace: str | None = None,
 ) -> ScriptResult:
     """Run `argv` in `cwd` as `runner`, killed after `limit` seconds; clean up; log it.
 
@@ -71,7 +73,9 @@ def run_script(
     `spool` (default: the system's temporary folder), never next to the log. Contained as
     `containment` asks (default: `full` as root, else `weak`; see `probe.choose`); `keep`
     names more folders the script must reach (support folders), besides `cwd`, `home` and the
-    folders of its absolute arguments; `memory` (bytes) and `pids` limit its cgroup.
+    folders of its absolute arguments; `memory` (bytes) and `pids` limit its cgroup. `view`
+    mounts `cwd` (a copy-on-write view) in the script's own mount namespace, which `full`
+    containment alone gives; `workspace` says in the log what `cwd` is.
 
     The answer keeps the head and tail of stdout and of stderr; the log at `log_path` has the
     command, the containment, the network, the environment's names (given and left out), exit
@@ -95,12 +99,15 @@ def run_script(
         mechanisms = choose(containment or ContainmentPolicy())
     except ContainmentRefused as exc:
         mechanisms, refused = Mechanisms("weak", weaker="refused"), str(exc)
+    if view is not None and refused is None and not mechanisms.namespaces:
+        refused = "a copy-on-write view needs full containment (a mount namespace)"
     confinement = Confinement(
         mechanisms,
         runner,
         keep=[cwd, home, *_argument_folders(argv), *_environment_folders(variables), *keep],
         pids=pids,
         memory=memory,
+        view=view,
     )
     with (
         tempfile.TemporaryFile(dir=spool) as out,
@@ -123,6 +130,7 @@ def run_script(
             f"label: {label}",
             f"command: {shlex.join(run.command)}",
             f"cwd: {cwd}",
+            *([f"workspace: {workspace}"] if workspace else []),
             f"user: {who(runner)}",
             *(
                 [f"containment: refused ({refused})"]
