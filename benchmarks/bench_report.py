@@ -48,7 +48,7 @@ WIDE_PAIRS = tuple(zip(MODELS, AGENTS, strict=False))
 DEEP_PAIRS = tuple((model, agent) for model in MODELS for agent in AGENTS)
 DEEP_TASKS = 500
 KINDS = ("build-config", "sanitizer", "crash-handler", "poc-literal", "tests", "vendored")
-REPORT = "from interpreters.report_cli import report; report.main(prog_name='report')"
+REPORT = "from interpreters.cli.report import report; report.main(prog_name='report')"
 FORMATS: dict[str, tuple[str, ...]] = {
     "table": ("--format", "table"),
     "json": ("--format", "json"),

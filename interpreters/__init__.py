@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from interpreters.batch import BadJobs, BatchReport, EngineUnavailable, run_batch
-    from interpreters.grading import InputError, grade_patch
+    from interpreters.real.grading import InputError, grade_patch
 
 __all__ = [
     "BadJobs",
@@ -29,8 +29,8 @@ _HOMES = {
     "BatchReport": "interpreters.batch",
     "EngineUnavailable": "interpreters.batch",
     "run_batch": "interpreters.batch",
-    "InputError": "interpreters.setup",
-    "grade_patch": "interpreters.grading",
+    "InputError": "interpreters.real.setup",
+    "grade_patch": "interpreters.real.grading",
 }
 
 

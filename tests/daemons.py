@@ -94,7 +94,7 @@ def daemon_command(task: Path, source: Path, results: Path, *args: str) -> list[
     return [
         sys.executable,
         "-c",
-        "from interpreters.cli import main; main()",
+        "from interpreters.cli.main import main; main()",
         "daemon",
         "--task",
         str(task),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner, Result
 
-from interpreters.report_cli import report
+from interpreters.cli.report import report
 
 
 def invoke(*args: str, columns: int | None = None) -> Result:

@@ -26,7 +26,7 @@ from tests.realtask import RealTask, fix_to, make_task, ssegrade, write_jobs
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-c", "from interpreters.cli import main; main()"]
+CLI = [sys.executable, "-c", "from interpreters.cli.main import main; main()"]
 
 
 def test_batch_grades_each_job_and_report_reads_the_results(tmp_path: Path) -> None:
@@ -122,7 +122,9 @@ def test_bad_lines_are_named_with_their_numbers_and_nothing_runs(tmp_path: Path)
 def test_the_ray_engine_without_ray_is_one_clear_line(tmp_path: Path) -> None:
     made = make_task(tmp_path / "t")
     jobs = write_jobs(tmp_path, made, {"a": ""})
-    hide_ray = "import sys; sys.modules['ray'] = None; from interpreters.cli import main; main()"
+    hide_ray = (
+        "import sys; sys.modules['ray'] = None; from interpreters.cli.main import main; main()"
+    )
     done = subprocess.run(
         [
             sys.executable,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.cli import cli
+from interpreters.cli.main import cli
 from tests.realtask import make_task, ssegrade
 
 COMMANDS = sorted(cli.commands)

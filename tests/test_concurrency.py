@@ -76,7 +76,7 @@ def evaluate_args(made: RealTask, *extra: str) -> list[str]:
     return [
         sys.executable,
         "-c",
-        "from interpreters.cli import main; main()",
+        "from interpreters.cli.main import main; main()",
         "evaluate",
         "--task",
         str(made.task),

@@ -51,7 +51,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: scripts as the runner account"),
 ]
 
-CLI = [sys.executable, "-c", "from interpreters.cli import main; main()"]
+CLI = [sys.executable, "-c", "from interpreters.cli.main import main; main()"]
 
 
 def moment(span: float) -> tuple[float, str]:

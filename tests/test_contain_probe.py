@@ -34,7 +34,7 @@ ROOT = os.geteuid() == 0
 CGROUPS = probe().cgroups if ROOT else None
 needs_cgroups = pytest.mark.skipif(CGROUPS is None, reason="needs root and a pids cgroup")
 PY = [sys.executable, "-c"]
-CLI = [*PY, "from interpreters.cli import main; main()"]
+CLI = [*PY, "from interpreters.cli.main import main; main()"]
 
 
 # ---------------------------------------------------------------------------- the probe's race

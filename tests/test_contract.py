@@ -25,7 +25,7 @@ from returns.result import Failure, Success
 
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem
-from interpreters.setup import Sources, grading_setup, hold_results, load_inputs
+from interpreters.real.setup import Sources, grading_setup, hold_results, load_inputs
 from ssegrade import (
     Archive,
     Bench,

@@ -26,15 +26,15 @@ from pathlib import Path
 import pytest
 from returns.result import Success
 
+from interpreters.cli.daemon import evaluate_through_daemon
 from interpreters.daemon.client import DaemonClient
-from interpreters.daemon.commands import evaluate_through_daemon
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import resolve_runner
-from interpreters.setup import Inputs
-from interpreters.taskfolder import load_task
+from interpreters.real.setup import Inputs
+from interpreters.real.taskfolder import load_task
 from ssegrade import (
     BenchSession,
     Deadline,
@@ -317,7 +317,7 @@ def test_evaluate_with_a_missing_daemon_is_bad_input(workdir: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from interpreters.cli import main; main()",
+            "from interpreters.cli.main import main; main()",
             "evaluate",
             "--task",
             str(made.task),

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from interpreters.trace import TraceRecorder
+from interpreters.real.trace import TraceRecorder
 from ssegrade import (
     ApplyError,
     Archive,

@@ -1,5 +1,5 @@
 """What ssegrade says goes through `logging`: progress at INFO, notes at WARNING, to stderr
-only when a handler is attached (`interpreters.logs.speaking`), never to stdout; notes also
+only when a handler is attached (`interpreters.real.logs.speaking`), never to stdout; notes also
 to the run's `logs/notes.log`."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.logs import RUNNING, level_of, speaking
+from interpreters.cli.progress import CheckProgress
+from interpreters.real.logs import RUNNING, level_of, speaking
 from interpreters.real.results import ResultsWriter
 from ssegrade import CheckFinished, CheckRecord, CheckStarted, Notify
 
@@ -68,7 +69,8 @@ def test_speaking_shows_the_level_asked_for_on_stderr_after_a_prefix(
     with speaking(level_of(verbose=True)):
         logging.getLogger("interpreters.elsewhere").debug("now shown")
     assert capsys.readouterr().err == "now shown\n"
-    with speaking(live=True):  # off a terminal, a check that began is one plain line too
+    # Off a terminal, a check that began is one plain line too.
+    with speaking(display=CheckProgress()):
         writer(CheckStarted("build"))
         writer(Notify("[bold]as written[/bold] :smile:"))
     assert capsys.readouterr() == ("", "build: running…\n[bold]as written[/bold] :smile:\n")

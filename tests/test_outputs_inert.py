@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.replay_cli import too_deep
-from interpreters.report_cli import report
+from interpreters.cli.replay import too_deep
+from interpreters.cli.report import report
 from tests.realtask import ssegrade
 from tests.runfolders import summary, write_run
 

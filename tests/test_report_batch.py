@@ -1,5 +1,5 @@
 """`ssegrade report DIR --batch`: the batch's own summary, `DIR/batch.json`, read safely and
-printed readably (`interpreters.report_batch`, `ssegrade.report.batch`): any document the
+printed readably (`interpreters.report.batch`, `ssegrade.report.batch`): any document the
 batch's own model writes (`ssegrade.batch_summary`) reads back, and so does the file a real
 `ssegrade batch` of a bundled example writes."""
 
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import interpreters.report_reader
+import interpreters.report.reader
 from ssegrade.batch import summary as written
 from ssegrade.report.batch import OUTCOMES, parse_batch
 from tests.exampletasks import lay_out
@@ -163,7 +163,7 @@ def test_a_link_a_fifo_or_a_huge_file_is_not_read(
     assert "not a regular file" in one_line_error(invoke(str(batch), "--batch"))
     target.unlink()
     target.write_text(elsewhere.read_text())
-    monkeypatch.setattr(interpreters.report_reader, "MAX_BYTES", 100)
+    monkeypatch.setattr(interpreters.report.reader, "MAX_BYTES", 100)
     assert "larger than" in one_line_error(invoke(str(batch), "--batch"))
 
 
@@ -196,7 +196,7 @@ def test_batch_goes_with_table_or_json(batch: Path) -> None:
 def test_the_console_script_prints_the_summary(batch: Path) -> None:
     """Through the real console script, piped: the summary, and exit 0; a folder without one:
     exit 2, one line."""
-    code = "from interpreters.cli import main; main()"
+    code = "from interpreters.cli.main import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", code, "report", str(batch), "--batch"],
         capture_output=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from interpreters.report_cli import report
+from interpreters.cli.report import report
 from tests.runfolders import summary, write_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

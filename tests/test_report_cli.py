@@ -167,7 +167,7 @@ def test_console_script_nonexistent_folder_exits_2() -> None:
     import subprocess
     import sys
 
-    code = "from interpreters.cli import main; main()"
+    code = "from interpreters.cli.main import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", code, "report", "/nonexistent/results"],
         capture_output=True,

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.report_cli import report
+from interpreters.cli.report import report
 from ssegrade.guard import KINDS
 from ssegrade.report import RunRecord, Selector, aggregate, exclude_flagged, summarize
 from ssegrade.report.rules import Rules

@@ -1,4 +1,4 @@
-"""Finding and reading run folders (`interpreters.report_io`) on real folder trees."""
+"""Finding and reading run folders (`interpreters.report.io`) on real folder trees."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import interpreters.report_io
-from interpreters.report_io import NoRuns, Scanned, load_runs, scan_tasks
-from interpreters.report_reader import Counted, Document, _frame, read_frames
+import interpreters.report.io
+from interpreters.report.io import NoRuns, Scanned, load_runs, scan_tasks
+from interpreters.report.reader import Counted, Document, _frame, read_frames
 from tests.runfolders import summary, write_run
 
 
@@ -267,7 +267,7 @@ def test_a_reading_process_that_fails_is_one_line(
         command = [sys.executable, "-c", "import sys; sys.exit('cannot go on')"]
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    monkeypatch.setattr(interpreters.report_io, "_child", broken)
+    monkeypatch.setattr(interpreters.report.io, "_child", broken)
     with pytest.raises(NoRuns, match=r"could not be read \(cannot go on\)$"):
         scan_tasks(tmp_path, lambda *_: None, Scanned(), parallel=True)
 

@@ -1,4 +1,4 @@
-"""The data formats (`interpreters.report_render`) written part by part through spools are the
+"""The data formats (`interpreters.report.render`) written part by part through spools are the
 report as its model says: JSON is the model's document (rounded where SPEC §11 says), JSON
 Lines and CSV one record per run, in order."""
 
@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.report_render import inert, render_json
-from interpreters.report_runs import PER_RUN_FIELDS, per_run_rows, render_jsonl, render_runs_csv
+from interpreters.report.render import inert, render_json
+from interpreters.report.runs import PER_RUN_FIELDS, per_run_rows, render_jsonl, render_runs_csv
 from ssegrade.report import RunRecord, RunsMode, aggregate, compare_all
 from tests.reportruns import MODES, run_lists
 

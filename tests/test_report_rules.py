@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.report_cli import report
+from interpreters.cli.report import report
 from ssegrade.report import DIFFERENCE
 from tests.ssebench_report import (
     as_ssebench,

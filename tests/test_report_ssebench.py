@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from interpreters.report_cli import report
+from interpreters.cli.report import report
 
 TASK_CONFIG = {
     "id": "",

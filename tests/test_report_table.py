@@ -1,4 +1,4 @@
-"""The text report (`interpreters.report_table`): it fits its width (80 columns by default),
+"""The text report (`interpreters.report.table`): it fits its width (80 columns by default),
 cuts nothing, lists the per-task lines only up to a few dozen tasks unless asked, and says why
 runs failed."""
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.report_table import DETAIL_LIMIT, render_table
-from interpreters.report_tasks import TASK_LIMIT
-from interpreters.report_text import Column, Row, table, wrap
+from interpreters.report.table import DETAIL_LIMIT, render_table
+from interpreters.report.tasks import TASK_LIMIT
+from interpreters.report.text import Column, Row, table, wrap
 from ssegrade.report import Report, RunRecord, aggregate, compare_all
 from ssegrade.result import PatchResult
 from tests.reportruns import MODES, run_lists

@@ -17,7 +17,7 @@ import pytest
 
 from tests.runfolders import summary, write_run
 
-CODE = "from interpreters.cli import main; main()"
+CODE = "from interpreters.cli.main import main; main()"
 MODELS = ("anthropic/claude-sonnet-4-with-a-longer-name", "openai/gpt-5")
 AGENTS = ("claude-code", "codex")
 
@@ -134,7 +134,9 @@ def test_the_reading_process_takes_no_module_from_the_current_folder(
     planted.mkdir(parents=True)
     marker = tmp_path / "ran"
     (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
-    (planted / "report_reader.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (planted / "report").mkdir()
+    for name in ("__init__.py", "reader.py"):
+        (planted / "report" / name).write_text(f"open({str(marker)!r}, 'w').close()\n")
     done = subprocess.run(
         # -P: as the console script, which never looks for modules in the current folder
         [sys.executable, "-P", "-c", CODE, "report", str(results), "--format", "json"],

@@ -24,8 +24,8 @@ from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld
 from interpreters.real.private import FolderRefused, make_private, open_below, read_trusted
 from interpreters.real.resultsfolder import NotReady, hold
 from interpreters.real.runner import resolve_runner
+from interpreters.real.setup import RESULTS_ENTRIES
 from interpreters.real.untrusted import NotReadable, read_regular
-from interpreters.setup import RESULTS_ENTRIES
 
 RUNNER = resolve_runner(None).unwrap()
 ROOT = os.geteuid() == 0

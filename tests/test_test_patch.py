@@ -51,7 +51,7 @@ def run_test_patch(daemon: RunningDaemon, log_dir: Path) -> subprocess.Completed
         [
             sys.executable,
             "-c",
-            "from interpreters.cli import main; main()",
+            "from interpreters.cli.main import main; main()",
             "test-patch",
             "--socket",
             str(daemon.agent),
@@ -140,7 +140,7 @@ def test_unreachable_daemon_is_an_internal_failure(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from interpreters.cli import main; main()",
+            "from interpreters.cli.main import main; main()",
             "test-patch",
             "--socket",
             str(tmp_path / "none.sock"),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.setup import InputError, NotWritten
-from interpreters.trace import TraceRecorder, recording
+from interpreters.real.setup import InputError, NotWritten
+from interpreters.real.trace import TraceRecorder, recording
 from ssegrade import (
     Bench,
     EvaluationResult,

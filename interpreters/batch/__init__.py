@@ -1,8 +1,8 @@
 """Grading many patches: `ssegrade verify` (task verification) and `ssegrade batch`.
 
 Interpreter layer. `jobs` reads and checks a batch, `engines` runs gradings (local worker
-processes or Ray), `run` is `run_batch`, `verification` verifies tasks, `progress` speaks while
-they run and `commands` holds the two click commands.
+processes or Ray), `run` is `run_batch`, `verification` verifies tasks and `progress` speaks
+while they run; their two commands are `interpreters.cli.batch`'s.
 """
 
 from interpreters.batch.engines import EngineUnavailable, GradeFunction

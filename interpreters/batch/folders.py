@@ -7,7 +7,7 @@ never through a link, each folder checked on its descriptor; nothing is read fro
 is a regular file of ours that no one else may write to. A run folder is written only while the
 driver holds it (`interpreters.real.holding`): `prepare` claims it, marks it incomplete,
 removes `result.json` and `summary.json` first, then the rest, and shares the hold with the
-worker that grades it (`interpreters.grading.HeldGrade`, with this batch's token).
+worker that grades it (`interpreters.real.grading.HeldGrade`, with this batch's token).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from interpreters.batch.progress import Reporter
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused
 from interpreters.real.results import GUARD_NAME, parse_guard
-from interpreters.script_options import ScriptOptions
+from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
 from ssegrade.batch.summary import RunKind, next_attempt

@@ -23,8 +23,8 @@ from returns.pipeline import is_successful
 
 from interpreters.real import git
 from interpreters.real.runner import Runner, resolve_runner
+from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular, task_reader, unreadable_by
-from interpreters.taskfolder import load_task
 from ssegrade import Task
 from ssegrade.batch import (
     Job,

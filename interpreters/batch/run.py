@@ -42,11 +42,11 @@ from interpreters.batch.jobs import (
     validate_jobs,
 )
 from interpreters.batch.progress import Reporter, make_reporter
-from interpreters.grading import HeldGrade
+from interpreters.real.grading import HeldGrade
 from interpreters.real.holding import INCOMPLETE
 from interpreters.real.private import FolderRefused
 from interpreters.real.runner import ContainmentRefused, choose
-from interpreters.script_options import ScriptOptions
+from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import Job, Tally
 from ssegrade.batch.summary import JobsFile, batch_summary
 

@@ -2,7 +2,7 @@
 were.
 
 Interpreter layer (files). Grading as root locks a task's hidden material away from the
-runner (`interpreters.taskfolder.lock_hidden`: root's, no bits for group or others). `verify`
+runner (`interpreters.real.taskfolder.lock_hidden`: root's, no bits for group or others). `verify`
 is run by task authors on their own folders, so it grades a copy instead: each task folder is
 copied (links copied as links, never followed; modes and times kept) into a scratch folder
 of root's that only root may list, and that copy is locked and graded. The scratch folder is

@@ -34,13 +34,13 @@ from interpreters.batch.evidence import log_head
 from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
 from interpreters.batch.jobs import BadJobs, check_runner, task_repo
 from interpreters.batch.staging import TaskCopyFailed, staged_tasks
-from interpreters.grading import HeldGrade
+from interpreters.real.grading import HeldGrade
 from interpreters.real.holding import Hold
 from interpreters.real.results import read_guard
 from interpreters.real.runner import Runner
+from interpreters.real.runner.options import ScriptOptions
+from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular
-from interpreters.script_options import ScriptOptions
-from interpreters.taskfolder import load_task
 from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult, Task
 from ssegrade.batch.verify import CONTROLS, Control, ControlRun, Verification, judge
 from ssegrade.guard import Flag
@@ -192,7 +192,7 @@ def verify_tasks(
 ) -> VerifyReport:
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
     times each into `results/<task id>/<control>/<n>/` (`results` None: a new scratch
-    folder) and judge them. It logs (`interpreters.logs`) where the results are kept, once
+    folder) and judge them. It logs (`interpreters.real.logs`) where the results are kept, once
     the input is good, then one line per run; with `checks`, each grading's own log (each
     check of each run) is shown on its worker's stderr.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from interpreters.real import files
-from interpreters.script_options import ScriptOptions
+from interpreters.real.runner.options import ScriptOptions
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
 
 __all__ = ["Done", "Engine", "GradeFunction", "Work", "run_work"]

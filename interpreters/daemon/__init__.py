@@ -6,5 +6,6 @@ time (`turns`), standing on its `ports` (the sessions, the shell, the reads aske
 `app` the FastAPI routes, `server` the listeners and signals (`accepting` their connections),
 `sessions` and `reads` the real system side, `startup` the order in which the daemon starts
 (through the one set-up), `client` the httpx client, `remote` the interpreters that answer
-effects over the API, `commands` the click commands and `console` the version.
+effects over the API and `console` the version; the click commands are
+`interpreters.cli.daemon`'s.
 """

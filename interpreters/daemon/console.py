@@ -1,8 +1,8 @@
 """The version the daemon reports.
 
-Interpreter layer; kept apart so that `commands` (loaded by every `ssegrade` run) and `startup`
-(loaded only by `ssegrade daemon`, with the server libraries) share it. The daemon speaks
-through `logging` (`interpreters.logs`), its lines on stderr after `ssegrade daemon: `.
+Interpreter layer; kept apart so that `interpreters.cli.daemon` (the daemon's commands) and
+`startup` (loaded only by `ssegrade daemon`, with the server libraries) share it. The daemon speaks
+through `logging` (`interpreters.real.logs`), its lines on stderr after `ssegrade daemon: `.
 """
 
 from __future__ import annotations

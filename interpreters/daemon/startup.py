@@ -3,7 +3,7 @@
 Interpreter layer, loaded only by `ssegrade daemon`. The order matters (SPEC §9): everything
 that can be refused is checked first (difficulty level, task, source tree, runner, results
 folder, admin socket folder), then the grading is set up as every grading is
-(`interpreters.setup.grading_setup`: the hidden material locked, the baseline recorded before
+(`interpreters.real.setup.grading_setup`: the hidden material locked, the baseline recorded before
 the agent runs, the grading repo), and only then does any listener bind. The daemon's private
 state (the baseline unless `--baseline` keeps it, the pristine grading repo when none is
 given, the sessions' scratch folders) lives in the set-up's scratch folder, removed at exit.
@@ -33,8 +33,8 @@ from interpreters.daemon.service import Service
 from interpreters.daemon.sessions import LocalSessions
 from interpreters.daemon.shell import AgentShell
 from interpreters.real.runner import ContainmentRefused, choose
-from interpreters.script_options import ScriptOptions
-from interpreters.setup import InputError, Sources, grading_setup, load_inputs, make_results
+from interpreters.real.runner.options import ScriptOptions
+from interpreters.real.setup import InputError, Sources, grading_setup, load_inputs, make_results
 from ssegrade.protocol.difficulty import parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]

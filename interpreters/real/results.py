@@ -1,7 +1,7 @@
 """What the evaluator writes into the results folder (interpreter layer): `checks.jsonl`,
 `logs/notes.log`, the archive of the source tree, `result.json` and the patch guard's
 `guard.json` (with its `guard` record in `checks.jsonl`); and what it says meanwhile, as
-`logging` records (`interpreters.logs`): a progress line at INFO when a check begins (marked
+`logging` records (`interpreters.real.logs`): a progress line at INFO when a check begins (marked
 `running`) and ends, a note at WARNING.
 
 Every write is safe against links planted in the results folder: appends never follow one,
@@ -25,8 +25,8 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
-from interpreters.logs import running
 from interpreters.real import files
+from interpreters.real.logs import running
 from interpreters.real.objects import read_start
 from ssegrade import (
     Archive,

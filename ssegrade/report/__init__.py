@@ -16,7 +16,7 @@ Pure core, one concept per module; other tools import this package alone:
 - `ssegrade.report.stats`: the statistics, plain arithmetic on counts (Wilson intervals,
   pass@k and pass^k, the exact McNemar test, Holm's adjustment).
 
-Finding and reading files is `interpreters.report_io`'s job; printing is the renderers'.
+Finding and reading files is `interpreters.report.io`'s job; printing is the renderers'.
 """
 
 from ssegrade.report.aggregate import Fold, TaskPart, aggregate, parts_of, summarize

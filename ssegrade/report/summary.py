@@ -1,7 +1,7 @@
 """One run's `summary.json` (or `result.json`) bytes → a small run record.
 
 Pure core: `parse_run` takes bytes and the run folder's place below the results folder; finding
-and reading the files is `interpreters.report_io`'s job. The record keeps only what selection,
+and reading the files is `interpreters.report.io`'s job. The record keeps only what selection,
 aggregation and export need, never the document (a summary can carry a long error log).
 
 The shapes read (SPEC §11, facts of the SSEBench runner):

@@ -92,7 +92,7 @@ class Replay:
 
 def escaped_result(raised: Raised, runtime: RuntimeResult) -> EvaluationResult:
     """The `error` document the evaluator writes itself when an exception escapes the
-    grading program (as `interpreters.setup.graded` does), without the traceback the trace
+    grading program (as `interpreters.real.setup.graded` does), without the traceback the trace
     does not keep."""
     if isinstance(raised, InterruptRaised):
         return EvaluationResult(

@@ -1,0 +1,335 @@
+"""The `ssegrade verify` and `ssegrade batch` commands (SPEC §13, §14).
+
+Interpreter layer: options are parsed here, the work is `verify_tasks` and `run_batch`. Bad
+input is one line per problem on stderr and exit status 2; progress goes to stderr, the
+verification report to stdout (or `-o FILE`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from interpreters.batch.engines import EngineName, EngineUnavailable
+from interpreters.batch.jobs import BadJobs
+from interpreters.batch.progress import make_reporter
+from interpreters.batch.run import run_batch
+from interpreters.batch.verification import TaskVerification, verify_tasks
+from interpreters.cli.options import (
+    ScriptOptions,
+    containment_options,
+    runner_option,
+    script_env_options,
+)
+from interpreters.real import logs
+from interpreters.real.runner import ContainmentRefused, choose
+from interpreters.real.setup import InputError
+from ssegrade.guard import Flag
+
+__all__ = ["batch", "verify"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_log = logging.getLogger(__name__)
+
+
+def _show(*, quiet: bool = False, verbose: bool = False) -> None:
+    """Show the log on stderr at the level `-q`/`-v` ask for."""
+    shown = logs.console()
+    if shown is not None:
+        shown.show(logs.level_of(quiet=quiet, verbose=verbose))
+
+
+def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be a positive number")
+    return value
+
+
+def _engine_options(command: F) -> F:
+    """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`, the
+    runner, and the scripts' environment and containment options."""
+    for option in reversed(
+        [
+            click.option(
+                "--workers",
+                type=int,
+                callback=_positive,
+                help="Gradings at a time (default: the number of CPUs).",
+            ),
+            click.option(
+                "--engine",
+                type=click.Choice(["local", "ray"]),
+                default="local",
+                show_default=True,
+                help="Where gradings run: worker processes here, or Ray tasks.",
+            ),
+            click.option(
+                "--ray-address",
+                help="Ray cluster to submit to (default: a local Ray started for the run).",
+            ),
+            click.option(
+                "--timeout",
+                default=3600,
+                show_default=True,
+                type=int,
+                callback=_positive,
+                help="Time limit of each grading, seconds.",
+            ),
+            click.option(
+                "--script-timeout",
+                type=int,
+                callback=_positive,
+                help="Time limit of each script, seconds (default: the time left).",
+            ),
+            runner_option,
+            script_env_options,
+            containment_options,
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
+    """The scripts' options; with local workers, `InputError` at once when the containment
+    asked for cannot be had here (rather than an `error` grade for every job)."""
+    scripts = ScriptOptions.of(**options)
+    if engine == "local":
+        try:
+            choose(scripts.containment)
+        except ContainmentRefused as exc:
+            raise InputError(str(exc)) from None
+    return scripts
+
+
+def _refuse(problems: tuple[str, ...]) -> NoReturn:
+    for problem in problems:
+        click.echo(f"ssegrade: error: {problem}", err=True)
+    raise click.exceptions.Exit(2)
+
+
+@contextmanager
+def _bad_input() -> Iterator[None]:
+    try:
+        yield
+    except BadJobs as exc:
+        _refuse(exc.problems)
+    except EngineUnavailable as exc:
+        raise InputError(str(exc)) from None
+
+
+@click.command()
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path),
+    help="The pristine project (default: `source` of each task's config.yaml).",
+)
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Grade each control this many times (finds flaky checks).",
+)
+@_engine_options
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    help="Keep every run as RESULTS/<task id>/<control>/<n>/ (default: a scratch folder).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report here.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say each check of each run, with its log."
+)
+def verify(
+    tasks: tuple[Path, ...],
+    repo: Path | None,
+    repeat: int,
+    workers: int | None,
+    engine: EngineName,
+    ray_address: str | None,
+    timeout: int,
+    script_timeout: int | None,
+    runner_user: str | None,
+    results: Path | None,
+    fmt: str,
+    output: Path | None,
+    verbose: bool,
+    **options: Any,
+) -> None:
+    """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
+    its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
+
+    Exits 0 when every task is ok, 1 when one is not, 2 for bad input.
+
+    \b
+    Examples:
+      ssegrade verify tasks/gjson-196 tasks/tlv-001
+      ssegrade verify tasks/* --repeat 3 --format json -o verify.json
+    """
+    scripts = _scripts(engine, options)
+    _show(verbose=verbose)
+    with _bad_input():
+        report = verify_tasks(
+            list(tasks),
+            results,
+            repo=repo,
+            repeat=repeat,
+            workers=workers,
+            engine=engine,
+            ray_address=ray_address,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runner_user=runner_user,
+            scripts=scripts,
+            checks=verbose,
+        )
+    if fmt == "json":
+        text = json.dumps({"tasks": [t.to_json() for t in report.tasks]}, indent=1) + "\n"
+    else:
+        text = _table(report.tasks)
+    if output is not None:
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise InputError(f"-o {output}: {exc.strerror}") from None
+    else:
+        click.echo(text, nl=False)
+    if report.interrupted:
+        _log.warning("interrupted: tasks whose runs did not all finish are not reported")
+    raise click.exceptions.Exit(report.exit_code)
+
+
+def _table(tasks: tuple[TaskVerification, ...]) -> str:
+    """The verdict of each task; under it each problem and flaky check, with the log of the
+    check that failed and its first lines."""
+    if not tasks:
+        return ""
+    width = max(len("task"), *(len(t.task) for t in tasks))
+    pad = " " * width
+    lines = [f"{'task':<{width}}  verdict"]
+    for t in tasks:
+        v = t.verification
+        lines.append(f"{t.task:<{width}}  {v.verdict}")
+        shown = {e.about: (e, head) for e, head in zip(v.evidence, t.heads, strict=True)}
+        for flaky, about in [(False, p) for p in v.problems] + [(True, f) for f in v.flaky]:
+            lines.append(f"{pad}  - {'flaky: ' if flaky else ''}{about}")
+            if about in shown:
+                evidence, head = shown[about]
+                where = f"{evidence.control} run {evidence.n}, {evidence.check}"
+                lines.append(f"{pad}    log ({where}): {evidence.log or 'none'}")
+                lines += [f"{pad}    | {line}" for line in head]
+        lines += [f"{pad}  - {_flag_line(flag)}" for flag in t.reference_flags]
+    return "\n".join(lines) + "\n"
+
+
+def _flag_line(flag: Flag) -> str:
+    """How `verify` names a flag the reference patch raises (advisory, never a problem)."""
+    shown = ", ".join(flag.paths[:3]) + (", …" if len(flag.paths) > 3 else "")
+    where = f" [{shown}]" if shown else ""
+    return f"the reference patch raises the guard's {flag.kind} flag: {flag.why}{where}"
+
+
+@click.command()
+@click.argument("jobs", type=click.Path(path_type=Path))
+@click.option(
+    "--results",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Write each run to RESULTS/<task id>/<model…>/<agent>/<run id>/.",
+)
+@_engine_options
+@click.option("--no-cache", is_flag=True, help="Grade jobs whose digest was graded before.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Grade every run again, also one graded before or holding another digest.",
+)
+@click.option(
+    "--max-attempts",
+    default=2,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Grade a run graded `error` again on resume, up to this many attempts in all.",
+)
+@click.option("--no-retry", is_flag=True, help="Keep runs graded `error` as they are.")
+@click.option("--label", help="A name for this batch, written in RESULTS/batch.json.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say each check of each grading, with its log."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Say only the last line.")
+def batch(
+    jobs: Path,
+    results: Path,
+    workers: int | None,
+    engine: EngineName,
+    ray_address: str | None,
+    timeout: int,
+    script_timeout: int | None,
+    runner_user: str | None,
+    no_cache: bool,
+    force: bool,
+    max_attempts: int,
+    no_retry: bool,
+    label: str | None,
+    verbose: bool,
+    quiet: bool,
+    **options: Any,
+) -> None:
+    """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
+    `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
+    `agent_timeout`, `agent_exit_code`, `spend`, `started_at` optional; paths relative to
+    JOBS), resuming what an earlier run did (and grading again what errored), reusing grades
+    of identical jobs. Says one line per finished job (a live bar on a terminal) and a last
+    line; RESULTS/batch.json says what the batch did.
+
+    Exits 0 when every job was graded, 1 when one could not be (its error is in its
+    result.json), 2 for bad input, 130 when interrupted.
+
+    \b
+    Examples:
+      ssegrade batch jobs.jsonl --results results --workers 4
+      ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
+    """
+    scripts = _scripts(engine, options)
+    if verbose and quiet:
+        raise click.UsageError("-v and -q cannot be used together")
+    _show(quiet=quiet, verbose=verbose)
+    with _bad_input():
+        report = run_batch(
+            jobs,
+            results,
+            workers=workers,
+            engine=engine,
+            ray_address=ray_address,
+            cache=not no_cache,
+            force=force,
+            retry=not no_retry,
+            max_attempts=max_attempts,
+            label=label,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runner_user=runner_user,
+            scripts=scripts,
+            reporter=make_reporter(quiet=quiet),
+            checks=verbose,
+        )
+    raise click.exceptions.Exit(report.exit_code)

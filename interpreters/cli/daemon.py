@@ -1,0 +1,286 @@
+"""The daemon's commands: `ssegrade daemon`, `ssegrade test-patch`, and grading through the
+admin socket for `ssegrade evaluate --daemon`.
+
+Interpreter layer: arguments and the environment are read here, then the pure programs run with
+the interpreters of `interpreters.daemon`. Bad input is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from interpreters.cli.options import (
+    ScriptOptions,
+    containment_options,
+    quiet_option,
+    repo_option,
+    results_option,
+    runner_option,
+    script_env_options,
+    source_option,
+    task_option,
+    verbose_option,
+)
+from interpreters.daemon.client import DaemonClient, DaemonError
+from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
+from interpreters.real import logs
+from interpreters.real.results import ResultsWriter
+from interpreters.real.setup import InputError, Inputs, graded
+from ssegrade.preview import INTERNAL_FAILURE, preview
+from ssegrade.program import GradeOptions, grade
+from ssegrade.protocol.difficulty import LEVELS
+from ssegrade.result import EvaluationResult, RuntimeResult
+from ssegrade.run import Deadline, run
+from ssegrade.task import Task
+
+__all__ = [
+    "DEFAULT_ADMIN_SOCKET",
+    "DEFAULT_AGENT_SOCKET",
+    "daemon",
+    "evaluate_through_daemon",
+    "test_patch",
+]
+
+DEFAULT_AGENT_SOCKET = "/run/ssebench/daemon.sock"
+DEFAULT_ADMIN_SOCKET = "/run/ssebench-admin/admin.sock"
+
+
+# ---------------------------------------------------------------------------- ssegrade daemon
+
+
+def _port(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= 65535:
+        raise click.BadParameter("must be a TCP port, 1 to 65535")
+    return value
+
+
+def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    if value <= 0:
+        raise click.BadParameter("must be a positive number of seconds")
+    return value
+
+
+@click.command("daemon")
+@task_option
+@source_option
+@repo_option
+@results_option
+@click.option(
+    "--agent-socket",
+    envvar="SSE_DAEMON_SOCKET",
+    default=DEFAULT_AGENT_SOCKET,
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Agent-facing socket, mode 0666 [env SSE_DAEMON_SOCKET].",
+)
+@click.option(
+    "--admin-socket",
+    envvar="SSE_ADMIN_SOCKET",
+    default=DEFAULT_ADMIN_SOCKET,
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Admin socket, mode 0600 in a 0700 folder [env SSE_ADMIN_SOCKET].",
+)
+@click.option(
+    "--http-port",
+    envvar="SSE_HTTP_PORT",
+    type=int,
+    callback=_port,
+    help="Also serve the agent-facing API on 127.0.0.1:PORT [env SSE_HTTP_PORT; off].",
+)
+@click.option(
+    "--baseline",
+    "baseline_dir",
+    envvar="SSE_BASELINE",
+    type=click.Path(path_type=Path),
+    help="Keep the baseline here, and reuse it when the daemon starts again "
+    "[env SSE_BASELINE; default: a private folder removed at exit].",
+)
+@click.option(
+    "--script-timeout",
+    default=3600,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Longest an agent's script may run, seconds; the evaluator sets its own.",
+)
+@runner_option
+@script_env_options
+@containment_options
+@click.option(
+    "--agent-user",
+    envvar="SSE_AGENT_USER",
+    default="model",
+    show_default=True,
+    help="The account the agent's bash tool runs as (root only; never root) [env SSE_AGENT_USER].",
+)
+@click.option(
+    "--archive",
+    envvar="SSE_ARCHIVE",
+    default="/tmp/sse-archive",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The agent side's archive folder, whose dialog.jsonl GET /agent/dialog serves "
+    "[env SSE_ARCHIVE].",
+)
+@click.option("--openapi", is_flag=True, help="Print the OpenAPI document of the API and exit.")
+@quiet_option("Say only errors on stderr.")
+@verbose_option("Also say how the grading was set up.")
+def daemon(
+    *,
+    task_dir: Path,
+    source: Path | None,
+    repo: Path | None,
+    results: Path,
+    agent_socket: Path,
+    admin_socket: Path,
+    http_port: int | None,
+    baseline_dir: Path | None,
+    script_timeout: int,
+    runner_user: str | None,
+    agent_user: str,
+    archive: Path,
+    openapi: bool,
+    quiet: bool,
+    verbose: bool,
+    **scripts: Any,
+) -> None:
+    """Run the task daemon: record the baseline, then serve the agent's checks on the
+    agent-facing socket (gated by SSE_DIFFICULTY, 0-4, default 2) and grading on the admin
+    socket, until SIGTERM or SIGINT.
+
+    \b
+    Example:
+      SSE_DIFFICULTY=1 ssegrade daemon --task /ssebench --source /src/proj \\
+          --agent-socket /run/ssebench/daemon.sock --admin-socket /run/sse-admin/admin.sock
+    """
+    if openapi:
+        from interpreters.daemon.app import openapi_document  # noqa: PLC0415 - see below
+
+        click.echo(json.dumps(openapi_document(), indent=2))
+        return
+    if quiet and verbose:
+        raise click.UsageError("-v and -q cannot be used together")
+    # The server libraries load only for this command, not for every `ssegrade` run.
+    from interpreters.daemon.startup import Settings, run_daemon  # noqa: PLC0415
+
+    shown = logs.console()
+    if shown is not None:
+        shown.prefix("ssegrade daemon: ")
+        shown.show(logs.level_of(quiet=quiet, verbose=verbose))
+
+    run_daemon(
+        Settings(
+            task_dir=task_dir,
+            source=source,
+            repo=repo,
+            results=results,
+            agent_socket=agent_socket,
+            admin_socket=admin_socket,
+            http_port=http_port,
+            baseline_dir=baseline_dir,
+            script_timeout=script_timeout,
+            runner_user=runner_user,
+            agent_user=agent_user,
+            archive=archive,
+            scripts=ScriptOptions.of(**scripts),
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- evaluate --daemon
+
+
+def _preflight(client: DaemonClient, task: Task) -> None:
+    try:
+        project = client.project()
+        asked = client.capabilities()
+    except DaemonError as exc:
+        raise InputError(str(exc)) from exc
+    if project.id != task.id:
+        raise InputError(
+            f"the daemon at {client.where} serves task {project.id!r}, not {task.id!r}"
+        )
+    if asked.listener != "admin":
+        raise InputError(
+            f"{client.where} is an agent-facing socket: grading needs the admin socket"
+        )
+
+
+def evaluate_through_daemon(
+    admin_socket: Path,
+    inputs: Inputs,
+    results: Path,
+    *,
+    timeout: int,
+    script_timeout: int | None,
+    runtime: RuntimeResult,
+) -> EvaluationResult:
+    """Grade with the pure grading program within `timeout` seconds, the bencher effects
+    answered by the daemon on `admin_socket`, the others locally (the source tree is
+    archived, `results` written); progress and notes are `logging` records.
+
+    A daemon that cannot be reached, or serves another task, is bad input (`InputError`, exit
+    2); a failure once grading started ends as an `error` grade, written like any other.
+    """
+    with DaemonClient(admin_socket) as client:
+        _preflight(client, inputs.task)
+        deadline = Deadline.starting(timeout, time.monotonic)
+        writer = ResultsWriter(inputs.source, results, check=deadline.check)
+        interpreter = RemoteGrading(client, writer, deadline, script_timeout=script_timeout)
+        options = GradeOptions(task=inputs.task, folder=str(inputs.task_dir), runtime=runtime)
+        return graded(results, runtime, lambda: run(grade(options), interpreter, deadline))
+
+
+# ---------------------------------------------------------------------------- test-patch
+
+
+@click.command("test-patch")
+@click.option(
+    "--socket",
+    "where",
+    envvar="SSE_DAEMON_SOCKET",
+    default=DEFAULT_AGENT_SOCKET,
+    show_default=True,
+    help="The daemon's agent-facing socket, or http://127.0.0.1:PORT [env SSE_DAEMON_SOCKET].",
+)
+@click.option(
+    "--log-dir",
+    envvar="MCP_LOG_DIR",
+    type=click.Path(path_type=Path),
+    help="Where a long log is written whole: a folder you own [env MCP_LOG_DIR; default: a "
+    "new private folder in the temporary folder].",
+)
+def test_patch(where: str, log_dir: Path | None) -> None:
+    """Check the patch on your live source tree with the checks the difficulty level allows,
+    and print what they found. Exit 0 when every check that ran passed, 1 otherwise.
+
+    \b
+    Example:
+      ssegrade test-patch --socket /run/ssebench/daemon.sock
+    """
+    with DaemonClient(where, timeout=60.0) as client:
+        try:
+            asked = client.capabilities()
+        except DaemonError as exc:
+            click.echo(INTERNAL_FAILURE)
+            click.echo(f"test-patch: {exc}", err=True)
+            sys.exit(1)
+        if not 0 <= asked.level < len(LEVELS):
+            click.echo(INTERNAL_FAILURE)
+            click.echo(f"test-patch: the daemon reports an unknown level {asked.level}", err=True)
+            sys.exit(1)
+        interpreter = PreviewInterpreter(client, log_dir)
+        found = run(
+            preview(LEVELS[asked.level], frozenset(asked.checks), tuple(asked.pocs)), interpreter
+        )
+    click.echo(found.text)
+    for error in interpreter.errors:
+        click.echo(f"test-patch: {error}", err=True)
+    sys.exit(0 if found.passed else 1)

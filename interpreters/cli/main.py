@@ -1,0 +1,395 @@
+"""The `ssegrade` command: parses arguments, picks an interpreter, runs the pure program.
+
+Bad input is one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, NoReturn
+
+import click
+from returns.pipeline import is_successful
+
+from interpreters.cli.entry import EXTRAS
+from interpreters.cli.options import (
+    ScriptOptions,
+    containment_options,
+    quiet_option,
+    repo_option,
+    results_option,
+    runner_option,
+    script_env_options,
+    source_option,
+    task_option,
+    verbose_option,
+)
+from interpreters.real import files, git, logs
+from interpreters.real.grading import Sources, grade_here, read_patch
+from interpreters.real.setup import (
+    InputError,
+    Interrupted,
+    NotWritten,
+    discard_made,
+    keep_repo_copy,
+    load_inputs,
+    make_results,
+    verdict_line,
+)
+from interpreters.real.trace import recording
+from ssegrade import RuntimeResult, result_schema
+from ssegrade.guard import guard_schema
+
+__all__ = ["cli", "main"]
+
+_log = logging.getLogger(__name__)
+
+
+class _LazyGroup(click.Group):
+    """A group whose other commands are imported when they are asked for: `evaluate` does
+    not pay for the modules of the daemon, the report or batch grading."""
+
+    elsewhere: ClassVar[dict[str, str]] = {
+        "report": "interpreters.cli.report:report",
+        "daemon": "interpreters.cli.daemon:daemon",
+        "test-patch": "interpreters.cli.daemon:test_patch",
+        "verify": "interpreters.cli.batch:verify",
+        "batch": "interpreters.cli.batch:batch",
+        "replay": "interpreters.cli.replay:replay_command",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, those defined here and those loaded on demand."""
+        return sorted({*super().list_commands(ctx), *self.elsewhere})
+
+    _listing = False
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command named `cmd_name`, imported on first use. One whose extra is missing
+        raises `ModuleNotFoundError` (the console script says which extra), but is listed."""
+        if cmd_name not in self.elsewhere:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = self.elsewhere[cmd_name].partition(":")
+        try:
+            command = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as missing:
+            extra = EXTRAS.get((missing.name or "").partition(".")[0])
+            if extra is None or not self._listing:
+                raise
+            return click.Command(cmd_name, help=f"(needs the '{extra}' extra)")
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands of `--help`, those whose extra is missing too."""
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(package_name="ssegrade", prog_name="ssegrade")
+def cli() -> None:
+    """Grade coding agents' security patches: capture, apply, build, PoCs, tests, verdict."""
+
+
+@cli.command()
+@click.option(
+    "--source", required=True, type=click.Path(path_type=Path), help="The tree the agent will edit."
+)
+@click.option(
+    "--into", required=True, type=click.Path(path_type=Path), help="Folder for the baseline."
+)
+@click.option(
+    "--no-repo",
+    is_flag=True,
+    help="Do not keep a copy of the whole tree (ignored files included) as INTO/repo.",
+)
+def baseline(source: Path, into: Path, no_repo: bool) -> None:
+    """Record the baseline of the tree the agent will edit, before it runs.
+
+    Also keeps a pristine copy of the whole tree, ignored files included (vendored modules),
+    as INTO/repo: the grading repo whenever none is named.
+
+    \b
+    Example:
+      ssegrade baseline --source /src/proj --into /var/lib/sse/base
+    """
+    recorded = git.record_baseline(source, into)
+    if not is_successful(recorded):
+        raise InputError(recorded.failure().message)
+    base = recorded.unwrap()
+    if not no_repo:
+        try:
+            keep_repo_copy(source.absolute(), base.path)
+        except OSError as exc:
+            files.remove_tree(base.path / git.REPO_COPY)
+            raise InputError(
+                f"cannot copy {source} into {base.path}: {exc.strerror or exc}"
+            ) from exc
+    kept = "" if no_repo else f", tree copied to {base.path / git.REPO_COPY}"
+    click.echo(f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}{kept}")
+
+
+@cli.command()
+@click.argument("document", type=click.Choice(["result", "guard"]), default="result")
+def schema(document: str) -> None:
+    """Print the JSON Schema of result.json (or of the patch guard's guard.json).
+
+    \b
+    Examples:
+      ssegrade schema > result.schema.json
+      ssegrade schema guard > guard.schema.json
+    """
+    click.echo(json.dumps(result_schema() if document == "result" else guard_schema(), indent=2))
+
+
+def _agent_int(
+    *, minimum: int | None
+) -> Callable[[click.Context, click.Parameter, str | None], int | None]:
+    """A callback for agent facts: an integer (at least `minimum`). A bad value on the command
+    line is refused; one from the environment (as a task container sets it) is ignored with a
+    warning, as SSEBench's own evaluator does."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+        if value is None:
+            return None
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+        if number is not None and (minimum is None or number >= minimum):
+            return number
+        want = "an integer" if minimum is None else f"an integer ≥ {minimum}"
+        source = ctx.get_parameter_source(param.name or "")
+        if source is click.core.ParameterSource.ENVIRONMENT:
+            envvar = param.envvar if isinstance(param.envvar, str) else "environment"
+            _log.warning("warning: %s=%r is not %s: ignored", envvar, value, want)
+            return None
+        raise click.BadParameter(f"{value!r} is not {want}")
+
+    return check
+
+
+def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be a positive number of seconds")
+    return value
+
+
+@cli.command()
+@task_option
+@source_option
+@click.option(
+    "--baseline",
+    "baseline_dir",
+    envvar="SSE_BASELINE",
+    type=click.Path(path_type=Path),
+    help="Baseline recorded before the agent ran [env SSE_BASELINE].",
+)
+@repo_option
+@results_option
+@click.option(
+    "--timeout",
+    envvar="TIMEOUT",
+    default=3600,
+    show_default=True,
+    type=int,
+    callback=_positive,
+    help="Time limit of the whole evaluation, seconds [env TIMEOUT].",
+)
+@click.option(
+    "--script-timeout",
+    type=int,
+    callback=_positive,
+    help="Time limit of each script, seconds (default: the time left).",
+)
+@runner_option
+@script_env_options
+@containment_options
+@click.option(
+    "--agent-duration",
+    envvar="AGENT_DURATION",
+    callback=_agent_int(minimum=0),
+    help="Agent run time, whole seconds [env AGENT_DURATION; default 0].",
+)
+@click.option(
+    "--agent-timeout/--no-agent-timeout",
+    default=None,
+    help="The agent hit its time limit [default: env SSE_METRIC_AGENT_TIMEOUT is set].",
+)
+@click.option(
+    "--agent-exit-code",
+    envvar="AGENT_EXIT_STATUS",
+    callback=_agent_int(minimum=None),
+    help="Agent exit code, an integer [env AGENT_EXIT_STATUS].",
+)
+@click.option(
+    "--daemon",
+    "daemon_socket",
+    type=click.Path(path_type=Path),
+    help="Grade through the task daemon's admin socket instead of locally.",
+)
+@click.option(
+    "--patch",
+    "patch_file",
+    type=click.Path(path_type=Path),
+    help="Grade this recorded patch (e.g. an earlier final.patch) instead of capturing one: "
+    "no source tree or baseline needed, only the grading repo.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Clear a results folder that already holds a grade (refused otherwise).",
+)
+@click.option(
+    "--trace",
+    "trace_file",
+    metavar="FILE",
+    type=click.Path(path_type=Path),
+    help="Record every grading step and its answer in FILE, for `ssegrade replay`.",
+)
+@quiet_option("Say nothing on stderr but errors (the verdict is still printed).")
+@verbose_option("Also say how the grading was set up.")
+def evaluate(
+    task_dir: Path,
+    source: Path | None,
+    baseline_dir: Path | None,
+    repo: Path | None,
+    results: Path,
+    timeout: int,
+    script_timeout: int | None,
+    runner_user: str | None,
+    script_env: tuple[tuple[str, str], ...],
+    clean_env: bool,
+    script_memory: int | None,
+    agent_duration: int | None,
+    agent_timeout: bool | None,
+    agent_exit_code: int | None,
+    daemon_socket: Path | None,
+    patch_file: Path | None,
+    force: bool,
+    trace_file: Path | None,
+    quiet: bool,
+    verbose: bool,
+    **containment: Any,
+) -> None:
+    """Grade the agent's patch and write RESULTS/result.json.
+
+    Captures the agent's changes to its source tree against the baseline (or takes --patch),
+    applies them to fresh copies of the grading repo, builds, runs every PoC, the functional
+    and the hidden tests. Prints a line when each check starts and ends on stderr, the
+    verdict on stdout; exits 0 whenever result.json was written, whatever the verdict, 2 for
+    bad input, 130/143 when interrupted.
+
+    \b
+    Examples:
+      ssegrade evaluate --task /ssebench --source /src/proj --baseline /var/lib/sse/base
+      ssegrade evaluate --task tasks/gjson-196 --patch runs/r1/final.patch \\
+          --repo repos/gjson-196 --results out/r1 --trace out/r1.trace
+    """
+    if quiet and verbose:
+        raise click.UsageError("-v and -q cannot be used together")
+    shown = logs.console()
+    if shown is not None:
+        shown.show(logs.level_of(quiet=quiet, verbose=verbose))
+    if patch_file is not None and daemon_socket is not None:
+        raise InputError("--patch and --daemon cannot be used together")
+    if trace_file is not None and daemon_socket is not None:
+        raise InputError("--trace and --daemon cannot be used together")
+    scripts = ScriptOptions.of(
+        script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
+    )
+    recorded = read_patch(patch_file) if patch_file is not None else None
+    inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
+    if agent_timeout is None:
+        agent_timeout = "SSE_METRIC_AGENT_TIMEOUT" in os.environ
+    runtime = RuntimeResult(
+        agent_duration=agent_duration or 0,
+        agent_timeout=bool(agent_timeout),
+        agent_exit_code=agent_exit_code,
+    )
+    results = make_results(results, force=force, join=daemon_socket is not None)
+    if daemon_socket is not None:
+        from interpreters.cli.daemon import evaluate_through_daemon  # noqa: PLC0415
+
+        result = evaluate_through_daemon(
+            daemon_socket,
+            inputs,
+            results,
+            timeout=timeout,
+            script_timeout=script_timeout,
+            runtime=runtime,
+        )
+    else:
+        with recording(trace_file) as recorder:
+            result = grade_here(
+                inputs,
+                Sources(patch=recorded, repo=repo, baseline=baseline_dir),
+                results,
+                timeout=timeout,
+                script_timeout=script_timeout,
+                runtime=runtime,
+                env=scripts.env,
+                memory=scripts.memory,
+                record=recorder,
+                containment=scripts.containment,
+            )
+    if shown is not None:
+        shown.settle()
+    click.echo(verdict_line(result))
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console entry point: run `cli`, its log on stderr (`interpreters.real.logs`); every usage
+    or input error is one line on stderr, `ssegrade: error: <message>`, with the exit status
+    docs/cli.md gives."""
+    from interpreters.cli.progress import CheckProgress  # noqa: PLC0415 - rich, when it runs
+
+    with logs.speaking(logging.INFO, display=CheckProgress()):
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> NoReturn:
+    try:
+        code = cli.main(args=argv, prog_name="ssegrade", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(0)
+    except click.exceptions.Abort:
+        click.echo("ssegrade: error: aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except Interrupted as interrupted:
+        click.echo(f"ssegrade: {interrupted}", err=True)
+        sys.exit(interrupted.exit_code)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
+        message = " ".join(exc.format_message().split())
+        click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
+        sys.exit(exc.exit_code)
+    except (InputError, NotWritten, click.ClickException) as exc:
+        discard_made()  # a refused grading leaves no empty results folder
+        text = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+        click.echo(f"ssegrade: error: {' '.join(text.split())}", err=True)
+        sys.exit(_status(exc))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _status(exc: Exception) -> int:
+    """The exit status of an error: 2 for bad input, 1 for an output not written."""
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code
+    return 2 if isinstance(exc, InputError) else 1

@@ -1,0 +1,55 @@
+"""Progress lines of a grading on stderr: one when a check starts, one when it ends.
+
+Interpreter layer, the display behind `interpreters.real.logs.StderrHandler`. On a terminal, a
+check that is running shows a live elapsed time (a 30-minute build is never silent), replaced
+by its final line when it ends; elsewhere (a log file, CI) each start and end is one plain
+line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+__all__ = ["CheckProgress"]
+
+
+@dataclass(slots=True)
+class CheckProgress:
+    """`say` prints a line; `started` shows a check running until the next line."""
+
+    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    _live: Progress | None = None
+
+    def _stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def say(self, message: str) -> None:
+        """Print one line (ending the live display of a running check, if any)."""
+        self._stop()
+        self.console.print(message, markup=False, soft_wrap=True)
+
+    def started(self, message: str) -> None:
+        """A check began: a live elapsed time on a terminal, else one line."""
+        self._stop()
+        if not self.console.is_terminal:
+            self.console.print(message, markup=False, soft_wrap=True)
+            return
+        live = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
+        live.add_task(message, total=None)
+        live.start()
+        self._live = live
+
+    def close(self) -> None:
+        """End the live display (at the end of grading, or on an interrupt)."""
+        self._stop()

@@ -1,0 +1,98 @@
+"""The options of every command that runs task scripts: their environment
+(`script_env_options`) and their containment (`containment_options`), gathered in
+`ScriptOptions`.
+
+Interpreter layer (command line). `--script-env NAME` takes this process's value when the
+option is parsed: a variable whose name looks like a credential reaches scripts only so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from interpreters.real.runner import DEFAULT_TMP_SIZE
+from interpreters.real.runner.options import ScriptOptions
+
+__all__ = ["ScriptOptions", "containment_options", "script_env_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _env_pairs(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for item in values:
+        name, equals, value = item.partition("=")
+        if not _ENV_NAME.match(name):
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE or NAME")
+        if not equals:  # our own value, given on purpose (a credential, say)
+            if name not in os.environ:
+                raise click.BadParameter(f"{name} is not set in this environment")
+            value = os.environ[name]
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def _bytes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    text = value.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) <= 0:
+        raise click.BadParameter(f"{value!r} is not a number of bytes (e.g. 2G, 512M)")
+    return int(digits) * scale
+
+
+def script_env_options(command: F) -> F:
+    """`--script-env NAME=VALUE|NAME` (repeatable), `--clean-env`, `--script-memory BYTES`."""
+    command = click.option(
+        "--script-memory",
+        callback=_bytes,
+        help="Memory limit of each script, bytes (K/M/G suffixes).",
+    )(command)
+    command = click.option(
+        "--clean-env",
+        is_flag=True,
+        help="Scripts get only PATH and the locale, not this environment.",
+    )(command)
+    return click.option(
+        "--script-env",
+        multiple=True,
+        callback=_env_pairs,
+        metavar="NAME=VALUE|NAME",
+        help="Add or override a variable of the scripts' environment; NAME alone passes this "
+        "environment's value, even of a variable that looks like a credential (repeatable).",
+    )(command)
+
+
+def containment_options(command: F) -> F:
+    """`--containment full|weak`, `--script-network loopback|host`, `--script-tmp-size`."""
+    command = click.option(
+        "--script-tmp-size",
+        callback=_bytes,
+        metavar="BYTES",
+        help=f"Size of each script's private /tmp, /var/tmp and /dev/shm (K/M/G suffixes; "
+        f"default {DEFAULT_TMP_SIZE >> 30}G each).",
+    )(command)
+    command = click.option(
+        "--script-network",
+        type=click.Choice(["loopback", "host"]),
+        default="loopback",
+        show_default=True,
+        help="Scripts' network: a namespace of their own with only loopback, or the host's.",
+    )(command)
+    return click.option(
+        "--containment",
+        type=click.Choice(["full", "weak"]),
+        help="full: PID, mount and network namespaces, private /tmp, a pids cgroup, or no "
+        "grading; weak: own session and a sweep [default: full as root, weak otherwise].",
+    )(command)

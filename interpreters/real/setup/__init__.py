@@ -1,0 +1,50 @@
+"""Before and around grading, for every entry point: the inputs checked, the results folder
+held, the one set-up of a grading (`grading_setup`), and a result written whatever happens.
+
+Interpreter layer, with no command-line code: errors are plain exceptions (`InputError`,
+`NotWritten`, `Interrupted`) that the commands alone turn into exit statuses.
+
+| module | its one job |
+|---|---|
+| `errors` | what the Python API raises |
+| `inputs` | the task, the source tree and the runner checked; the hidden material locked |
+| `folders` | the results folder made ready and held |
+| `baselines` | the baseline and the grading repo |
+| `prepare` | `grading_setup`: scratch folder, locks, baseline, grading repo, places |
+| `graded` | a grading whose `result.json` is written whatever happens |
+"""
+
+from interpreters.real.resultsfolder import DEFAULT_RESULTS
+from interpreters.real.setup.baselines import grading_repo, keep_repo_copy
+from interpreters.real.setup.errors import InputError, Interrupted, NotWritten
+from interpreters.real.setup.folders import (
+    RESULTS_ENTRIES,
+    discard_made,
+    hold_results,
+    make_results,
+)
+from interpreters.real.setup.graded import graded, interrupts_raise, verdict_line
+from interpreters.real.setup.inputs import Inputs, load_inputs, lock_task
+from interpreters.real.setup.prepare import SetUp, Sources, grading_setup
+
+__all__ = [
+    "DEFAULT_RESULTS",
+    "RESULTS_ENTRIES",
+    "InputError",
+    "Inputs",
+    "Interrupted",
+    "NotWritten",
+    "SetUp",
+    "Sources",
+    "discard_made",
+    "graded",
+    "grading_repo",
+    "grading_setup",
+    "hold_results",
+    "interrupts_raise",
+    "keep_repo_copy",
+    "load_inputs",
+    "lock_task",
+    "make_results",
+    "verdict_line",
+]

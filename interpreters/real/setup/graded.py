@@ -1,0 +1,88 @@
+"""A grading whose result is written whatever happens: an interrupt, a crash, a time limit.
+
+Interpreter layer. `graded` runs a grading with SIGTERM and SIGINT turned into
+`GradingInterrupted` where it is, and writes an `error` result itself when something escapes
+the grading program.
+"""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from interpreters.real import files, holding
+from interpreters.real.setup.errors import Interrupted, NotWritten
+from interpreters.real.unraisable import signal_again, unraisable_here
+from ssegrade import EvaluationResult, RuntimeResult, verdict
+from ssegrade.program import GradingInterrupted
+
+__all__ = ["graded", "interrupts_raise", "verdict_line"]
+
+
+@dataclass(slots=True)
+class _Signals:
+    first: int | None = None
+
+
+@contextmanager
+def interrupts_raise() -> Iterator[_Signals]:
+    """The first SIGTERM or SIGINT raises `GradingInterrupted` where grading is; later ones
+    are only noted, so that the result (and the clean-up) is written whole."""
+    state = _Signals()
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if state.first is not None:
+            return
+        if unraisable_here(frame):  # raised there, it would be lost: signalled again later
+            signal_again(signum)
+            return
+        state.first = signum
+        raise GradingInterrupted(signal.Signals(signum).name)
+
+    previous: dict[signal.Signals, Any] = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, interrupt)
+        yield state
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def graded(
+    results: Path, runtime: RuntimeResult, grade: Callable[[], EvaluationResult]
+) -> EvaluationResult:
+    """Run `grade`; SIGTERM/SIGINT become `GradingInterrupted`, which the grading program
+    turns into an `error` grade, and whatever escapes it still leaves an `error` result.json
+    behind (`NotWritten` when even that cannot be written). After an interrupt, raises
+    `Interrupted` (exit 130 or 143) once the result is written."""
+    with interrupts_raise() as signals:
+        try:
+            result = grade()
+        except Exception as exc:  # noqa: BLE001 - the grade must still be written
+            if isinstance(exc, GradingInterrupted):
+                patch = verdict.escaped(verdict.Interrupted(exc.signal))
+            else:
+                detail = "".join(traceback.format_exception(exc))
+                patch = verdict.escaped(verdict.Crashed(str(exc), detail))
+            result = EvaluationResult(patch_result=patch, runtime_result=runtime)
+            try:
+                files.atomic_write(results / "result.json", result.to_json())
+            except OSError as write_error:
+                raise NotWritten(f"result.json not written: {write_error}") from exc
+        holding.unmark_finished(results)
+    if signals.first is not None:
+        raise Interrupted(signals.first)
+    return result
+
+
+def verdict_line(result: EvaluationResult) -> str:
+    """What `evaluate` prints on stdout: the status, and the first failure if any."""
+    patch = result.patch_result
+    return patch.status if patch.error_msg is None else f"{patch.status}: {patch.error_msg}"

@@ -1,0 +1,218 @@
+"""The text report's tables of rows: shares per model and agent (with the patch guard's
+unflagged share and counts), repeated trials, paired comparisons, and the rules' note.
+
+Interpreter layer, output side, no I/O, under `interpreters.report.table` (which writes the
+whole text): each function gives the lines of one part at a given width, laid out by
+`interpreters.report.text`. A table whose cells do not fit on one line puts each row's label on
+a line of its own and stacks the cells below it: nothing is cut, at any width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from interpreters.report.guard import GUARD_HEAD, UNFLAGGED, flag_counts, guarded_rows
+from interpreters.report.tasks import SHARES
+from interpreters.report.text import Column, Row, fits, table, wrap
+from ssegrade.report import Comparison, Report, Share
+from ssegrade.report import Row as ReportRow
+from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
+
+__all__ = ["comparisons_table", "guard_lines", "rows_table", "rules_note", "trials_table"]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _minutes(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
+
+
+def _share(share: Share, sep: str = " ") -> str:
+    """`62% 5/8 (31–86%)` on one line, or its three parts on lines of their own."""
+    if share.share is None:
+        return "n/a"
+    interval = f"{_pct(share.low)[:-1]}–{_pct(share.high)}"
+    if sep == "\n":
+        return f"{_pct(share.share)}\n{share.passed}/{share.of}\n{interval}"
+    return f"{_pct(share.share)} {share.passed}/{share.of} ({interval})"
+
+
+def _label(model: str, agent: str) -> str:
+    return f"{model} · {agent}"
+
+
+def _paragraph(text: str, width: int) -> list[str]:
+    return wrap(text, width)
+
+
+def _shares(report: Report) -> list[tuple[str, str]]:
+    """The shares the text shows, the unflagged share after the pass share when a run carries
+    a guard record."""
+    if not guarded_rows(report):
+        return list(SHARES)
+    return [SHARES[0], UNFLAGGED, *SHARES[1:]]
+
+
+def _share_of(row: ReportRow, key: str, sep: str = " ") -> str:
+    share: Share | None = getattr(row, key)
+    return "—" if share is None else _share(share, sep)
+
+
+def rows_table(report: Report, width: int) -> list[str]:
+    """The main table: one line per row when it fits, else each row's label on a line of its
+    own (with its runs, spend, minutes and cost) above its shares, stacked."""
+    shares = _shares(report)
+    wide_columns = [
+        Column("Model"),
+        Column("Agent"),
+        Column("Runs", right=True),
+        Column("Spend", right=True),
+        Column("Min", right=True),
+        Column("$/pass", right=True),
+        *(Column(title) for _, title in shares),
+    ]
+    wide_rows = [
+        Row(
+            [
+                row.model,
+                row.agent,
+                str(row.runs),
+                _money(row.spend),
+                _minutes(row.minutes),
+                _money(row.cost_per_pass),
+                *(_share_of(row, key) for key, _ in shares),
+            ]
+        )
+        for row in report.rows
+    ]
+    if fits(wide_columns, wide_rows, width):
+        return table(wide_columns, wide_rows, width)
+    columns = [Column(title) for _, title in shares]
+    rows = [
+        Row(
+            [_share_of(row, key, "\n") for key, _ in shares],
+            head=f"{_label(row.model, row.agent)}: {row.runs} run{'s' if row.runs != 1 else ''}, "
+            f"spend {_money(row.spend)}, {_minutes(row.minutes)} agent min, "
+            f"{_money(row.cost_per_pass)} per pass",
+        )
+        for row in report.rows
+    ]
+    return table(columns, rows, width)
+
+
+def rules_note(report: Report) -> str:
+    if report.rules == "ssebench":
+        return (
+            "Each share: percent, passed/of and (low–high), the "
+            f"{INTERVAL_NAME}, over every kept run of the row, as SSEBench's report counts; "
+            "PoCs: every PoC ran and passed (PoCs that never ran, or a task without any, count "
+            "as not passed). In SSEBench's order. $/pass: spend per passed run."
+            + _guard_note(report)
+        )
+    return (
+        f"Each share: percent, passed/of and (low–high), the {INTERVAL_NAME}, over the kept "
+        "runs whose task has the check; PoCs: every PoC passed (not run: not passed). Sorted "
+        "by pass share. $/pass: spend per passed run." + _guard_note(report)
+    )
+
+
+def _guard_note(report: Report) -> str:
+    if not guarded_rows(report):
+        return ""
+    return (
+        f" {UNFLAGGED[1]}: passed and raised no patch guard flag, over the same runs as "
+        "Passed (a run without a guard record is not unflagged)."
+    )
+
+
+def guard_lines(report: Report, width: int) -> list[str]:
+    """The patch guard's counts per row: flags among passed runs, runs without a record."""
+    guarded = guarded_rows(report)
+    if not guarded:
+        return []
+    lines = wrap(GUARD_HEAD, width)
+    for row in guarded:
+        lines += wrap(f"  {flag_counts(row)}", width)
+    return lines
+
+
+def _stacked(
+    columns: list[Column], cells: list[list[str]], labels: list[tuple[str, str]], width: int
+) -> list[str]:
+    """One line per row, model and agent first, when it fits; else each label as a head."""
+    with_labels = [Column("Model"), Column("Agent"), *columns]
+    wide = [Row([*label, *row]) for label, row in zip(labels, cells, strict=True)]
+    if fits(with_labels, wide, width):
+        return table(with_labels, wide, width)
+    heads = [_label(*label) for label in labels]
+    return table(columns, [Row(c, head=h) for c, h in zip(cells, heads, strict=True)], width)
+
+
+def trials_table(rows: Sequence[ReportRow], width: int) -> list[str]:
+    columns = [
+        Column("Tasks × trials"),
+        Column("Passed (clustered)"),
+        Column("pass@k"),
+        Column("pass^k"),
+    ]
+    cells = []
+    for row in rows:
+        clustered = (
+            f"{_pct(row.passed.share)} ({_pct(row.clustered.low)[:-1]}–{_pct(row.clustered.high)})"
+            if row.clustered is not None
+            else "—"
+        )
+        cells.append(
+            [
+                f"{row.tasks} × ≥{row.trials}",
+                clustered,
+                "  ".join(f"@{k} {_pct(v)}" for k, v in row.pass_at_k.items()),
+                "  ".join(f"^{k} {_pct(v)}" for k, v in row.pass_hat_k.items()),
+            ]
+        )
+    return [
+        *wrap("Repeated trials: pass@k, pass^k and the task-clustered interval", width),
+        *_stacked(columns, cells, [row.key for row in rows], width),
+        *_paragraph(
+            "pass@k: chance that at least one of k runs of a task passes; pass^k: that all k "
+            f"pass (unbiased estimates, mean over tasks). Clustered: {CLUSTERED_NAME}.",
+            width,
+        ),
+    ]
+
+
+def comparisons_table(comparisons: Sequence[Comparison], width: int) -> list[str]:
+    names = ("Tasks", "Both", "Only A", "Only B", "Neither", "p", "p (Holm)")
+    columns = [Column(name, right=True) for name in names]
+    cells = [
+        [*(str(n) for n in (c.tasks, c.both, c.only_a, c.only_b, c.neither)), *_ps(c)]
+        for c in comparisons
+    ]
+    heads = [f"{c.a} vs {c.b}" for c in comparisons]
+    rows = [Row(c, head=h) for c, h in zip(cells, heads, strict=True)]
+    wide = [Row([h, *c]) for c, h in zip(cells, heads, strict=True)]
+    with_label = [Column("A vs B"), *columns]
+    lines = table(with_label, wide, width) if fits(with_label, wide, width) else None
+    return [
+        *wrap("Paired comparisons on the tasks both rows ran", width),
+        *(lines or table(columns, rows, width)),
+        *_paragraph(
+            "A row passes a task when more than half of its kept runs passed. p: "
+            f"{TEST_NAME}; Holm: adjusted over the comparisons in this table.",
+            width,
+        ),
+    ]
+
+
+def _ps(c: Comparison) -> tuple[str, str]:
+    return _p(c.p_value), _p(c.p_holm)
