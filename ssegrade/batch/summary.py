@@ -9,6 +9,7 @@ runs are graded again (`--force`, or an `error` grade within `--max-attempts`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
@@ -34,7 +35,7 @@ KINDS: tuple[RunKind, ...] = ("passed", "failed", "error", "cached", "skipped")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
 
 class JobsFile(_Frozen):
@@ -49,21 +50,21 @@ class JobsFile(_Frozen):
 class BatchCounts(_Frozen):
     """How many jobs of each kind (each the length of its list in `BatchRuns`)."""
 
-    passed: int = Field(default=0, ge=0)
-    failed: int = Field(default=0, ge=0)
-    error: int = Field(default=0, ge=0)
-    cached: int = Field(default=0, ge=0)
-    skipped: int = Field(default=0, ge=0)
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    error: int = Field(ge=0)
+    cached: int = Field(ge=0)
+    skipped: int = Field(ge=0)
 
 
 class BatchRuns(_Frozen):
     """The run folders (relative to the results folder) of each kind, in the jobs' order."""
 
-    passed: tuple[str, ...] = ()
-    failed: tuple[str, ...] = ()
-    error: tuple[str, ...] = ()
-    cached: tuple[str, ...] = ()
-    skipped: tuple[str, ...] = ()
+    passed: tuple[str, ...]
+    failed: tuple[str, ...]
+    error: tuple[str, ...]
+    cached: tuple[str, ...]
+    skipped: tuple[str, ...]
 
 
 class BatchSummary(_Frozen):
@@ -87,9 +88,15 @@ class BatchSummary(_Frozen):
     @model_validator(mode="after")
     def _counted(self) -> BatchSummary:
         for kind in KINDS:
-            if getattr(self.counts, kind) != len(getattr(self.runs, kind)):
-                raise ValueError(f"counts.{kind} is not the number of runs.{kind}")
+            listed = len(getattr(self.runs, kind))
+            if getattr(self.counts, kind) != listed:
+                raise ValueError(f"counts.{kind} is not the number of runs.{kind} ({listed})")
         return self
+
+    @property
+    def duration(self) -> timedelta:
+        """How long the batch ran."""
+        return self.ended_at - self.started_at
 
     def to_json(self) -> bytes:
         """The document as written: JSON, keys in the model's order, a final newline."""

@@ -1,90 +1,26 @@
 """A batch's summary, `batch.json`, as `ssegrade report DIR --batch` reads it (SPEC §14).
 
 Pure core: `parse_batch` takes the file's bytes; finding and reading the file safely is the
-interpreter's job. The shape is the one `ssegrade batch` writes: ssegrade's version, the
-batch's label, engine, workers and containment, the JOBS file (path, sha256, number of jobs),
-start and end, whether it was interrupted, and per outcome its count and its run folders
-(relative to the results folder). A reader: keys a later version adds are ignored, but every
-key named here must be there with its type, and each count must be its list's length.
+interpreter's job. The shape is the one `ssegrade batch` writes, the model of
+`ssegrade.batch.summary`: ssegrade's version, the batch's label, engine, workers and
+containment, the JOBS file (path, sha256, number of jobs), start and end, whether it was
+interrupted, and per outcome its count and its run folders (relative to the results folder).
+Read as a reader should: keys a later version adds are ignored, but every key of the model
+must be there with its type, and each count must be its list's length.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Literal
-
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 from returns.result import Failure, Result, Success
 
+from ssegrade.batch.summary import KINDS, BatchSummary
 from ssegrade.report.summary import ReadError
 
-__all__ = ["OUTCOMES", "BatchCounts", "BatchJobs", "BatchRuns", "BatchSummary", "parse_batch"]
+__all__ = ["OUTCOMES", "BatchSummary", "parse_batch"]
 
-Outcome = Literal["passed", "failed", "error", "cached", "skipped"]
-
-OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "cached", "skipped")
+OUTCOMES = KINDS
 """What became of a job: graded (by its verdict), its grade reused, or left as it was."""
-
-
-class _Read(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class BatchJobs(_Read):
-    """The JOBS file: its path, the sha256 of its bytes, how many jobs it holds."""
-
-    path: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    count: int = Field(ge=0)
-
-
-class BatchCounts(_Read):
-    """How many jobs had each outcome."""
-
-    passed: int = Field(ge=0)
-    failed: int = Field(ge=0)
-    error: int = Field(ge=0)
-    cached: int = Field(ge=0)
-    skipped: int = Field(ge=0)
-
-
-class BatchRuns(_Read):
-    """The run folders (relative to the results folder) of each outcome."""
-
-    passed: tuple[str, ...]
-    failed: tuple[str, ...]
-    error: tuple[str, ...]
-    cached: tuple[str, ...]
-    skipped: tuple[str, ...]
-
-
-class BatchSummary(_Read):
-    """`batch.json` (see the module's docstring)."""
-
-    ssegrade: str
-    label: str | None
-    engine: Literal["local", "ray"]
-    workers: int = Field(ge=1)
-    containment: str
-    jobs: BatchJobs
-    started_at: AwareDatetime
-    ended_at: AwareDatetime
-    interrupted: bool
-    counts: BatchCounts
-    runs: BatchRuns
-
-    @model_validator(mode="after")
-    def _counted(self) -> BatchSummary:
-        for outcome in OUTCOMES:
-            listed = len(getattr(self.runs, outcome))
-            if getattr(self.counts, outcome) != listed:
-                raise ValueError(f"counts.{outcome} is not the number of runs.{outcome} ({listed})")
-        return self
-
-    @property
-    def duration(self) -> timedelta:
-        """How long the batch ran."""
-        return self.ended_at - self.started_at
 
 
 def parse_batch(data: bytes) -> Result[BatchSummary, ReadError]:
@@ -106,7 +42,7 @@ def parse_batch(data: bytes) -> Result[BatchSummary, ReadError]:
     'Input should be an object'
     """
     try:
-        return Success(BatchSummary.model_validate_json(data))
+        return Success(BatchSummary.model_validate_json(data, strict=False, extra="ignore"))
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in err["loc"])
