@@ -40,6 +40,7 @@ from interpreters.report.io import RunFiles
 from interpreters.report.links import Linker
 from interpreters.report.output import Ending, Reasons, Spool, write_report
 from interpreters.report.render import SHARES
+from interpreters.report.text import minutes, money, p_value, percent
 from ssegrade.checks import grading_order
 from ssegrade.guard.model import KINDS
 from ssegrade.report import DIFFERENCE, Excluded, Report, Row, Share, TaskPart, TaskRow, TaskRun
@@ -79,22 +80,6 @@ def _environment() -> Environment:
     )
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.0f}%"
-
-
-def _money(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _minutes(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
-
-
-def _p(value: float) -> str:
-    return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
-
-
 def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
     """The geometry of one SVG panel: a bar per row for share `key`, with its interval."""
     height = 30 + len(rows) * (_BAR_H + _GAP) + 18
@@ -117,8 +102,8 @@ def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
             bar["hi"] = f"{_LABEL_W + _PLOT_W * share.high:.1f}"
             bar["counts"] = f"{share.passed}/{share.of}"
             bar["tip"] = (
-                f"{row.label}: {share.passed}/{share.of} = {_pct(share.share)}, "
-                f"95% interval {_pct(share.low)}–{_pct(share.high)}"
+                f"{row.label}: {share.passed}/{share.of} = {percent(share.share)}, "
+                f"95% interval {percent(share.low)}–{percent(share.high)}"
             )
         bars.append(bar)
     return {
@@ -173,8 +158,8 @@ def _share_cell(share: Share) -> str:
     if share.share is None:
         return '<td class="num na">n/a</td>'
     return (
-        f'<td class="num"><b>{_pct(share.share)}</b> {share.passed}/{share.of}<br>'
-        f'<span class="ci">{_pct(share.low)}–{_pct(share.high)}</span></td>'
+        f'<td class="num"><b>{percent(share.share)}</b> {share.passed}/{share.of}<br>'
+        f'<span class="ci">{percent(share.low)}–{percent(share.high)}</span></td>'
     )
 
 
@@ -349,10 +334,10 @@ class HtmlSink:
             "interval_name": INTERVAL_NAME,
             "clustered_name": CLUSTERED_NAME,
             "test_name": TEST_NAME,
-            "pct": _pct,
-            "money": _money,
-            "minutes": _minutes,
-            "p": _p,
+            "pct": percent,
+            "money": money,
+            "minutes": minutes,
+            "p": p_value,
         }
         sections = {
             "task_lines": lambda: self._tasks.copy_to(out),

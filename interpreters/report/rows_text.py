@@ -13,7 +13,17 @@ from collections.abc import Sequence
 
 from interpreters.report.guard import GUARD_HEAD, UNFLAGGED, flag_counts, guarded_rows
 from interpreters.report.tasks import SHARES
-from interpreters.report.text import Column, Row, fits, table, wrap
+from interpreters.report.text import (
+    Column,
+    Row,
+    fits,
+    minutes,
+    money,
+    p_value,
+    percent,
+    table,
+    wrap,
+)
 from ssegrade.report import Comparison, Report, Share
 from ssegrade.report import Row as ReportRow
 from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
@@ -21,30 +31,14 @@ from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 __all__ = ["comparisons_table", "guard_lines", "rows_table", "rules_note", "trials_table"]
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.0f}%"
-
-
-def _money(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _minutes(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
-
-
-def _p(value: float) -> str:
-    return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
-
-
 def _share(share: Share, sep: str = " ") -> str:
     """`62% 5/8 (31–86%)` on one line, or its three parts on lines of their own."""
     if share.share is None:
         return "n/a"
-    interval = f"{_pct(share.low)[:-1]}–{_pct(share.high)}"
+    interval = f"{percent(share.low)[:-1]}–{percent(share.high)}"
     if sep == "\n":
-        return f"{_pct(share.share)}\n{share.passed}/{share.of}\n{interval}"
-    return f"{_pct(share.share)} {share.passed}/{share.of} ({interval})"
+        return f"{percent(share.share)}\n{share.passed}/{share.of}\n{interval}"
+    return f"{percent(share.share)} {share.passed}/{share.of} ({interval})"
 
 
 def _label(model: str, agent: str) -> str:
@@ -87,9 +81,9 @@ def rows_table(report: Report, width: int) -> list[str]:
                 row.model,
                 row.agent,
                 str(row.runs),
-                _money(row.spend),
-                _minutes(row.minutes),
-                _money(row.cost_per_pass),
+                money(row.spend),
+                minutes(row.minutes),
+                money(row.cost_per_pass),
                 *(_share_of(row, key) for key, _ in shares),
             ]
         )
@@ -102,8 +96,8 @@ def rows_table(report: Report, width: int) -> list[str]:
         Row(
             [_share_of(row, key, "\n") for key, _ in shares],
             head=f"{_label(row.model, row.agent)}: {row.runs} run{'s' if row.runs != 1 else ''}, "
-            f"spend {_money(row.spend)}, {_minutes(row.minutes)} agent min, "
-            f"{_money(row.cost_per_pass)} per pass",
+            f"spend {money(row.spend)}, {minutes(row.minutes)} agent min, "
+            f"{money(row.cost_per_pass)} per pass",
         )
         for row in report.rows
     ]
@@ -167,17 +161,16 @@ def trials_table(rows: Sequence[ReportRow], width: int) -> list[str]:
     ]
     cells = []
     for row in rows:
-        clustered = (
-            f"{_pct(row.passed.share)} ({_pct(row.clustered.low)[:-1]}–{_pct(row.clustered.high)})"
-            if row.clustered is not None
-            else "—"
-        )
+        clustered = "—"
+        if row.clustered is not None:
+            low, high = percent(row.clustered.low)[:-1], percent(row.clustered.high)
+            clustered = f"{percent(row.passed.share)} ({low}–{high})"
         cells.append(
             [
                 f"{row.tasks} × ≥{row.trials}",
                 clustered,
-                "  ".join(f"@{k} {_pct(v)}" for k, v in row.pass_at_k.items()),
-                "  ".join(f"^{k} {_pct(v)}" for k, v in row.pass_hat_k.items()),
+                "  ".join(f"@{k} {percent(v)}" for k, v in row.pass_at_k.items()),
+                "  ".join(f"^{k} {percent(v)}" for k, v in row.pass_hat_k.items()),
             ]
         )
     return [
@@ -215,4 +208,4 @@ def comparisons_table(comparisons: Sequence[Comparison], width: int) -> list[str
 
 
 def _ps(c: Comparison) -> tuple[str, str]:
-    return _p(c.p_value), _p(c.p_holm)
+    return p_value(c.p_value), p_value(c.p_holm)

@@ -13,7 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Column", "Inert", "Row", "Writer", "fits", "fold", "table", "wrap"]
+__all__ = [
+    "Column",
+    "Inert",
+    "Row",
+    "Writer",
+    "fits",
+    "fold",
+    "minutes",
+    "money",
+    "p_value",
+    "percent",
+    "table",
+    "wrap",
+]
 
 _CONTROLS = {
     code: "\N{REPLACEMENT CHARACTER}"
@@ -162,3 +175,26 @@ class Inert:
     def write(self, text: str) -> int:
         """Write `text`, inert."""
         return self.out.write(text.translate(_CONTROLS))
+
+
+# ---------------------------------------------------------------------------- values
+
+
+def percent(value: float | None) -> str:
+    """A share as a whole percentage (`n/a` when there is none)."""
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def money(value: float | None) -> str:
+    """A spend with two decimals (`—` when unknown)."""
+    return "—" if value is None else f"{value:.2f}"
+
+
+def minutes(value: float | None) -> str:
+    """Minutes with one decimal (`—` when unknown)."""
+    return "—" if value is None else f"{value:.1f}"
+
+
+def p_value(value: float) -> str:
+    """A p-value: three significant digits, in scientific notation below 0.001."""
+    return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
