@@ -24,6 +24,7 @@ from interpreters.batch.verification import TaskVerification, verify_tasks
 from interpreters.cli.options import (
     ScriptOptions,
     containment_options,
+    positive,
     runner_option,
     script_env_options,
 )
@@ -46,12 +47,6 @@ def _show(*, quiet: bool = False, verbose: bool = False) -> None:
         shown.show(logs.level_of(quiet=quiet, verbose=verbose))
 
 
-def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
-    if value is not None and value <= 0:
-        raise click.BadParameter("must be a positive number")
-    return value
-
-
 def _engine_options(command: F) -> F:
     """`--workers`, `--engine`, `--ray-address`, `--timeout`, `--script-timeout`, the
     runner, and the scripts' environment and containment options."""
@@ -60,7 +55,7 @@ def _engine_options(command: F) -> F:
             click.option(
                 "--workers",
                 type=int,
-                callback=_positive,
+                callback=positive,
                 help="Gradings at a time (default: the number of CPUs).",
             ),
             click.option(
@@ -79,13 +74,13 @@ def _engine_options(command: F) -> F:
                 default=3600,
                 show_default=True,
                 type=int,
-                callback=_positive,
+                callback=positive,
                 help="Time limit of each grading, seconds.",
             ),
             click.option(
                 "--script-timeout",
                 type=int,
-                callback=_positive,
+                callback=positive,
                 help="Time limit of each script, seconds (default: the time left).",
             ),
             runner_option,
@@ -137,7 +132,7 @@ def _bad_input() -> Iterator[None]:
     default=1,
     show_default=True,
     type=int,
-    callback=_positive,
+    callback=positive,
     help="Grade each control this many times (finds flaky checks).",
 )
 @_engine_options
@@ -267,7 +262,7 @@ def _flag_line(flag: Flag) -> str:
     default=2,
     show_default=True,
     type=int,
-    callback=_positive,
+    callback=positive,
     help="Grade a run graded `error` again on resume, up to this many attempts in all.",
 )
 @click.option("--no-retry", is_flag=True, help="Keep runs graded `error` as they are.")

@@ -10,19 +10,19 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from interpreters.cli.options import (
     ScriptOptions,
-    containment_options,
+    positive,
     quiet_option,
     repo_option,
     results_option,
-    runner_option,
-    script_env_options,
+    scripts_options,
     source_option,
     task_option,
     verbose_option,
@@ -50,6 +50,8 @@ __all__ = [
 DEFAULT_AGENT_SOCKET = "/run/ssebench/daemon.sock"
 DEFAULT_ADMIN_SOCKET = "/run/ssebench-admin/admin.sock"
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 # ---------------------------------------------------------------------------- ssegrade daemon
 
@@ -60,10 +62,15 @@ def _port(_ctx: click.Context, _param: click.Parameter, value: int | None) -> in
     return value
 
 
-def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
-    if value <= 0:
-        raise click.BadParameter("must be a positive number of seconds")
-    return value
+def _socket_option(flag: str, envvar: str, default: str, what: str) -> Callable[[F], F]:
+    return click.option(
+        flag,
+        envvar=envvar,
+        default=default,
+        show_default=True,
+        type=click.Path(path_type=Path),
+        help=f"{what} [env {envvar}].",
+    )
 
 
 @click.command("daemon")
@@ -71,21 +78,14 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
 @source_option
 @repo_option
 @results_option
-@click.option(
-    "--agent-socket",
-    envvar="SSE_DAEMON_SOCKET",
-    default=DEFAULT_AGENT_SOCKET,
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Agent-facing socket, mode 0666 [env SSE_DAEMON_SOCKET].",
+@_socket_option(
+    "--agent-socket", "SSE_DAEMON_SOCKET", DEFAULT_AGENT_SOCKET, "Agent-facing socket, mode 0666"
 )
-@click.option(
+@_socket_option(
     "--admin-socket",
-    envvar="SSE_ADMIN_SOCKET",
-    default=DEFAULT_ADMIN_SOCKET,
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Admin socket, mode 0600 in a 0700 folder [env SSE_ADMIN_SOCKET].",
+    "SSE_ADMIN_SOCKET",
+    DEFAULT_ADMIN_SOCKET,
+    "Admin socket, mode 0600 in a 0700 folder",
 )
 @click.option(
     "--http-port",
@@ -107,12 +107,10 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
     default=3600,
     show_default=True,
     type=int,
-    callback=_positive,
+    callback=positive,
     help="Longest an agent's script may run, seconds; the evaluator sets its own.",
 )
-@runner_option
-@script_env_options
-@containment_options
+@scripts_options
 @click.option(
     "--agent-user",
     envvar="SSE_AGENT_USER",

@@ -20,12 +20,11 @@ from returns.pipeline import is_successful
 from interpreters.cli.entry import EXTRAS
 from interpreters.cli.options import (
     ScriptOptions,
-    containment_options,
+    positive,
     quiet_option,
     repo_option,
     results_option,
-    runner_option,
-    script_env_options,
+    scripts_options,
     source_option,
     task_option,
     verbose_option,
@@ -182,12 +181,6 @@ def _agent_int(
     return check
 
 
-def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
-    if value is not None and value <= 0:
-        raise click.BadParameter("must be a positive number of seconds")
-    return value
-
-
 @cli.command()
 @task_option
 @source_option
@@ -206,18 +199,16 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
     default=3600,
     show_default=True,
     type=int,
-    callback=_positive,
+    callback=positive,
     help="Time limit of the whole evaluation, seconds [env TIMEOUT].",
 )
 @click.option(
     "--script-timeout",
     type=int,
-    callback=_positive,
+    callback=positive,
     help="Time limit of each script, seconds (default: the time left).",
 )
-@runner_option
-@script_env_options
-@containment_options
+@scripts_options
 @click.option(
     "--agent-duration",
     envvar="AGENT_DURATION",

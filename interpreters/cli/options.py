@@ -19,17 +19,26 @@ from interpreters.real.runner.options import ScriptOptions
 __all__ = [
     "ScriptOptions",
     "containment_options",
+    "positive",
     "quiet_option",
     "repo_option",
     "results_option",
     "runner_option",
     "script_env_options",
+    "scripts_options",
     "source_option",
     "task_option",
     "verbose_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    """Option callback: the value, unless it is zero or less (one line, exit 2)."""
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be a positive number")
+    return value
 
 
 def task_option(command: F) -> F:
@@ -82,6 +91,11 @@ def runner_option(command: F) -> F:
     return click.option(
         "--runner-user", help="User that runs task scripts when root (default sse-runner)."
     )(command)
+
+
+def scripts_options(command: F) -> F:
+    """How the task's scripts run: `--runner-user`, their environment and their containment."""
+    return runner_option(script_env_options(containment_options(command)))
 
 
 def verbose_option(help_text: str) -> Callable[[F], F]:
