@@ -32,6 +32,7 @@ from interpreters.real.private import (
     read_trusted,
     trusted,
 )
+from interpreters.real.setup.folders import RESULTS_ENTRIES
 from ssegrade import Status
 
 __all__ = [
@@ -46,21 +47,9 @@ __all__ = [
 
 SUMMARY = "summary.json"
 """The batch's document of a run, written last."""
-RUN_ENTRIES = frozenset(
-    {
-        "result.json",
-        "final.patch",
-        "commits.log",
-        "source.tar.gz",
-        "checks.jsonl",
-        "guard.json",
-        "logs",
-        SUMMARY,
-        INCOMPLETE,
-        LOCK,
-    }
-)
-"""What a run folder may hold; a folder holding anything else is not a run folder."""
+RUN_ENTRIES = (RESULTS_ENTRIES - {"agent-phase"}) | {SUMMARY, INCOMPLETE, LOCK}
+"""What a run folder may hold (what a grading writes but the daemon's agent phase, and the
+batch's own marks); a folder holding anything else is not a run folder."""
 _MARKS = (SUMMARY, "result.json", INCOMPLETE, LOCK)
 """Any of these makes a folder a run folder: no other run folder may lie inside it."""
 _MAX_DOCUMENT = 64 << 20
