@@ -25,10 +25,17 @@ def verdict_grade(
     force: bool = False,
 ) -> EvaluationResult:
     """A stand-in for grading: `passed` when the patch says `fixed`, `error` when it says
-    `crash`, else `failed`; writes the files a grading writes."""
+    `crash`, else `failed`; writes the files a grading writes. A patch naming `fault-once`
+    meets a host fault (raises as a grading whose host broke down does) the first time it is
+    graded (a mark beside the task folder remembers it), and `fault-always` every time."""
     data = patch if isinstance(patch, bytes) else patch.read_bytes()
     if b"crash" in data:
         raise RuntimeError("the grading crashed")
+    if b"fault-" in data:
+        mark = task.parent.parent / f"faulted-{data.split()[-1].decode()}"
+        if b"fault-always" in data or (b"fault-once" in data and not mark.exists()):
+            mark.touch()
+            raise OSError(28, "No space left on device")
     status: Status = "passed" if b"fixed" in data else "failed"
     result = EvaluationResult(
         patch_result=PatchResult(status=status, build_success=status == "passed"),

@@ -116,6 +116,18 @@ def capture_ok(source: Path, baseline: git.Baseline) -> Capture:
     return value
 
 
+def edited(
+    tmp: Path, before: dict[str, Entry], after: dict[str, Entry]
+) -> tuple[Path, git.Baseline, Capture]:
+    """A repo of `before` under `tmp`, its baseline recorded, then rewritten to `after` (its
+    `.git` kept) and captured: the source tree, the baseline and the capture."""
+    source = make_repo(tmp / "src", before)
+    baseline = record(source, tmp / "baseline")
+    clear(source)
+    write(source, after)
+    return source, baseline, capture_ok(source, baseline)
+
+
 def rebuild(baseline: git.Baseline, captured: Capture, dest: Path) -> Path:
     """Pristine checkout plus the patch, after checking the fidelity proof."""
     proof = git.prove(baseline, captured.patch, captured.base_tree)

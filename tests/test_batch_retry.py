@@ -1,6 +1,6 @@
 """Resume grades again what errored: `run_batch` on real task folders and real worker
-processes, with a grading function that meets a host fault (it raises, as a grading whose
-host broke down does) the first time it grades a patch, or every time."""
+processes, with the stand-in grader of `tests.batchkit`, whose `fault-once` and `fault-always`
+patches meet a host fault the first time they are graded, or every time."""
 
 from __future__ import annotations
 
@@ -11,33 +11,10 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BatchReport, run_batch
-from ssegrade import EvaluationResult, RuntimeResult
 from tests.batchkit import Quiet, verdict_grade
 from tests.realtask import make_task
 
 pytestmark = pytest.mark.slow
-
-
-def faulty_grade(
-    task: Path,
-    patch: Path | bytes,
-    repo: Path,
-    results: Path,
-    *,
-    timeout: int = 3600,
-    script_timeout: int | None = None,
-    runner_user: str | None = None,
-    runtime: RuntimeResult | None = None,
-    force: bool = False,
-) -> EvaluationResult:
-    """`verdict_grade`, but a patch naming `fault-once` meets a host fault the first time it
-    is graded (a mark beside the task folder remembers it), and `fault-always` every time."""
-    data = patch if isinstance(patch, bytes) else patch.read_bytes()
-    mark = task.parent.parent / f"faulted-{data.split()[-1].decode()}"
-    if b"fault-always" in data or (b"fault-once" in data and not mark.exists()):
-        mark.touch()
-        raise OSError(28, "No space left on device")
-    return verdict_grade(task, data, repo, results, timeout=timeout, runtime=runtime, force=force)
 
 
 @pytest.fixture
@@ -66,7 +43,7 @@ def batch(world: Path, **options: Any) -> tuple[BatchReport, list[str]]:
         world / "jobs.jsonl",
         world / "results",
         workers=2,
-        grade=faulty_grade,
+        grade=verdict_grade,
         reporter=said,
         **options,
     )

@@ -25,7 +25,7 @@ from ssegrade.effects import ApplyError, Capture
 from tests.gittrees import (
     Entry,
     capture_ok,
-    clear,
+    edited,
     make_repo,
     rebuild,
     record,
@@ -474,12 +474,7 @@ def test_capture_then_apply_reproduces_any_small_tree(
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        source = make_repo(tmp / "src", before)
-        baseline = record(source, tmp / "baseline")
-        clear(source)
-        write(source, after)
-
-        captured = capture_ok(source, baseline)
+        source, baseline, captured = edited(tmp, before, after)
 
         assert (captured.patch == b"") == (captured.new_tree == captured.base_tree)
         assert snapshot(rebuild(baseline, captured, tmp / "repo")) == snapshot(source)

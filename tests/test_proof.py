@@ -19,12 +19,11 @@ from tests.gittrees import (
     Entry,
     agent_env,
     capture_ok,
-    clear,
+    edited,
     make_repo,
     record,
     run,
     trees,
-    write,
 )
 
 pytestmark = pytest.mark.slow
@@ -52,12 +51,7 @@ def test_the_proof_along_the_paths_equals_the_whole_proof(
     before: dict[str, Entry], after: dict[str, Entry]
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        tmp = Path(folder)
-        source = make_repo(tmp / "src", before)
-        baseline = record(source, tmp / "baseline")
-        clear(source)
-        write(source, after)
-        captured = capture_ok(source, baseline)
+        _source, baseline, captured = edited(Path(folder), before, after)
 
         along, whole = both(baseline, captured.patch, captured.base_tree)
 
