@@ -368,6 +368,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     tag, parent = argv
+    os.chdir("/")  # holds no folder of its parent's busy
     guard(tag, parent)
     return 0
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,10 +33,20 @@ class _Guardian:
     tag: str
     parent: str
     pipe: int | None
-    process: subprocess.Popen[bytes] | None
+    child: int | None
+    """The guardian's pid (a child of `pid`), None when it could not start."""
 
     def alive(self) -> bool:
-        return self.pipe is not None and self.process is not None and self.process.poll() is None
+        """Whether the guardian still runs (reaped here once it has ended)."""
+        if self.pipe is None or self.child is None:
+            return False
+        try:
+            ended, _status = os.waitpid(self.child, os.WNOHANG)
+        except ChildProcessError:
+            ended = self.child
+        if ended:
+            self.child = None
+        return not ended
 
     def tell(self, line: bytes) -> bool:
         """Send one line; False when the guardian is gone."""
@@ -65,23 +74,23 @@ def _start() -> _Guardian:
         parent,
     ]
     read, write = os.pipe()  # not inherited: only this process holds the writing end
+    # Spawned, not a `Popen`: it is meant to outlive this process, and a `Popen` still
+    # running when it is collected (at exit, or dropped by a forked child) warns.
+    actions = [
+        (os.POSIX_SPAWN_DUP2, read, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
     try:
-        process = subprocess.Popen(
-            command,
-            stdin=read,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C at the terminal is not for it
-            cwd="/",
-            env=TOOL_ENV,
-        )
+        # Its own session: a Ctrl-C at the terminal is not for it. It moves to `/` itself.
+        child = os.posix_spawn(command[0], command, TOOL_ENV, file_actions=actions, setsid=True)
     except OSError:
         os.close(write)
         return _Guardian(os.getpid(), tag, parent, None, None)
     finally:
         with contextlib.suppress(OSError):
             os.close(read)
-    return _Guardian(os.getpid(), tag, parent, write, process)
+    return _Guardian(os.getpid(), tag, parent, write, child)
 
 
 def _guardian() -> _Guardian:
