@@ -46,7 +46,9 @@ class ScriptResult:
 
     # Read as it is written, nothing coerced nor added, an instance checked too: a reply, a
     # recorded answer or an interpreter's answer of the wrong shape is refused.
-    __pydantic_config__ = ConfigDict(extra="forbid", strict=True, revalidate_instances="always")
+    __pydantic_config__ = ConfigDict(
+        defer_build=True, extra="forbid", strict=True, revalidate_instances="always"
+    )
 
     code: int
     stdout: str = ""

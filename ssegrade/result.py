@@ -76,7 +76,7 @@ func_test_success=None, intent_test_success=None, error_msg=None, error_log=None
 class PatchResult(BaseModel):
     """The grade of one patch; fields in the order `result.json` writes them."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
     status: Status
     build_success: bool | None = None
@@ -127,7 +127,7 @@ class PatchResult(BaseModel):
 class RuntimeResult(BaseModel):
     """How the agent and the evaluator ran."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
     agent_duration: int = 0
     agent_timeout: bool = False
@@ -138,7 +138,7 @@ class RuntimeResult(BaseModel):
 class EvaluationResult(BaseModel):
     """The whole `result.json`. Extra top-level keys (e.g. `config`) are kept as they are."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
     patch_result: PatchResult
     runtime_result: RuntimeResult = RuntimeResult()

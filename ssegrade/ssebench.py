@@ -68,7 +68,7 @@ class RunConfig(BaseModel):
     None
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
     agent: str
     model: str
@@ -245,7 +245,7 @@ _InTask = Annotated[str, Field(min_length=1, pattern=r"^[^/]")]
 class _Stripped(BaseModel):
     """A section of SSEBench's task model: closed, text stripped before it is checked."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", str_strip_whitespace=True)
 
 
 class _Described(_Stripped):

@@ -60,13 +60,13 @@ InsidePath = Annotated[str, AfterValidator(_inside)]
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
 
 class _Closed(BaseModel):
     """A section whose keys are closed: a typo must never silently drop a check."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class Scripts(_Closed):

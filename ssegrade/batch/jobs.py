@@ -52,7 +52,7 @@ class Job(BaseModel):
     `mode`, `timeout`, `difficulty`, `tool_layer`, `egress` and `plugins` are the SSEBench run
     config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
     task: str = Field(min_length=1)
     patch: str = Field(min_length=1)

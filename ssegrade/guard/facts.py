@@ -17,7 +17,9 @@ __all__ = ["POC_BYTES", "GuardFacts", "ObjectScan", "PocFile", "SanitizerRuntime
 POC_BYTES = 256 << 10
 """The most bytes of one PoC file the guard reads (its start)."""
 
-_WIRE = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+_WIRE = ConfigDict(
+    defer_build=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+)
 """How the facts travel (a trace, the daemon's reply): closed, bytes in base64."""
 
 

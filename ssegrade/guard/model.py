@@ -35,7 +35,7 @@ KINDS: tuple[Kind, ...] = (
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class Flag(_Doc):

@@ -25,7 +25,7 @@ TOOLS = ("bencher", "bash")
 class ToolCall(BaseModel):
     """A tool call read from its body: a bencher action with its flag or PoC, or a command."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     tool: Literal["bencher", "bash"]
     action: Action | None = None

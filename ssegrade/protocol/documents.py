@@ -51,7 +51,7 @@ Listener = Literal["agent", "admin"]
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class ErrorBody(_Doc):

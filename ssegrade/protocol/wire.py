@@ -49,7 +49,7 @@ __all__ = [
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class WireVersion(_Doc):
@@ -231,7 +231,7 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
 class _StoredPatch(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     status: str | None = None
     build_success: StrictBool | None = None
@@ -244,7 +244,7 @@ class _StoredPatch(BaseModel):
 
 
 class _StoredRuntime(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     agent_duration: _I32
     agent_timeout: StrictBool
@@ -252,7 +252,7 @@ class _StoredRuntime(BaseModel):
 
 
 class _Stored(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     patch_result: _StoredPatch
     runtime_result: _StoredRuntime

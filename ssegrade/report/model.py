@@ -39,7 +39,7 @@ RowKey = tuple[str, str]
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
 
 class Share(_Out):
