@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.real.files.compression import _PIECE, _gzip_member, _level
+from interpreters.real.files.compression import _PIECE, gzip_members, _level
 
 _SOURCE = b"""def parse(line: str) -> tuple[str, str]:
     key, _, value = line.partition("=")
@@ -32,9 +32,9 @@ _SOURCE = b"""def parse(line: str) -> tuple[str, str]:
     ),
     st.sampled_from([0, 1, 6]),
 )
-def test_a_block_is_gzip_members_of_exactly_its_bytes(parts: list[bytes], level: int) -> None:
+def test_a_block_isgzip_memberss_of_exactly_its_bytes(parts: list[bytes], level: int) -> None:
     data = b"".join(parts)
-    packed = _gzip_member(data, level)
+    packed = gzip_members(data, level)
     assert gzip.decompress(packed) == data
 
 
@@ -48,5 +48,5 @@ def test_a_piece_is_stored_unless_deflate_halves_it() -> None:
     assert _level(code, 1) == 1
     assert _level(code, 0) == 0
     assert _level(noise[:1000], 6) == 6  # too short to judge
-    packed = _gzip_member(noise + code, 1)
+    packed = gzip_members(noise + code, 1)
     assert len(packed) < len(noise) + len(code) // 3  # the code shrank, the noise grew little

@@ -119,7 +119,8 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     """Record the baseline of the tree the agent will edit, before it runs.
 
     Also keeps a pristine copy of the whole tree, ignored files included (vendored modules),
-    as INTO/repo: the grading repo whenever none is named.
+    as INTO/repo: the grading repo whenever none is named; and the tree's archive, compressed
+    by folder, as INTO/archive.cache: each grading's source.tar.gz reuses what did not change.
 
     \b
     Example:
@@ -137,6 +138,9 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
             raise InputError(
                 f"cannot copy {source} into {base.path}: {exc.strerror or exc}"
             ) from exc
+    cached = files.record_archive_cache(source.absolute(), base.path, level=files.ARCHIVE_LEVEL)
+    if not is_successful(cached):
+        _log.warning("%s (each archive will be written whole)", cached.failure())
     kept = "" if no_repo else f", tree copied to {base.path / git.REPO_COPY}"
     click.echo(f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}{kept}")
 

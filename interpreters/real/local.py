@@ -107,7 +107,9 @@ class LocalSystem:
     _trees: Workspaces = field(init=False)
 
     def __post_init__(self) -> None:
-        self._writer = ResultsWriter(self.places.source, self.places.results, self._check)
+        baseline = self.places.baseline
+        cache = None if baseline is None else baseline.path / files.CACHE_NAME
+        self._writer = ResultsWriter(self.places.source, self.places.results, self._check, cache)
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
         self.places.scratch.chmod(0o711)

@@ -139,6 +139,8 @@ class ResultsWriter:
     results: Path
     check: Callable[[], None] = lambda: None
     """Raises `TimeLimitReached` once the grading's deadline has passed: the archive stops."""
+    cache: Path | None = None
+    """The baseline's archive cache (`files.CACHE_NAME` in its folder), if there is one."""
     _archive: files.ArchiveProcess | None = field(init=False, default=None)
     _asked: bool = field(init=False, default=False)
     """Whether grading asked for the archive (`Archive` answered that it is under way)."""
@@ -158,7 +160,9 @@ class ResultsWriter:
         itself). Only for a tree that no longer changes."""
         if self.source is not None and self._archive is None:
             with contextlib.suppress(OSError):
-                self._archive = files.start_archive(self.source, self.results / ARCHIVE_NAME)
+                self._archive = files.start_archive(
+                    self.source, self.results / ARCHIVE_NAME, self.cache
+                )
 
     def finish_archive(self) -> None:
         """Wait for the archive under way, if any, until the deadline; a failure is noted. An
@@ -177,6 +181,13 @@ class ResultsWriter:
             return
         if not is_successful(finished):
             self._not_archived(finished.failure())
+        else:
+            self._archived(finished.unwrap())
+
+    def _archived(self, said: str | None) -> None:
+        if said:
+            _log.debug(said)
+            self.note(said)
 
     def stop_archive(self) -> None:
         """Stop the archive under way, if any, leaving nothing of it."""
@@ -197,7 +208,13 @@ class ResultsWriter:
                     return Success(None)
                 self.start_archive()
                 if self._archive is None:  # no child process: written here, before the grade
-                    return archive_whole(self.source, self.results / ARCHIVE_NAME, self.check)
+                    archived = archive_whole(
+                        self.source, self.results / ARCHIVE_NAME, self.check, self.cache
+                    )
+                    if is_successful(archived):
+                        self._archived(archived.unwrap())
+                        return Success(None)
+                    return archived
                 self._asked = True
                 return Success(None)  # under way; waited for once result.json is written
             case CheckStarted(name=name, poc=poc):
@@ -232,13 +249,14 @@ class ResultsWriter:
 
 
 def archive_whole(
-    source: Path, dest: Path, check: Callable[[], None]
-) -> Result[None, ArchiveError]:
-    """Archive `source` to `dest`, stopping when `check` raises: whole or absent."""
+    source: Path, dest: Path, check: Callable[[], None], cache: Path | None = None
+) -> Result[str | None, ArchiveError]:
+    """Archive `source` to `dest`, stopping when `check` raises: whole or absent; what the
+    archive cache `cache` spared, if any."""
     try:
-        archived = files.archive(source, dest, check=check)
+        archived = files.archive(source, dest, check=check, cache=cache)
     except TimeLimitReached:
         return Failure(ArchiveError("not finished within the time limit"))
     if is_successful(archived):
-        return Success(None)
+        return Success(archived.unwrap())
     return Failure(ArchiveError(archived.failure()))

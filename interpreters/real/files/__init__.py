@@ -15,21 +15,26 @@ up twice.
 | `idmap` | the user namespace of an idmapped mount |
 | `compression` | gzip compressed on `WORKERS` threads, stored where deflate does not pay |
 | `tarstream` | a tree as a tar stream |
+| `archive_cache` | the baseline's archive cache, and the archiver that reuses its pieces |
 | `archiving` | `archive` and `start_archive`: the source archive, whole or absent |
 | `atomic` | `atomic_write` |
 | `removal` | `remove_tree`, and `remove_later` in a process of its own |
 """
 
-from interpreters.real.files.archiving import ArchiveProcess, archive, start_archive
+from interpreters.real.files.archive_cache import CACHE_NAME, record_archive_cache
+from interpreters.real.files.archiving import ARCHIVE_LEVEL, ArchiveProcess, archive, start_archive
 from interpreters.real.files.atomic import atomic_write
 from interpreters.real.files.fresh import fresh_copy
 from interpreters.real.files.removal import remove_later, remove_tree
 
 __all__ = [
+    "ARCHIVE_LEVEL",
+    "CACHE_NAME",
     "ArchiveProcess",
     "archive",
     "atomic_write",
     "fresh_copy",
+    "record_archive_cache",
     "remove_later",
     "remove_tree",
     "start_archive",

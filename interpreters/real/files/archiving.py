@@ -19,6 +19,7 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
+from interpreters.real.files.archive_cache import Cache, ReusingArchiver, open_cache
 from interpreters.real.files.compression import ParallelGzip
 from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
 from interpreters.real.files.tarstream import Archiver
@@ -40,22 +41,42 @@ def _never() -> None:
     return None
 
 
-def _write_archive(source: Path, fd: int, check: Check, level: int) -> None:
-    """Write the tar.gz of `source` to `fd`; raises on failure."""
+def _write_archive(
+    source: Path, fd: int, check: Check, level: int, cache: Path | None = None
+) -> str | None:
+    """Write the tar.gz of `source` to `fd`, reusing what it can of the archive cache at
+    `cache`; raises on failure. Says what the cache spared (None without one)."""
+    opened = None if cache is None else open_cache(cache)
     root = os.open(source, DIR_FLAGS)
     try:
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="archive") as pool:
             out = ParallelGzip(fd, level, pool, check)
-            Archiver(out, check, {}).tree(root, source.name)
+            if isinstance(opened, Cache):
+                reusing = ReusingArchiver(out, check, {}, opened, out)
+                reusing.tree(root, source.name)
+            else:
+                Archiver(out, check, {}).tree(root, source.name)
             out.finish()
     finally:
         os.close(root)
+        if isinstance(opened, Cache):
+            opened.close()
     os.fsync(fd)
+    if isinstance(opened, Cache):
+        written = os.fstat(fd).st_size
+        share = reusing.reused / written if written else 0.0
+        return f"{share:.0%} of the archive reused from the baseline's archive cache"
+    return opened
 
 
 def archive(
-    source: Path, dest: Path, *, check: Check | None = None, level: int = ARCHIVE_LEVEL
-) -> Result[None, str]:
+    source: Path,
+    dest: Path,
+    *,
+    check: Check | None = None,
+    level: int = ARCHIVE_LEVEL,
+    cache: Path | None = None,
+) -> Result[str | None, str]:
     """Write `source` as a gzip-compressed tar file at `dest` (members under `source.name/`).
 
     The tree is walked with directory descriptors, so no symlink is ever followed and no path
@@ -64,13 +85,15 @@ def archive(
     (gzip `level` where it pays, stored elsewhere) runs on `WORKERS` threads. `check` is
     called between entries and reads: what it raises stops the archive and is raised again,
     leaving no file. Best effort otherwise: any failure gives `Failure(message)` and leaves no
-    partial file at `dest`.
+    partial file at `dest`. With `cache` (the baseline's archive cache), the pieces of
+    entries unchanged since it was recorded are copied from it; the answer says how much
+    (None without a cache).
     """
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
         try:
-            _write_archive(source, fd, check if check is not None else _never, level)
+            said = _write_archive(source, fd, check if check is not None else _never, level, cache)
         finally:
             os.close(fd)
         os.chmod(tmp, 0o644)
@@ -82,7 +105,7 @@ def archive(
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    return Success(None)
+    return Success(said)
 
 
 @dataclass(slots=True)
@@ -94,11 +117,11 @@ class ArchiveProcess:
     tmp: str
     dest: Path
 
-    def finish(self, timeout: float | None) -> Result[None, str]:
+    def finish(self, timeout: float | None) -> Result[str | None, str]:
         """Wait at most `timeout` seconds (None: until it ends); the archive is then at
-        `dest`, or absent."""
+        `dest`, or absent. Says what the archive cache spared, as `archive` does."""
         try:
-            _out, err = self.process.communicate(
+            out, err = self.process.communicate(
                 timeout=None if timeout is None else max(timeout, 0.0)
             )
         except subprocess.TimeoutExpired:
@@ -115,9 +138,10 @@ class ArchiveProcess:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(self.tmp)
-        return Success(None)
+        said = out.decode(errors="replace").strip()
+        return Success(said or None)
 
-    def wait(self, check: Check) -> Result[None, str]:
+    def wait(self, check: Check) -> Result[str | None, str]:
         """Wait until it ends, calling `check` every `WAIT_SLICE` seconds meanwhile: what `check`
         raises stops the archive, leaving nothing, and is raised again. Then as `finish`."""
         try:
@@ -141,8 +165,9 @@ class ArchiveProcess:
             os.unlink(self.tmp)
 
 
-def start_archive(source: Path, dest: Path) -> ArchiveProcess:
-    """Start writing the archive of `source` to `dest` in a child process (see `archive`).
+def start_archive(source: Path, dest: Path, cache: Path | None = None) -> ArchiveProcess:
+    """Start writing the archive of `source` to `dest` in a child process (see `archive`,
+    also for `cache`).
 
     The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
     once it is whole. The child runs niced (`ARCHIVE_NICENESS`) and stops by itself when its
@@ -152,11 +177,12 @@ def start_archive(source: Path, dest: Path) -> ArchiveProcess:
     try:
         top = Path(__file__).resolve().parents[3]
         code = "from interpreters.real.files.archiving import _archive_child; _archive_child()"
+        where = "" if cache is None else os.fspath(cache)
         process = subprocess.Popen(
-            [sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid())],
+            [sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid()), where],
             env={"PYTHONPATH": str(top), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(fd,),
             cwd="/",
@@ -170,8 +196,10 @@ def start_archive(source: Path, dest: Path) -> ArchiveProcess:
 
 
 def _archive_child() -> None:
-    """The child of `start_archive`: `source fd parent-pid` on its command line."""
+    """The child of `start_archive`: `source fd parent-pid cache` on its command line (an
+    empty `cache`: none); says on stdout what the cache spared."""
     source, fd, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    cache = Path(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
     os.nice(ARCHIVE_NICENESS)
 
     def check() -> None:
@@ -179,6 +207,8 @@ def _archive_child() -> None:
             raise SystemExit("the grading that started the archive is gone")
 
     try:
-        _write_archive(Path(source), fd, check, ARCHIVE_LEVEL)
+        said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, cache)
     except OSError as exc:
         raise SystemExit(f"{source}: {exc}") from None
+    if said:
+        print(said)

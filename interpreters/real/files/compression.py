@@ -6,9 +6,11 @@ Interpreter side (files); the compression of the source archive (SPEC §6).
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 from interpreters.real.files.descriptors import CHUNK, WORKERS, Check
 
@@ -30,7 +32,7 @@ def _level(piece: bytes, level: int) -> int:
     return 0 if len(zlib.compress(piece[:_PROBE], level)) * 2 > _PROBE else level
 
 
-def _gzip_member(data: bytes, level: int) -> bytes:
+def gzip_members(data: bytes, level: int) -> bytes:
     """`data` as gzip members of `_PIECE` bytes each, each at the level `_level` says."""
     out: list[bytes] = []
     for start in range(0, len(data), _PIECE):
@@ -40,10 +42,43 @@ def _gzip_member(data: bytes, level: int) -> bytes:
     return b"".join(out)
 
 
+@dataclass(frozen=True, slots=True)
+class Span:
+    """`length` bytes of the file `fd` from `offset`: gzip members compressed earlier."""
+
+    fd: int
+    offset: int
+    length: int
+
+
+def copy_span(span: Span, fd: int, check: Check) -> None:
+    """Append `span` to `fd` (at its position): in the kernel where it can, read and written
+    here where it cannot."""
+    offset, left = span.offset, span.length
+    while left:
+        check()
+        try:
+            done = os.copy_file_range(span.fd, fd, min(left, CHUNK), offset)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            done = 0
+        if not done:
+            data = memoryview(os.pread(span.fd, min(left, _PIECE), offset))
+            if not data:
+                raise OSError(errno.EIO, "the compressed span ends early")
+            done = len(data)
+            while data:
+                data = data[os.write(fd, data) :]
+        offset += done
+        left -= done
+
+
 class ParallelGzip:
     """Writes what it is given to `fd` as gzip, compressed by `WORKERS` threads at once (zlib
     releases the GIL). The output is a series of gzip members, which every gzip reader takes
-    as one stream (RFC 1952, section 2.2)."""
+    as one stream (RFC 1952, section 2.2); `copy` puts members compressed earlier among them.
+    """
 
     def __init__(self, fd: int, level: int, pool: ThreadPoolExecutor, check: Check) -> None:
         self._fd = fd
@@ -51,7 +86,7 @@ class ParallelGzip:
         self._pool = pool
         self._check = check
         self._buffer = bytearray()
-        self._pending: collections.deque[Future[bytes]] = collections.deque()
+        self._pending: collections.deque[Future[bytes] | Span] = collections.deque()
 
     def write(self, data: bytes) -> None:
         """Add `data` to the stream."""
@@ -61,12 +96,24 @@ class ParallelGzip:
 
     def _submit(self) -> None:
         block, self._buffer = bytes(self._buffer), bytearray()
-        self._pending.append(self._pool.submit(_gzip_member, block, self._level))
+        self._pending.append(self._pool.submit(gzip_members, block, self._level))
+        while len(self._pending) > WORKERS:
+            self._drain_one()
+
+    def copy(self, span: Span) -> None:
+        """Add gzip members compressed earlier, after what was written so far."""
+        if self._buffer:
+            self._submit()
+        self._pending.append(span)
         while len(self._pending) > WORKERS:
             self._drain_one()
 
     def _drain_one(self) -> None:
-        data = memoryview(self._pending.popleft().result())
+        item = self._pending.popleft()
+        if isinstance(item, Span):
+            copy_span(item, self._fd, self._check)
+            return
+        data = memoryview(item.result())
         while data:
             self._check()
             data = data[os.write(self._fd, data[:CHUNK]) :]

@@ -14,9 +14,11 @@ import pwd
 import stat
 import tarfile
 from dataclasses import dataclass
+from typing import Protocol
 
-from interpreters.real.files.compression import ParallelGzip
 from interpreters.real.files.descriptors import DIR_FLAGS, SRC_FLAGS, Check
+
+__all__ = ["Archiver", "Sink", "group_name", "user_name"]
 
 _READ_SIZE = 1 << 20
 _BLOCK = 512
@@ -67,11 +69,18 @@ def _ustar(
     return header[:148] + checksum + header[156:]
 
 
+class Sink(Protocol):
+    """Where the tar stream goes (compressed on its way)."""
+
+    def write(self, data: bytes) -> None:
+        """Add `data` to the stream."""
+
+
 @dataclass(slots=True)
 class Archiver:
     """Writes a tree as a tar stream, walking it with directory descriptors (SPEC §6)."""
 
-    out: ParallelGzip
+    out: Sink
     check: Check
     names: dict[tuple[int, int], tuple[str, str]]
 
@@ -81,7 +90,7 @@ class Archiver:
         """The header of one member (`kind` a tarfile type), named after `st`'s owner."""
         key = (st.st_uid, st.st_gid)
         if key not in self.names:
-            self.names[key] = (_user_name(st.st_uid), _group_name(st.st_gid))
+            self.names[key] = (user_name(st.st_uid), group_name(st.st_gid))
         if kind == tarfile.DIRTYPE:
             name += "/"
         block = _ustar(name, st, kind, size, link, self.names[key])
@@ -134,31 +143,35 @@ class Archiver:
         """Add the files and links of the folder `fd`; answer its subfolders, last first."""
         with os.scandir(fd) as listing:
             found = sorted((entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing)
-        folders: list[str] = []
-        for name, is_dir in found:
-            self.check()
-            if is_dir:
-                folders.append(name)
-            else:
-                self.entry(fd, name, f"{where}/{name}")
+        self.files(fd, where, [name for name, is_dir in found if not is_dir])
+        folders = [name for name, is_dir in found if is_dir]
         folders.reverse()
         return folders
 
-    def entry(self, dfd: int, name: str, path: str) -> None:
-        """The file or link `name` of the folder `dfd`, as `path`; anything else left out."""
+    def files(self, fd: int, where: str, names: list[str]) -> None:
+        """Add the files and links `names` (sorted) of the folder `fd`, archived as `where`."""
+        for name in names:
+            self.check()
+            self.entry(fd, name, f"{where}/{name}")
+
+    def entry(self, dfd: int, name: str, path: str) -> os.stat_result | None:
+        """The file or link `name` of the folder `dfd`, as `path`; anything else left out.
+        Answers the status of what it stored (None: nothing)."""
         try:
             src = os.open(name, SRC_FLAGS, dir_fd=dfd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                self.link(dfd, name, path)
-            elif exc.errno not in (errno.ENXIO, errno.ENOENT, errno.EACCES):
+                return self.link(dfd, name, path)
+            if exc.errno not in (errno.ENXIO, errno.ENOENT, errno.EACCES):
                 raise  # ENXIO: a socket; the others: gone or unreadable, left out
-            return
+            return None
         try:
             st = os.fstat(src)
-            if stat.S_ISREG(st.st_mode):  # FIFOs, devices and folders swapped in: left out
-                self.header(path, st, tarfile.REGTYPE, st.st_size)
-                self.data(src, st.st_size)
+            if not stat.S_ISREG(st.st_mode):  # FIFOs, devices and folders swapped in: left out
+                return None
+            self.header(path, st, tarfile.REGTYPE, st.st_size)
+            self.data(src, st.st_size)
+            return st
         finally:
             os.close(src)
 
@@ -176,25 +189,29 @@ class Archiver:
         if size % _BLOCK:
             self.out.write(bytes(_BLOCK - size % _BLOCK))
 
-    def link(self, dfd: int, name: str, path: str) -> None:
+    def link(self, dfd: int, name: str, path: str) -> os.stat_result | None:
         """The symlink `name` of the folder `dfd`, as `path` (left out if no longer a link)."""
         try:
             target = os.readlink(name, dir_fd=dfd)
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except OSError:
-            return
-        if stat.S_ISLNK(st.st_mode):
-            self.header(path, st, tarfile.SYMTYPE, link=target)
+            return None
+        if not stat.S_ISLNK(st.st_mode):
+            return None
+        self.header(path, st, tarfile.SYMTYPE, link=target)
+        return st
 
 
-def _user_name(uid: int) -> str:
+def user_name(uid: int) -> str:
+    """The name of the user `uid` (empty when it has none)."""
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return ""
 
 
-def _group_name(gid: int) -> str:
+def group_name(gid: int) -> str:
+    """The name of the group `gid` (empty when it has none)."""
     try:
         return grp.getgrgid(gid).gr_name
     except KeyError:

@@ -57,7 +57,8 @@ def daemons_baseline(
 ) -> git.Baseline:
     """The daemon's baseline, before the agent runs: the one an earlier start kept in
     `given`, else recorded now (into `given`, or the scratch folder); with `keep_copy`, a
-    copy of the whole tree is kept beside it, as the grading repo."""
+    copy of the whole tree is kept beside it, as the grading repo. The baseline's archive
+    cache is written beside it too."""
     if given is not None and given.is_dir() and any(given.iterdir()):
         loaded = git.load_baseline(given)
         if not is_successful(loaded):
@@ -73,6 +74,9 @@ def daemons_baseline(
             keep_repo_copy(source, base.path)
         except OSError as exc:
             raise InputError(f"cannot copy {source} as the grading repo: {exc.strerror}") from exc
+    cached = files.record_archive_cache(source, base.path, level=files.ARCHIVE_LEVEL)
+    if not is_successful(cached):
+        _log.warning("%s (each archive will be written whole)", cached.failure())
     _log.info("baseline recorded: commit %s", base.commit)
     return base
 
