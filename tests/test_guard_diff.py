@@ -77,7 +77,7 @@ def test_what_git_writes_is_read_file_by_file(tmp_path: Path) -> None:
     assert (changes["link"].new_mode, changes["link"].added) == ("120000", (b"edit.c",))
     assert changes["blob.bin"].binary
     assert changes["new.bin"].binary
-    assert changes["new.bin"].literal == b"\x7fELF\x00\x01payload" * 10
+    assert changes["new.bin"].content() == b"\x7fELF\x00\x01payload" * 10
     assert (changes["empty"].old_path, changes["empty"].added) == (None, ())
 
 

@@ -275,6 +275,10 @@ class LocalSystem:
             return Failure(CaptureError("no source tree and baseline to capture"))
         if self._ahead is not None and not self._trees.maybe():
             self._ahead.prefetch(None)  # the copy needs no patch yet: it overlaps the capture
+        if self._ahead is not None:
+            # Nothing a grading does touches the source tree: it is already as it will be
+            # after grading, and its archive (mostly copied from the baseline's) overlaps all.
+            self._writer.start_archive()
         captured = git.capture(self.places.source, self.places.baseline, until=self._until())
         if is_successful(captured) and self._time_left():
             self._trees.patch_known(captured.unwrap().patch)  # a view's layer overlaps the proof
@@ -282,8 +286,6 @@ class LocalSystem:
             patch = captured.unwrap().patch
             if patch.strip():  # the check only reads the grading repo: it overlaps the proof
                 self._ahead.start_check(patch, self._git_check)
-            # No check touches the source tree: it is already as it will be after grading.
-            self._writer.start_archive()
         return captured
 
     def _git_check(self, patch: bytes) -> Result[None, ApplyError]:

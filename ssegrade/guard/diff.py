@@ -51,6 +51,15 @@ class FileChange:
     removed: list[bytes] = field(default_factory=list)
     binary: bool = False
     literal: bytes | None = None
+    encoded: list[bytes] | None = field(default=None, repr=False, compare=False)
+    """The base85 lines of the new content of a binary file, until `content` inflates them."""
+
+    def content(self) -> bytes | None:
+        """The new content of a binary file when the patch carries it whole (`literal`,
+        inflated from `encoded` on first use: most gradings never need it)."""
+        if self.literal is None and self.encoded is not None:
+            self.literal, self.encoded = _binary_literal(self.encoded, 0)[0], None
+        return self.literal
 
     @property
     def path(self) -> str:
@@ -263,13 +272,13 @@ class _Reader:
                 continue
             elif self.current is not None:
                 self.extended(text)
-                if line.startswith(b"literal ") and self.current.binary and not self.literals:
-                    i = _skip_block(lines, i + 1)
-                    continue
                 if line.startswith(b"literal ") and self.current.binary:
-                    content, i = _binary_literal(lines, i + 1)
-                    if self.current.literal is None and self.current.new_path is not None:
-                        self.current.literal = content
+                    end = _skip_block(lines, i + 1)
+                    change = self.current
+                    wanted = change.literal is None and change.encoded is None
+                    if self.literals and wanted and change.new_path is not None:
+                        change.encoded = lines[i + 1 : end]  # the new side's: inflated on use
+                    i = end
                     continue
             i += 1
         return self.files

@@ -122,8 +122,9 @@ def haystacks(change: FileChange) -> Iterator[bytes]:
             yield line
             yield from _literals(line)
         yield from _arrays(run)
-    if change.literal is not None:
-        yield change.literal
+    content = change.content()
+    if content is not None:
+        yield content
 
 
 def needles(poc: PocFile) -> Iterator[bytes]:
@@ -173,6 +174,9 @@ def poc_literals(
     >>> poc_literals(parse_diff(patch), [poc])
     [('x.c', 'pocs/crash.gif')]
     """
+    wanted = [(p.path, n) for p in pocs for n in needles(p) if len(n) >= least]
+    if not wanted:  # before the haystacks: a binary file is not inflated for nothing
+        return []
     hay: list[tuple[str, bytes]] = []
     room = HAY_LIMIT
     for change in changes:
@@ -180,8 +184,7 @@ def poc_literals(
             if len(piece) >= least and room > 0:
                 hay.append((change.path, piece[:room]))
                 room -= len(piece)
-    wanted = [(p.path, n) for p in pocs for n in needles(p) if len(n) >= least]
-    if not hay or not wanted:
+    if not hay:
         return []
     found: dict[tuple[str, str], None] = {}
     if sum(len(h) for _, h in hay) <= sum(len(n) for _, n in wanted):
