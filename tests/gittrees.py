@@ -311,3 +311,39 @@ def consistent(tree: dict[str, Entry]) -> bool:
 
 
 trees = st.dictionaries(st.sampled_from(NAMES), entries, max_size=len(NAMES)).filter(consistent)
+
+
+# ---------------------------------------------------------------------------- the agent's edits
+
+TARGETS = tuple(name for name in FILES if name != ".gitignore")
+"""What the agent edits: `.gitignore` stays, so that the tree's ignored paths stay known."""
+NEW = ("src/new.c", "fresh/tree/file.txt", "docs/c.md", "notes.log")
+AFTER = (
+    "content_keep_stat",
+    "truncate_keep_stat",
+    "swap_outside",
+    "swap_twin",
+    "hardlink_twin",
+    "rewrite_same",
+    "touch",
+    "chmod",
+    "chmod_keep_mtime",
+    "delete",
+    "to_link",
+    "to_fifo",
+    "append",
+    "create",
+    "refused_name",
+    "nested_repo",
+)
+"""The edits `edit` plays, stat tricks included."""
+BEFORE = ("content_keep_stat", "touch", "rewrite_same", "swap_outside", "append")
+"""The edits played in the second a baseline is recorded."""
+edits = st.lists(
+    st.tuples(st.sampled_from(AFTER), st.sampled_from(TARGETS + NEW), st.binary(max_size=24)),
+    max_size=6,
+)
+early = st.lists(
+    st.tuples(st.sampled_from(BEFORE), st.sampled_from(TARGETS), st.binary(max_size=8)),
+    max_size=3,
+)

@@ -25,38 +25,11 @@ from hypothesis import strategies as st
 
 from interpreters.real import files
 from interpreters.real.files import archive_cache
-from tests.gittrees import FILES, Pool, age, edit
+from tests.gittrees import Pool, age, early, edit, edits
 
 pytestmark = pytest.mark.slow
 
 EXAMPLES = 20
-TARGETS = tuple(name for name in FILES if name != ".gitignore")
-NEW = ("src/new.c", "fresh/tree/file.txt", "docs/c.md", "notes.log")
-AFTER = (
-    "content_keep_stat",
-    "truncate_keep_stat",
-    "swap_outside",
-    "swap_twin",
-    "hardlink_twin",
-    "rewrite_same",
-    "touch",
-    "chmod",
-    "chmod_keep_mtime",
-    "delete",
-    "to_link",
-    "to_fifo",
-    "append",
-    "create",
-)
-BEFORE = ("content_keep_stat", "touch", "rewrite_same", "swap_outside", "append")
-edits = st.lists(
-    st.tuples(st.sampled_from(AFTER), st.sampled_from(TARGETS + NEW), st.binary(max_size=24)),
-    max_size=6,
-)
-early = st.lists(
-    st.tuples(st.sampled_from(BEFORE), st.sampled_from(TARGETS), st.binary(max_size=8)),
-    max_size=3,
-)
 small_pieces = st.sampled_from([1, 100, 1 << 20])
 """Bytes of tar data per piece: one entry each, a few, or a whole folder."""
 

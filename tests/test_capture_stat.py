@@ -18,27 +18,22 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
 from tests.gittrees import (
-    FILES,
     PAIRS,
     Pool,
     capture_ok,
+    early,
     edit,
+    edits,
     rebuild,
     record,
     snapshot,
 )
 
 pytestmark = pytest.mark.slow
-
-
-TARGETS = tuple(name for name in FILES if name != ".gitignore")
-"""What the agent edits: `.gitignore` stays, so that the tree's ignored paths stay known."""
-NEW = ("src/new.c", "fresh/tree/file.txt", "docs/c.md", "notes.log")
 
 
 def ignored(rel: str) -> bool:
@@ -54,38 +49,6 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Pool:
 
 
 EXAMPLES = 25
-
-
-# ---------------------------------------------------------------------------- the agent's edits
-
-
-AFTER = (
-    "content_keep_stat",
-    "truncate_keep_stat",
-    "swap_outside",
-    "swap_twin",
-    "hardlink_twin",
-    "rewrite_same",
-    "touch",
-    "chmod",
-    "chmod_keep_mtime",
-    "delete",
-    "to_link",
-    "to_fifo",
-    "append",
-    "create",
-    "refused_name",
-    "nested_repo",
-)
-BEFORE = ("content_keep_stat", "touch", "rewrite_same", "swap_outside", "append")
-edits = st.lists(
-    st.tuples(st.sampled_from(AFTER), st.sampled_from(TARGETS + NEW), st.binary(max_size=24)),
-    max_size=6,
-)
-early = st.lists(
-    st.tuples(st.sampled_from(BEFORE), st.sampled_from(TARGETS), st.binary(max_size=8)),
-    max_size=3,
-)
 
 
 def kept_stat(baseline: git.Baseline) -> dict[str, bool]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from interpreters.real import files, holding
+from interpreters.real.files.descriptors import write_all
 from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld, Hold
 from interpreters.real.private import (
     DIR_FLAGS,
@@ -231,9 +232,7 @@ class RunFolders:
         fd = os.open(temp, flags, 0o644, dir_fd=self._top)
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

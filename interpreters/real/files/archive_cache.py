@@ -37,7 +37,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from interpreters.real.files.compression import ParallelGzip, Span, gzip_members
-from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
+from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check, write_all
 from interpreters.real.files.tarstream import Archiver, group_name, user_name
 
 __all__ = [
@@ -163,10 +163,7 @@ class _PieceWriter:
 
     def _drain_one(self) -> None:
         for data in self._pending.popleft().result():
-            view = memoryview(data)
-            while view:
-                self._check()
-                view = view[os.write(self._fd, view) :]
+            write_all(self._fd, data, self._check)
             self.spans.append((self.end, len(data)))
             self.end += len(data)
 
@@ -253,10 +250,7 @@ def record_archive_cache(source: Path, into: Path, *, level: int) -> Result[str,
             finally:
                 os.close(root)
             manifest = _manifest(archiver, pieces.spans)
-            for data in (manifest, _TRAILER.pack(pieces.end, len(manifest), _TAG)):
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+            write_all(fd, manifest + _TRAILER.pack(pieces.end, len(manifest), _TAG))
             os.fsync(fd)
         finally:
             os.close(fd)

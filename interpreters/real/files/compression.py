@@ -12,7 +12,7 @@ import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from interpreters.real.files.descriptors import CHUNK, WORKERS, Check
+from interpreters.real.files.descriptors import CHUNK, WORKERS, Check, write_all
 
 _MEMBER_SIZE = 4 << 20
 """Bytes of tar data per gzip member: members are compressed by `WORKERS` threads at once."""
@@ -64,12 +64,11 @@ def copy_span(span: Span, fd: int, check: Check) -> None:
                 raise
             done = 0
         if not done:
-            data = memoryview(os.pread(span.fd, min(left, _PIECE), offset))
+            data = os.pread(span.fd, min(left, _PIECE), offset)
             if not data:
                 raise OSError(errno.EIO, "the compressed span ends early")
             done = len(data)
-            while data:
-                data = data[os.write(fd, data) :]
+            write_all(fd, data)
         offset += done
         left -= done
 
@@ -113,10 +112,7 @@ class ParallelGzip:
         if isinstance(item, Span):
             copy_span(item, self._fd, self._check)
             return
-        data = memoryview(item.result())
-        while data:
-            self._check()
-            data = data[os.write(self._fd, data[:CHUNK]) :]
+        write_all(self._fd, item.result(), self._check)
 
     def finish(self) -> None:
         """Compress and write what is left."""

@@ -24,3 +24,16 @@ threads than that only contend (on 2 CPUs, one thread each made `evaluate` 7 % f
 
 Check = Callable[[], None]
 """Called between the steps of a walk: what it raises (the time limit) stops the walk."""
+
+
+def _go_on() -> None:
+    return None
+
+
+def write_all(fd: int, data: bytes, check: Check = _go_on) -> None:
+    """Write all of `data` to `fd` at its position, at most `CHUNK` bytes a call, calling
+    `check` before each."""
+    view = memoryview(data)
+    while view:
+        check()
+        view = view[os.write(fd, view[:CHUNK]) :]
