@@ -104,12 +104,30 @@ class Piece:
 @dataclass(slots=True)
 class Cache:
     """An open cache: its file, and its pieces by folder (as the archive names it) and by
-    the name of their first entry."""
+    the name of their first entry, made from the manifest when a folder is first asked for
+    (an archive split among workers makes each folder's in the worker that archives it)."""
 
     fd: int
-    folders: dict[str, dict[str, Piece]]
+    listed: dict[str, list[tuple[int, int, list[Any]]]]
+    """Each folder's pieces as the manifest lists them: offset, length, entries."""
     owners: dict[tuple[int, int], bool]
     """Per owner (uid, gid) of a cached entry: whether its names are still what they were."""
+    made: dict[str, dict[str, Piece]] = field(default_factory=dict)
+
+    def pieces(self, where: str) -> dict[str, Piece]:
+        """The pieces of the folder `where`, by the name of their first entry."""
+        found = self.made.get(where)
+        if found is None:
+            found = self.made[where] = {}
+            for offset, length, listed in self.listed.get(where, ()):
+                # A key of the wrong shape equals no entry's, a damaged entry is no piece:
+                # either is only never reused.
+                try:
+                    entries = tuple((name, tuple(rest)) for name, *rest in listed)
+                    found[entries[0][0]] = Piece(offset, length, entries)
+                except (TypeError, ValueError):
+                    continue
+        return found
 
     def close(self) -> None:
         """Close its file."""
@@ -276,27 +294,26 @@ def _never() -> None:
 # ---------------------------------------------------------------------------- reading
 
 
-def _parse(data: bytes, end: int) -> tuple[dict[str, dict[str, Piece]], list[Any]]:
-    """The pieces by folder and first name, and the owners, of a manifest; ValueError when it
-    is not one, or names bytes beyond `end`."""
+def _parse(data: bytes, end: int) -> tuple[dict[str, list[tuple[int, int, list[Any]]]], list[Any]]:
+    """The pieces by folder (as listed), and the owners, of a manifest; ValueError when it is
+    not one, or names bytes beyond `end`."""
     doc = json.loads(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("folders"), dict):
         raise ValueError("no folders")
     owners = doc.get("owners")
     if not isinstance(owners, list):
         raise ValueError("no owners")
-    folders: dict[str, dict[str, Piece]] = {}
+    folders: dict[str, list[tuple[int, int, list[Any]]]] = {}
     for where, pieces in doc["folders"].items():
-        found: dict[str, Piece] = {}
+        found = folders[str(where)] = []
         for offset, length, listed in pieces:
-            # A key of the wrong shape equals no entry's: it is only never reused.
-            entries = tuple((name, tuple(rest)) for name, *rest in listed)
-            if not entries or type(offset) is not int or type(length) is not int:
+            if type(offset) is not int or type(length) is not int:
                 raise ValueError("a piece without its place")
             if not 0 <= offset <= offset + length <= end:
                 raise ValueError("a piece out of bounds")
-            found[entries[0][0]] = Piece(offset, length, entries)
-        folders[str(where)] = found
+            if not isinstance(listed, list) or not listed:
+                raise ValueError("a piece without its entries")
+            found.append((offset, length, listed))
     return folders, owners
 
 
@@ -345,7 +362,7 @@ class ReusingArchiver(Archiver):
     def files(self, fd: int, where: str, names: list[str]) -> None:
         """The files `names` of one folder: a cached piece wherever its entries follow each
         other here unchanged, each other entry afresh."""
-        pieces = self.cache.folders.get(where)
+        pieces = self.cache.pieces(where)
         if not pieces:
             Archiver.files(self, fd, where, names)
             return
