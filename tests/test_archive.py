@@ -3,10 +3,12 @@ descriptors, never following a link, whole or absent."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
 import tarfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreters.real.files import archive, start_archive
+from interpreters.real.files import archive, split_archive, start_archive
 
 
 class Swap(Exception):
@@ -171,3 +173,82 @@ def test_round_trip_of_any_names(
         assert found[name].isfile()
         assert read_member(dest, name) == data
     assert {n for n, m in found.items() if m.isfile()} == set(written)
+
+
+FOLDERS = st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=4).map(tuple), max_size=12)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(folders=FOLDERS, budget=st.integers(1, 30))
+def test_split_units_cover_each_folder_once_in_archive_order(
+    tmp_path_factory: pytest.TempPathFactory, folders: list[tuple[str, ...]], budget: int
+) -> None:
+    root = tmp_path_factory.mktemp("units")
+    for names in folders:
+        root.joinpath(*names).mkdir(parents=True, exist_ok=True)
+        root.joinpath(*names, "f").write_text("x")
+    every = {()} | {names[:depth] for names in folders for depth in range(1, len(names) + 1)}
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        parts = split_archive.units(fd, budget)
+    finally:
+        os.close(fd)
+
+    assert [unit.names for unit in parts] == sorted(unit.names for unit in parts)
+    alone = {unit.names for unit in parts if not unit.whole}
+    whole = {unit.names for unit in parts if unit.whole}
+    for names in every:  # its files in its own unit, or in the one whole unit above it
+        above = [names[:depth] for depth in range(len(names) + 1) if names[:depth] in whole]
+        assert len(above) + (names in alone) == 1, (names, parts)
+    assert alone | whole <= every
+    if budget == 1:
+        assert parts == [split_archive.Unit((), True)]
+
+
+def test_a_stopped_split_archive_leaves_no_worker_and_no_file(tmp_path: Path) -> None:
+    source = tmp_path / "split-src"
+    for name in ("a", "b", "c"):
+        (source / name).mkdir(parents=True)
+        (source / name / "huge").write_bytes(b"")
+        os.truncate(source / name / "huge", 1 << 40)  # sparse: far too long to read
+    dest = tmp_path / "out" / "source.tar.gz"
+    dest.parent.mkdir()
+
+    failed = start_archive(source, dest, processes=3).finish(timeout=0.5)
+
+    assert "time limit" in failed.failure()
+    assert list(dest.parent.iterdir()) == []
+
+    def workers() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if (
+                    entry.name.isdigit()
+                    and str(source).encode() in (entry / "cmdline").read_bytes()
+                ):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    deadline = time.monotonic() + 10
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert workers() == []
+
+
+def test_a_wide_tree_split_among_workers_is_the_tree_archived_alone(tmp_path: Path) -> None:
+    source = tmp_path / "wide"
+    for number in range(2500):  # more parts than a pipe takes in one atomic write
+        (source / f"d{number:04d}").mkdir(parents=True)
+        (source / f"d{number:04d}" / "f").write_bytes(os.urandom(number % 700))
+    (source / "d0007" / "link").symlink_to("../d0008/f")
+
+    archive(source, tmp_path / "alone.tar.gz").unwrap()
+    assert start_archive(source, tmp_path / "split.tar.gz", processes=3).finish(60).unwrap() is None
+
+    alone = gzip.decompress((tmp_path / "alone.tar.gz").read_bytes())
+    assert gzip.decompress((tmp_path / "split.tar.gz").read_bytes()) == alone

@@ -12,6 +12,7 @@ link is not used.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -48,10 +49,16 @@ def tar_of(archive: Path) -> bytes:
 
 def archives(source: Path, cache: Path, out: Path) -> tuple[bytes, bytes, str | None]:
     """The tar streams of an archive written with the cache and of a fresh one, and what the
-    cached one said."""
+    cached one said; the archive written with the cache by three workers at once
+    (`split_archive`) must be that same stream, and say how much it reused too."""
     said = files.archive(source, out / "cached.tar.gz", cache=cache).unwrap()
     files.archive(source, out / "fresh.tar.gz").unwrap()
-    return tar_of(out / "cached.tar.gz"), tar_of(out / "fresh.tar.gz"), said
+    split = files.start_archive(source, out / "split.tar.gz", cache, processes=3)
+    split_said = split.finish(timeout=120).unwrap()
+    assert (split_said is None) == (said is None)
+    cached = tar_of(out / "cached.tar.gz")
+    assert tar_of(out / "split.tar.gz") == cached
+    return cached, tar_of(out / "fresh.tar.gz"), said
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -169,6 +176,33 @@ def test_a_damaged_or_foreign_cache_is_not_used(tmp_path: Path, damage: str) -> 
     assert cached == fresh
     assert said is not None
     assert "is not used" in said, said
+
+
+def test_a_damaged_entry_spares_only_its_piece(tmp_path: Path) -> None:
+    source = big_tree(tmp_path / "src", folders=2, each=10)
+    age([source])
+    base = tmp_path / "base"
+    base.mkdir()
+    with mock.patch.object(archive_cache, "SEGMENT", 1):  # a piece per file
+        archive_cache.record_archive_cache(source, base, level=1).unwrap()
+    cache = base / archive_cache.CACHE_NAME
+    data = cache.read_bytes()
+    end, length, tag = archive_cache._TRAILER.unpack(data[-archive_cache._TRAILER.size :])
+    manifest = json.loads(data[end : end + length])
+    pieces = next(iter(manifest["folders"].values()))
+    pieces[0][2] = [7]  # an entry that is no list
+    pieces[1][2] = [[["not", "a", "name"], 1, 2]]  # a name that is no string
+    written = json.dumps(manifest).encode()
+    cache.write_bytes(data[:end] + written + archive_cache._TRAILER.pack(end, len(written), tag))
+
+    out = tmp_path / "out"
+    out.mkdir()
+    cached, fresh, said = archives(source, cache, out)
+
+    assert cached == fresh
+    assert said is not None
+    assert said.endswith("reused from the baseline's archive cache")
+    assert not said.startswith(("0%", "100%")), said
 
 
 def test_the_baseline_command_records_it_and_evaluate_reuses_it(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ up twice.
 | `compression` | gzip compressed on `WORKERS` threads, stored where deflate does not pay |
 | `tarstream` | a tree as a tar stream |
 | `archive_cache` | the baseline's archive cache, and the archiver that reuses its pieces |
+| `split_archive` | the archive's parts walked by forked workers at once, put together in order |
 | `archiving` | `archive` and `start_archive`: the source archive, whole or absent |
 | `atomic` | `atomic_write` |
 | `removal` | `remove_tree`, and `remove_later` in a process of its own |

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -22,6 +23,7 @@ from returns.result import Failure, Result, Success
 from interpreters.real.files.archive_cache import Cache, ReusingArchiver, open_cache
 from interpreters.real.files.compression import ParallelGzip
 from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
+from interpreters.real.files.split_archive import PROCESSES, write_split
 from interpreters.real.files.tarstream import Archiver
 
 ARCHIVE_LEVEL = 1
@@ -42,31 +44,38 @@ def _never() -> None:
 
 
 def _write_archive(
-    source: Path, fd: int, check: Check, level: int, cache: Path | None = None
+    source: Path, fd: int, check: Check, level: int, cache: Path | None = None, processes: int = 1
 ) -> str | None:
     """Write the tar.gz of `source` to `fd`, reusing what it can of the archive cache at
-    `cache`; raises on failure. Says what the cache spared (None without one)."""
+    `cache`, with `processes` workers (`split_archive`; 1: in this process alone); raises on
+    failure. Says what the cache spared (None without one)."""
     opened = None if cache is None else open_cache(cache)
+    reusable = opened if isinstance(opened, Cache) else None
     root = os.open(source, DIR_FLAGS)
     try:
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="archive") as pool:
-            out = ParallelGzip(fd, level, pool, check)
-            if isinstance(opened, Cache):
-                reusing = ReusingArchiver(out, check, {}, opened, out)
-                reusing.tree(root, source.name)
-            else:
-                Archiver(out, check, {}).tree(root, source.name)
-            out.finish()
+        if processes > 1:
+            reused = write_split(root, source.name, fd, check, level, reusable, processes)
+        else:
+            with ThreadPoolExecutor(WORKERS, thread_name_prefix="archive") as pool:
+                out = ParallelGzip(fd, level, pool, check)
+                archiver = (
+                    Archiver(out, check, {})
+                    if reusable is None
+                    else ReusingArchiver(out, check, {}, reusable, out)
+                )
+                archiver.tree(root, source.name)
+                out.finish()
+            reused = archiver.reused if isinstance(archiver, ReusingArchiver) else 0
     finally:
         os.close(root)
-        if isinstance(opened, Cache):
-            opened.close()
+        if reusable is not None:
+            reusable.close()
     os.fsync(fd)
-    if isinstance(opened, Cache):
+    if reusable is not None:
         written = os.fstat(fd).st_size
-        share = reusing.reused / written if written else 0.0
+        share = reused / written if written else 0.0
         return f"{share:.0%} of the archive reused from the baseline's archive cache"
-    return opened
+    return opened if isinstance(opened, str) else None
 
 
 def archive(
@@ -157,17 +166,19 @@ class ArchiveProcess:
         return self.finish(None)
 
     def stop(self) -> None:
-        """Kill it and remove what it wrote."""
+        """Kill it and its workers (its process group) and remove what it wrote."""
         with contextlib.suppress(ProcessLookupError):
-            self.process.kill()
+            os.killpg(self.process.pid, signal.SIGKILL)
         self.process.communicate()
         with contextlib.suppress(OSError):
             os.unlink(self.tmp)
 
 
-def start_archive(source: Path, dest: Path, cache: Path | None = None) -> ArchiveProcess:
+def start_archive(
+    source: Path, dest: Path, cache: Path | None = None, processes: int = PROCESSES
+) -> ArchiveProcess:
     """Start writing the archive of `source` to `dest` in a child process (see `archive`,
-    also for `cache`).
+    also for `cache`), with `processes` workers (`split_archive`).
 
     The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
     once it is whole. The child runs niced (`ARCHIVE_NICENESS`) and stops by itself when its
@@ -179,13 +190,17 @@ def start_archive(source: Path, dest: Path, cache: Path | None = None) -> Archiv
         code = "from interpreters.real.files.archiving import _archive_child; _archive_child()"
         where = "" if cache is None else os.fspath(cache)
         process = subprocess.Popen(
-            [sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid()), where],
+            [
+                *(sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid())),
+                *(where, str(processes)),
+            ],
             env={"PYTHONPATH": str(top), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(fd,),
             cwd="/",
+            process_group=0,  # its workers with it: `stop` kills them all
         )
     except BaseException:
         os.unlink(tmp)
@@ -196,10 +211,11 @@ def start_archive(source: Path, dest: Path, cache: Path | None = None) -> Archiv
 
 
 def _archive_child() -> None:
-    """The child of `start_archive`: `source fd parent-pid cache` on its command line (an
-    empty `cache`: none); says on stdout what the cache spared."""
+    """The child of `start_archive`: `source fd parent-pid cache processes` on its command
+    line (an empty `cache`: none); says on stdout what the cache spared."""
     source, fd, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    cache = Path(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
+    cache = Path(sys.argv[4]) if sys.argv[4] else None
+    processes = int(sys.argv[5])
     os.nice(ARCHIVE_NICENESS)
 
     def check() -> None:
@@ -207,7 +223,7 @@ def _archive_child() -> None:
             raise SystemExit("the grading that started the archive is gone")
 
     try:
-        said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, cache)
+        said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, cache, processes)
     except OSError as exc:
         raise SystemExit(f"{source}: {exc}") from None
     if said:

@@ -22,14 +22,18 @@ _PROBE = 16 << 10
 """Bytes of a piece tried first, to choose how to compress the rest."""
 
 
+def dense(sample: bytes | bytearray, level: int) -> bool:
+    """Whether deflate at `level` saves less than half of `sample` (git's objects, archives,
+    media, dense data): then it would spend ten times as long as storing for little."""
+    return len(zlib.compress(sample, level)) * 2 > len(sample)
+
+
 def _level(piece: bytes, level: int) -> int:
-    """The zlib level that pays for `piece`, judged on its first bytes: 0 (stored) when
-    deflate saves less than half of them (git's objects, archives, media, dense data), for it
-    would spend ten times as long as storing for little; `level` otherwise, as for source
-    code, which it shrinks to about a quarter."""
+    """The zlib level that pays for `piece`, judged on its first bytes: 0 (stored) when they
+    are `dense`; `level` otherwise, as for source code, which it shrinks to about a quarter."""
     if not level or len(piece) <= 2 * _PROBE:
         return level
-    return 0 if len(zlib.compress(piece[:_PROBE], level)) * 2 > _PROBE else level
+    return 0 if dense(piece[:_PROBE], level) else level
 
 
 def gzip_members(data: bytes, level: int) -> bytes:
@@ -49,6 +53,11 @@ class Span:
     fd: int
     offset: int
     length: int
+
+    @property
+    def end(self) -> int:
+        """Where it ends in its file."""
+        return self.offset + self.length
 
 
 def copy_span(span: Span, fd: int, check: Check) -> None:
@@ -100,9 +109,14 @@ class ParallelGzip:
             self._drain_one()
 
     def copy(self, span: Span) -> None:
-        """Add gzip members compressed earlier, after what was written so far."""
+        """Add gzip members compressed earlier, after what was written so far (one copy with
+        the span before when they follow each other in the same file)."""
         if self._buffer:
             self._submit()
+        last = self._pending[-1] if self._pending else None
+        if isinstance(last, Span) and last.fd == span.fd and last.end == span.offset:
+            self._pending[-1] = Span(span.fd, last.offset, last.length + span.length)
+            return
         self._pending.append(span)
         while len(self._pending) > WORKERS:
             self._drain_one()
@@ -120,3 +134,26 @@ class ParallelGzip:
             self._submit()
         while self._pending:
             self._drain_one()
+
+
+class SpooledGzip(ParallelGzip):
+    """A `ParallelGzip` whose stream is put together later, by another process: what it
+    compresses goes to its own file `fd` (from the file's position on), the members it is
+    given to `copy` stay where they are, and `spans` says in order where the stream lies."""
+
+    def __init__(self, fd: int, level: int, pool: ThreadPoolExecutor, check: Check) -> None:
+        super().__init__(fd, level, pool, check)
+        self._end = os.lseek(fd, 0, os.SEEK_CUR)
+        self.spans: list[Span] = []
+
+    def _drain_one(self) -> None:
+        item = self._pending.popleft()
+        if not isinstance(item, Span):
+            data = item.result()
+            write_all(self._fd, data, self._check)
+            item, self._end = Span(self._fd, self._end, len(data)), self._end + len(data)
+        last = self.spans[-1] if self.spans else None
+        if last is not None and last.fd == item.fd and last.end == item.offset:
+            self.spans[-1] = Span(item.fd, last.offset, last.length + item.length)
+        else:
+            self.spans.append(item)

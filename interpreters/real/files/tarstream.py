@@ -12,20 +12,28 @@ import grp
 import os
 import pwd
 import stat
+import struct
 import tarfile
 from dataclasses import dataclass
 from typing import Protocol
 
 from interpreters.real.files.descriptors import DIR_FLAGS, SRC_FLAGS, Check
 
-__all__ = ["Archiver", "Sink", "group_name", "user_name"]
+__all__ = ["END", "Archiver", "Sink", "group_name", "user_name"]
 
 _READ_SIZE = 1 << 20
 _BLOCK = 512
+END = bytes(2 * _BLOCK)
+"""The end-of-archive blocks."""
 
 
-def _octal(value: int, width: int) -> bytes:
-    return b"%0*o\0" % (width - 1, value)
+_HEAD = struct.Struct("100s8s8s8s12s12s")
+"""A ustar header up to its checksum: name, mode, uid, gid, size, mtime (octal, NUL-ended)."""
+_TAIL = struct.Struct("c100s8s32s32s8s8s155s12x")
+"""A ustar header after its checksum: type, link, magic and version, owner names, device
+numbers, name prefix, padding."""
+_SMALL = 8**7
+_LARGE = 8**11
 
 
 def _ustar(
@@ -41,32 +49,22 @@ def _ustar(
         if cut <= 0 or len(raw) - cut - 1 > 100:
             return None
         prefix, raw = raw[:cut], raw[cut + 1 :]
-    mtime = int(st.st_mtime)
-    limits = ((st.st_uid, 8**7), (st.st_gid, 8**7), (size, 8**11), (mtime, 8**11))
-    if len(target) > 100 or any(not 0 <= value < top for value, top in limits):
+    mtime, uid, gid = int(st.st_mtime), st.st_uid, st.st_gid
+    if not (
+        len(target) <= 100
+        and 0 <= uid < _SMALL
+        and 0 <= gid < _SMALL
+        and 0 <= size < _LARGE
+        and 0 <= mtime < _LARGE
+    ):
         return None
-    header = b"".join(
-        (
-            raw.ljust(100, b"\0"),
-            _octal(stat.S_IMODE(st.st_mode), 8),
-            _octal(st.st_uid, 8),
-            _octal(st.st_gid, 8),
-            _octal(size, 12),
-            _octal(mtime, 12),
-            b" " * 8,
-            kind,
-            target.ljust(100, b"\0"),
-            b"ustar\x0000",
-            names[0].encode().ljust(32, b"\0"),
-            names[1].encode().ljust(32, b"\0"),
-            _octal(0, 8),
-            _octal(0, 8),
-            prefix.ljust(155, b"\0"),
-            bytes(12),
-        )
-    )
-    checksum = b"%06o\0 " % sum(header)
-    return header[:148] + checksum + header[156:]
+    mode = stat.S_IMODE(st.st_mode)
+    head = _HEAD.pack(raw, b"%07o" % mode, b"%07o" % uid, b"%07o" % gid, b"%011o" % size,
+                      b"%011o" % mtime)  # fmt: skip
+    tail = _TAIL.pack(kind, target, b"ustar\x0000", names[0].encode(), names[1].encode(),
+                      b"0000000", b"0000000", prefix)  # fmt: skip
+    # The checksum counts its own field as eight spaces.
+    return b"%s%06o\0 %s" % (head, sum(head) + sum(tail) + 8 * 32, tail)
 
 
 class Sink(Protocol):
@@ -106,6 +104,17 @@ class Archiver:
 
     def tree(self, root: int, name: str) -> None:
         """The whole tree of the folder `root` under `name/`, then the end-of-archive blocks."""
+        self.subtree(root, name)
+        self.out.write(END)
+
+    def folder(self, fd: int, name: str) -> None:
+        """The folder `fd` as `name/` and its files and links, not its subfolders."""
+        self.header(name, os.fstat(fd), tarfile.DIRTYPE)
+        self.entries(fd, name)
+
+    def subtree(self, root: int, name: str) -> None:
+        """The folder `root` as `name/` and everything under it, depth first (`root` is left
+        open)."""
         self.header(name, os.fstat(root), tarfile.DIRTYPE)
         # Each level keeps its descriptor until its subfolders are done: every lookup is one
         # name relative to a folder already open, never a path looked up again.
@@ -137,7 +146,6 @@ class Archiver:
             for fd, _where, _folders in stack:
                 if fd != root:
                     os.close(fd)
-        self.out.write(bytes(2 * _BLOCK))
 
     def entries(self, fd: int, where: str) -> list[str]:
         """Add the files and links of the folder `fd`; answer its subfolders, last first."""
