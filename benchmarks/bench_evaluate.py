@@ -155,7 +155,7 @@ def evaluate(s: Setup, n: int) -> tuple[float, float]:
     command ends. Its results folder is left for the caller."""
     results = s.top / f"results{n}"
     command = [
-        sys.executable, "-c", "from interpreters.cli.main import main; main()", "evaluate",
+        sys.executable, "-c", "from interpreters.cli.entry import main; main()", "evaluate",
         "--task", str(s.task), "--source", str(s.source), "--baseline", str(s.baseline.path),
         "--repo", str(s.repo), "--results", str(results),
     ]  # fmt: skip

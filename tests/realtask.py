@@ -145,7 +145,7 @@ def ssegrade(
 ) -> subprocess.CompletedProcess[str]:
     """Run the console script in a subprocess, as a user would."""
     return subprocess.run(
-        [sys.executable, "-c", "from interpreters.cli.main import main; main()", *args],
+        [sys.executable, "-c", "from interpreters.cli.entry import main; main()", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
@@ -225,7 +225,7 @@ def scenario_scripts(made: RealTask, scenario: Scenario) -> None:
     made.script("test.sh", f"#!/bin/sh\nif [ -f tests/intent.sh ]; then {intent}; fi\n{function}\n")
 
 
-CLI = [sys.executable, "-c", "from interpreters.cli.main import main; main()"]
+CLI = [sys.executable, "-c", "from interpreters.cli.entry import main; main()"]
 """The `ssegrade` command in a process of its own."""
 
 

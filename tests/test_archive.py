@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from interpreters.real import archive_child
 from interpreters.real.files import archive, split_archive, start_archive
 
 
@@ -252,3 +253,24 @@ def test_a_wide_tree_split_among_workers_is_the_tree_archived_alone(tmp_path: Pa
 
     alone = gzip.decompress((tmp_path / "alone.tar.gz").read_bytes())
     assert gzip.decompress((tmp_path / "split.tar.gz").read_bytes()) == alone
+
+
+def test_the_child_started_ahead_writes_the_next_archive(tree: Path, tmp_path: Path) -> None:
+    archive_child.warm_up()
+    warm = archive_child.take_warm()
+    assert warm is not None
+    archive_child._warm = warm  # as `warm_up` left it, the pid known
+
+    started = start_archive(tree, tmp_path / "source.tar.gz")
+
+    assert started.process.pid == warm.process.pid
+    assert archive_child.take_warm() is None
+    assert started.finish(timeout=60).unwrap() is None
+    assert read_member(tmp_path / "source.tar.gz", "src/plain.txt") == b"plain"
+
+
+def test_a_child_never_given_its_job_ends_quietly() -> None:
+    child = archive_child.spawn()
+    child.job.close()
+    out, err = child.process.communicate(timeout=30)
+    assert (child.process.returncode, out, err) == (0, b"", b"")

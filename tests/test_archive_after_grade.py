@@ -91,7 +91,7 @@ def test_evaluate_writes_the_grade_before_the_archive(tmp_path: Path) -> None:
     task.set_value("fixed")
     git(task.source, "commit", "-qam", "fix")
     sparse(task.source / "out.txt")  # ignored: archived, never captured
-    command = [sys.executable, "-c", "from interpreters.cli.main import main; main()", "evaluate"]
+    command = [sys.executable, "-c", "from interpreters.cli.entry import main; main()", "evaluate"]
     places = ["--task", str(task.task), "--source", str(task.source)]
     places += ["--baseline", str(task.baseline), "--results", str(task.results)]
     grading = subprocess.Popen(

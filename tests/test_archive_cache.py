@@ -220,7 +220,7 @@ def test_the_baseline_command_records_it_and_evaluate_reuses_it(tmp_path: Path) 
     )
     age([source])
     base = tmp_path / "base"
-    cli = [sys.executable, "-c", "from interpreters.cli.main import main; main()"]
+    cli = [sys.executable, "-c", "from interpreters.cli.entry import main; main()"]
     done = subprocess.run(
         [*cli, "baseline", "--source", str(source), "--into", str(base)],
         capture_output=True,

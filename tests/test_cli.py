@@ -353,3 +353,15 @@ def test_schema_and_help() -> None:
         done = ssegrade(*command, "--help")
         assert done.returncode == 0
         assert "Usage:" in done.stdout
+
+
+def test_evaluate_ends_with_its_status_and_its_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-task"
+
+    done = ssegrade("evaluate", "--task", str(missing), "--results", str(tmp_path / "r"))
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"ssegrade: error: task folder not found: {missing} (give --task DIR or set SSE_BENCH_PATH)"
+    ]

@@ -33,7 +33,7 @@ def _evaluate(t: RealTask) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run `ssegrade evaluate --timeout LIMIT`; answer it and the seconds until result.json
     was written (from its mtime, measured from the moment the process was started)."""
     command = [
-        sys.executable, "-c", "from interpreters.cli.main import main; main()", "evaluate",
+        sys.executable, "-c", "from interpreters.cli.entry import main; main()", "evaluate",
         "--task", str(t.task), "--source", str(t.source), "--baseline", str(t.baseline),
         "--results", str(t.results), "--timeout", str(LIMIT),
     ]  # fmt: skip

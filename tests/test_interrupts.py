@@ -157,7 +157,7 @@ def test_evaluate_interrupted_while_a_script_runs(
         [
             sys.executable,
             "-c",
-            "from interpreters.cli.main import main; main()",
+            "from interpreters.cli.entry import main; main()",
             "evaluate",
             "--task",
             str(task.task),

@@ -66,7 +66,7 @@ def test_a_build_script_cannot_read_an_earlier_runs_patch_in_the_default_results
     made = make_task(world / "t")
     made.script("build.sh", THIEF)
     (world / "fix.patch").write_text(fix_to("fixed"))
-    evaluate = [sys.executable, "-c", "from interpreters.cli.main import main; main()", "evaluate"]
+    evaluate = [sys.executable, "-c", "from interpreters.cli.entry import main; main()", "evaluate"]
     evaluate += ["--task", str(made.task), "--repo", str(made.source)]
     first = [*evaluate, "--patch", str(world / "fix.patch")]  # into the default results root
     (world / "empty.patch").write_bytes(b"")

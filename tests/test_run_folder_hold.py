@@ -33,7 +33,7 @@ from tests.realtask import RealTask, fix_to, make_task
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-c", "from interpreters.cli.main import main; main()"]
+CLI = [sys.executable, "-c", "from interpreters.cli.entry import main; main()"]
 
 # The build waits for `release` in $MARKS when the tree says VALUE=hold; it says `started`.
 HOLDING_BUILD = """#!/bin/sh

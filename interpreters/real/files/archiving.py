@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
+from interpreters.real import archive_child
 from interpreters.real.files.archive_cache import Cache, ReusingArchiver, open_cache
 from interpreters.real.files.compression import ParallelGzip
 from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
@@ -154,12 +156,13 @@ class ArchiveProcess:
         """Wait until it ends, calling `check` every `WAIT_SLICE` seconds meanwhile: what `check`
         raises stops the archive, leaving nothing, and is raised again. Then as `finish`."""
         try:
-            while True:
-                try:
-                    self.process.wait(WAIT_SLICE)
-                    break
-                except subprocess.TimeoutExpired:
+            # Woken the moment it ends (`Popen.wait` would poll, up to 50 ms late).
+            ended = os.pidfd_open(self.process.pid)
+            try:
+                while not select.select([ended], [], [], WAIT_SLICE)[0]:
                     check()
+            finally:
+                os.close(ended)
         except BaseException:
             self.stop()
             raise
@@ -178,52 +181,62 @@ def start_archive(
     source: Path, dest: Path, cache: Path | None = None, processes: int = PROCESSES
 ) -> ArchiveProcess:
     """Start writing the archive of `source` to `dest` in a child process (see `archive`,
-    also for `cache`), with `processes` workers (`split_archive`).
+    also for `cache`), with `processes` workers (`split_archive`): the child started ahead
+    (`archive_child.warm_up`) if there is one, else a new one.
 
     The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
     once it is whole. The child runs niced (`ARCHIVE_NICENESS`) and stops by itself when its
     parent is gone. Raises `OSError` when it cannot start.
     """
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    job: dict[str, object] = {
+        "source": os.fspath(source),
+        "cache": None if cache is None else os.fspath(cache),
+        "processes": processes,
+    }
     try:
-        top = Path(__file__).resolve().parents[3]
-        code = "from interpreters.real.files.archiving import _archive_child; _archive_child()"
-        where = "" if cache is None else os.fspath(cache)
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "-c", code, os.fspath(source), str(fd), str(os.getpid())),
-                *(where, str(processes)),
-            ],
-            env={"PYTHONPATH": str(top), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(fd,),
-            cwd="/",
-            process_group=0,  # its workers with it: `stop` kills them all
-        )
+        child = archive_child.take_warm()
+        if child is not None:
+            try:
+                archive_child.hand_over(child, job, fd)
+            except OSError:
+                child.kill()
+                child = None
+        if child is None:
+            child = archive_child.spawn()
+            try:
+                archive_child.hand_over(child, job, fd)
+            except BaseException:
+                child.kill()
+                raise
     except BaseException:
         os.unlink(tmp)
         raise
     finally:
         os.close(fd)
-    return ArchiveProcess(process, tmp, dest)
+    return ArchiveProcess(child.process, tmp, dest)
 
 
 def _archive_child() -> None:
-    """The child of `start_archive`: `source fd parent-pid cache processes` on its command
-    line (an empty `cache`: none); says on stdout what the cache spared."""
-    source, fd, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    cache = Path(sys.argv[4]) if sys.argv[4] else None
-    processes = int(sys.argv[5])
+    """The archive's child (`archive_child.spawn`): `job-socket parent-pid` on its command
+    line; writes the archive its job asks for, and says on stdout what the cache spared."""
+    received = archive_child.receive(int(sys.argv[1]))
+    if received is None:
+        return  # the grading ended without an archive to write
+    job, fd = received
+    parent = int(sys.argv[2])
+    source, cache, processes = job["source"], job["cache"], job["processes"]
+    if not isinstance(source, str) or not isinstance(processes, int):
+        raise SystemExit("the archive's job is not one")
     os.nice(ARCHIVE_NICENESS)
 
     def check() -> None:
         if os.getppid() != parent:
             raise SystemExit("the grading that started the archive is gone")
 
+    where = Path(cache) if isinstance(cache, str) else None
     try:
-        said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, cache, processes)
+        said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, where, processes)
     except OSError as exc:
         raise SystemExit(f"{source}: {exc}") from None
     if said:
