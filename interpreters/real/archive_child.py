@@ -51,7 +51,7 @@ def spawn() -> Child:
     try:
         process = subprocess.Popen(
             [sys.executable, "-c", _CODE, str(theirs.fileno()), str(os.getpid())],
-            env={"PYTHONPATH": str(_TOP), "PATH": os.defpath, "LC_ALL": "C.UTF-8", **_measured()},
+            env={"PYTHONPATH": str(_TOP), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -65,11 +65,6 @@ def spawn() -> Child:
     finally:
         theirs.close()
     return Child(process, ours)
-
-
-def _measured() -> dict[str, str]:
-    """Coverage's own variables, when it measures this process: the child is measured too."""
-    return {k: v for k, v in os.environ.items() if k.startswith("COVERAGE_PROCESS_")}
 
 
 def warm_up() -> None:
