@@ -3,6 +3,7 @@ descriptors, never following a link, whole or absent."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import shutil
@@ -274,3 +275,27 @@ def test_a_child_never_given_its_job_ends_quietly() -> None:
     child.job.close()
     out, err = child.process.communicate(timeout=30)
     assert (child.process.returncode, out, err) == (0, b"", b"")
+
+
+def test_a_folder_swapped_while_the_tree_is_cut_is_a_part_still(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / name / "deep").mkdir(parents=True)
+    opened = os.open
+
+    def swapped(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if path == "b":  # a link now: O_NOFOLLOW refuses it
+            raise OSError(errno.ELOOP, "swapped for a link")
+        return opened(path, flags, mode, dir_fd=dir_fd)
+
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(os, "open", swapped)
+            parts = split_archive.units(fd, 100)
+    finally:
+        os.close(fd)
+
+    assert split_archive.Unit(("b",), True) in parts
+    assert [unit.names for unit in parts] == sorted(unit.names for unit in parts)

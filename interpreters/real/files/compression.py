@@ -22,18 +22,14 @@ _PROBE = 16 << 10
 """Bytes of a piece tried first, to choose how to compress the rest."""
 
 
-def dense(sample: bytes | bytearray, level: int) -> bool:
-    """Whether deflate at `level` saves less than half of `sample` (git's objects, archives,
-    media, dense data): then it would spend ten times as long as storing for little."""
-    return len(zlib.compress(sample, level)) * 2 > len(sample)
-
-
 def _level(piece: bytes, level: int) -> int:
-    """The zlib level that pays for `piece`, judged on its first bytes: 0 (stored) when they
-    are `dense`; `level` otherwise, as for source code, which it shrinks to about a quarter."""
+    """The zlib level that pays for `piece`, judged on its first bytes: 0 (stored) when
+    deflate saves less than half of them (git's objects, archives, media, dense data), for it
+    would spend ten times as long as storing for little; `level` otherwise, as for source
+    code, which it shrinks to about a quarter."""
     if not level or len(piece) <= 2 * _PROBE:
         return level
-    return 0 if dense(piece[:_PROBE], level) else level
+    return 0 if len(zlib.compress(piece[:_PROBE], level)) * 2 > _PROBE else level
 
 
 def gzip_members(data: bytes, level: int) -> bytes:
@@ -54,10 +50,11 @@ class Span:
     offset: int
     length: int
 
-    @property
-    def end(self) -> int:
-        """Where it ends in its file."""
-        return self.offset + self.length
+    def then(self, after: Span) -> Span | None:
+        """This span and `after` as one, when `after` follows it in the same file."""
+        if after.fd != self.fd or after.offset != self.offset + self.length:
+            return None
+        return Span(self.fd, self.offset, self.length + after.length)
 
 
 def copy_span(span: Span, fd: int, check: Check) -> None:
@@ -114,8 +111,9 @@ class ParallelGzip:
         if self._buffer:
             self._submit()
         last = self._pending[-1] if self._pending else None
-        if isinstance(last, Span) and last.fd == span.fd and last.end == span.offset:
-            self._pending[-1] = Span(span.fd, last.offset, last.length + span.length)
+        joined = last.then(span) if isinstance(last, Span) else None
+        if joined is not None:
+            self._pending[-1] = joined
             return
         self._pending.append(span)
         while len(self._pending) > WORKERS:
@@ -152,8 +150,8 @@ class SpooledGzip(ParallelGzip):
             data = item.result()
             write_all(self._fd, data, self._check)
             item, self._end = Span(self._fd, self._end, len(data)), self._end + len(data)
-        last = self.spans[-1] if self.spans else None
-        if last is not None and last.fd == item.fd and last.end == item.offset:
-            self.spans[-1] = Span(item.fd, last.offset, last.length + item.length)
+        joined = self.spans[-1].then(item) if self.spans else None
+        if joined is not None:
+            self.spans[-1] = joined
         else:
             self.spans.append(item)

@@ -117,7 +117,7 @@ def units(root: int, budget: int) -> list[Unit]:
     parts: list[Unit] = []
     while whole and len(parts) + len(whole) < budget:
         size, names = heapq.heappop(whole)
-        subs = folders[names][1]
+        subs = folders.get(names, (0, []))[1]  # none listed: gone or swapped meanwhile
         if -size <= small or not subs:
             parts.append(Unit(names, True))
             continue
