@@ -7,7 +7,7 @@ one of grading effects, which is how both the local evaluator and the daemon run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -104,6 +104,9 @@ class BenchSession:
     recorded: bytes | None = None
     build_copy: Workspace | None = None
     prepared: Result[Prepared, PrepareError] | None = None
+    saved: dict[str, bytes] = field(default_factory=dict)
+    """What preparing wrote into the results folder, by name: a later `prepare` writes it
+    again (a forced grading may have cleared the folder meanwhile)."""
 
     def script(self, key: str) -> str | None:
         """The absolute path of a script the task names, or None."""
@@ -145,8 +148,8 @@ def _capture_log(patch: bytes, left_out: tuple[str, ...], recorded: bool) -> byt
 
 async def _patch(session: BenchSession) -> Result[tuple[bytes, tuple[str, ...]], CaptureError]:
     if session.recorded is not None:
-        await WriteArtifact("final.patch", session.recorded)
-        await WriteArtifact("commits.log", b"")
+        await _save(session, "final.patch", session.recorded)
+        await _save(session, "commits.log", b"")
         return Success((session.recorded, ()))
     captured = await CaptureTree()
     if not is_successful(captured):
@@ -157,9 +160,15 @@ async def _patch(session: BenchSession) -> Result[tuple[bytes, tuple[str, ...]],
         return Failure(proof.failure())
     if proof.unwrap() != capture.new_tree:
         return Failure(CaptureError("the captured patch does not reproduce the source tree"))
-    await WriteArtifact("final.patch", capture.patch)
-    await WriteArtifact("commits.log", capture.commits_log)
+    await _save(session, "final.patch", capture.patch)
+    await _save(session, "commits.log", capture.commits_log)
     return Success((capture.patch, capture.left_out))
+
+
+async def _save(session: BenchSession, name: str, data: bytes) -> str:
+    """Write the results file `name`, and keep it in `session.saved`; where it is."""
+    session.saved[name] = data
+    return await WriteArtifact(name, data)
 
 
 async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
@@ -169,13 +178,15 @@ async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
     await NewSession()
     session.build_copy = None
     if session.prepared is not None:
+        for name, data in session.saved.items():
+            await WriteArtifact(name, data)
         return session.prepared
     got = await _patch(session)
     if not is_successful(got):
         return Failure(got.failure())
     patch, left_out = got.unwrap()
-    log = await WriteArtifact(
-        "logs/capture.log", _capture_log(patch, left_out, session.recorded is not None)
+    log = await _save(
+        session, "logs/capture.log", _capture_log(patch, left_out, session.recorded is not None)
     )
     for path in gitignore_changes(patch):
         await Notify(f"the patch changes {path}: it decides which new files are left out")

@@ -109,7 +109,19 @@ def test_kvconf_through_the_daemon(work: Path) -> None:
     with running_daemon(example.task, example.source, results) as daemon:
         subprocess.run(["git", "apply", str(example.fix)], cwd=example.source, check=True)
         patch = evaluate(example, results, "--daemon", str(daemon.admin))
+        saved = {name: (results / name).read_bytes() for name in SAVED}
+        (results / "agent-phase").mkdir(exist_ok=True)  # the daemon's record of test_patch
+        (results / "agent-phase" / "note.log").write_text("kept")
+        # Forced again beside the same daemon: its record stays, the capture is saved again.
+        again = evaluate(example, results, "--daemon", str(daemon.admin), "--force")
     assert (patch["status"], patch["pov_passed"]) == ("passed", 2), patch["error_log"]
+    assert again == patch
+    assert saved["final.patch"].startswith(b"diff --git")
+    assert {name: (results / name).read_bytes() for name in SAVED} == saved
+    assert (results / "agent-phase" / "note.log").read_text() == "kept"
+
+
+SAVED = ("final.patch", "commits.log", "logs/capture.log")
 
 
 def guard_kinds(results: Path) -> list[str]:

@@ -251,6 +251,18 @@ def test_second_prepare_does_not_apply_twice() -> None:
     assert world.applied == 1
 
 
+def test_a_second_prepare_writes_again_what_the_first_saved() -> None:
+    world = FakeWorld(patch=PATCH)
+    session = world.session(FULL)
+    run(prepare(session), world)
+    saved = dict(world.artifacts)
+    assert {"final.patch", "commits.log", "logs/capture.log"} <= set(saved)
+    world.artifacts.clear()  # a forced grading cleared the results folder
+    run(prepare(session), world)
+    assert world.artifacts == saved
+    assert world.applied == 1
+
+
 def test_a_gitignore_change_is_noted() -> None:
     patch = PATCH + b"diff --git a/.gitignore b/.gitignore\n--- a/.gitignore\n+++ b/.gitignore\n"
     world = FakeWorld(patch=patch)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from interpreters.real import holding
 from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld
 from interpreters.real.private import FolderRefused, make_private, open_below, read_trusted
-from interpreters.real.resultsfolder import NotReady, hold
+from interpreters.real.resultsfolder import DAEMON_OWN, NotReady, hold
 from interpreters.real.runner import resolve_runner
 from interpreters.real.setup import RESULTS_ENTRIES
 from interpreters.real.untrusted import NotReadable, read_regular
@@ -225,6 +225,30 @@ def test_a_folder_is_cleared_only_when_forced_and_holding_only_what_a_grading_wr
             assert INCOMPLETE not in os.listdir(folder)
         finally:
             held.release()
+
+
+def test_forced_beside_its_daemon_a_grading_leaves_the_daemons_record(scratch: Path) -> None:
+    folder = scratch / "results"
+    daemon = hold(folder, RESULTS_ENTRIES, share=True)  # as the daemon holds it
+    try:
+        populate(folder, {"agent-phase", "result.json", "final.patch", "checks.jsonl"})
+        (folder / "logs" / "kept.log").write_text("x")  # the folder's logs/ is made with it
+        grading = hold(folder, RESULTS_ENTRIES, force=True, join=True)  # evaluate --daemon
+        try:
+            assert not grading.claimed
+            assert set(os.listdir(folder)) == {LOCK, INCOMPLETE, "logs", *DAEMON_OWN}
+            assert (folder / "agent-phase" / "kept.log").read_text() == "x"
+            assert os.listdir(folder / "logs") == []
+        finally:
+            grading.release()
+    finally:
+        daemon.release()
+    # Claimed alone (no daemon shares it), forced: an earlier daemon's record goes too.
+    alone = hold(folder, RESULTS_ENTRIES, force=True)
+    try:
+        assert "agent-phase" not in os.listdir(folder)
+    finally:
+        alone.release()
 
 
 def test_a_folder_held_by_another_grading_is_refused_untouched(scratch: Path) -> None:

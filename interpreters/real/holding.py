@@ -23,6 +23,7 @@ import fcntl
 import os
 import stat
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,16 +98,16 @@ class Hold:
         if _MARKED.get(self.path) is self:
             del _MARKED[self.path]
 
-    def clear(self) -> None:
+    def clear(self, keep: Collection[str] = ()) -> None:
         """Mark the folder incomplete, remove `result.json` and `summary.json`, then the rest
-        (the lock and the marker stay): a kill at any moment leaves no earlier grade that
-        looks valid."""
+        but `keep` (the lock and the marker stay): a kill at any moment leaves no earlier
+        grade that looks valid."""
         self.mark()
         for name in FIRST_CLEARED:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=self.folder)
         for name in sorted(os.listdir(self.folder)):
-            if name not in (LOCK, INCOMPLETE):
+            if name not in (LOCK, INCOMPLETE, *keep):
                 files.remove_tree(self.path / name)
 
     def release(self) -> None:

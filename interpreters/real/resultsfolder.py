@@ -20,11 +20,14 @@ from interpreters.real import holding
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused, make_private
 
-__all__ = ["DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
+__all__ = ["DAEMON_OWN", "DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
 
 DEFAULT_RESULTS = Path("/var/lib/ssebench/results")
 """The results folder when none is named; its parent is private too, as in the task
 container."""
+DAEMON_OWN = frozenset({"agent-phase"})
+"""What a daemon writes in the results folder it shares, its record of the agent's phase
+(`interpreters.daemon.sessions`): a grading that joins the folder leaves it, even forced."""
 
 
 class NotReady(Exception):
@@ -47,9 +50,9 @@ def hold(
     this grading: refused while another live grading holds it. A folder holding a grade
     (`result.json`), the `checks.jsonl` of a grading that died, or the `.incomplete` mark of
     one cut short is refused unless `force`, which first marks it incomplete and removes
-    `result.json` and `summary.json`, then the rest of `entries`, and only in a folder that
-    holds nothing else: the logs of two gradings never mix, and a kill never leaves an
-    earlier grade looking valid.
+    `result.json` and `summary.json`, then the rest of `entries` (but `DAEMON_OWN` when it
+    joined a daemon), and only in a folder that holds nothing else: the logs of two gradings
+    never mix, and a kill never leaves an earlier grade looking valid.
 
     How it is held: claimed alone; with `share`, claimed then shared (the daemon, beside
     which `evaluate --daemon` grades); with `join`, claimed, or else joined when whoever
@@ -117,7 +120,8 @@ def _ready(held: Hold, entries: Collection[str], *, force: bool, prepared: bool)
                 "not clearing it"
             )
         try:
-            held.clear()
+            # Beside a live daemon, what it recorded of the agent's phase is its own.
+            held.clear(keep=() if held.claimed else DAEMON_OWN)
         except OSError as exc:
             raise NotReady(f"--force: cannot clear {results}: {exc.strerror or exc}") from exc
     elif graded:
