@@ -337,3 +337,30 @@ def test_two_removals_of_one_tree_at_once_both_succeed(tmp_path: Path) -> None:
         thread.join()
     assert errors == []
     assert not tree.exists()
+
+
+@pytest.mark.parametrize("where", ["top", "below"])
+def test_a_folder_refilled_by_another_remover_is_cleared_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # The guardian renames a dead grading's scratch folder to a trash name in the same
+    # parent before removing it: a folder already cleared can fill again before it goes.
+    tree = tmp_path / "scratch"
+    (tree / "sub").mkdir(parents=True)
+    moved = tmp_path / "moved"
+    (moved / "deep").mkdir(parents=True)
+    (moved / "deep" / "f").write_text("x")
+    target = tree if where == "top" else tree / "sub"
+    real = os.rmdir
+    calls: list[str] = []
+
+    def rmdir(name: str | Path, *, dir_fd: int | None = None) -> None:
+        calls.append(os.fspath(name))
+        if len(calls) == (1 if where == "below" else 2):  # refilled just before it goes
+            os.rename(moved, target / "ssegrade-trash-x")
+        real(name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    remove_tree(tree)
+    assert not tree.exists()
+    assert not moved.exists()

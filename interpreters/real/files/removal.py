@@ -40,13 +40,36 @@ def remove_tree(path: Path) -> None:
             _clear_dir(fd)
         finally:
             os.close(fd)
-        os.rmdir(path)
+        _rmdir(path, None, os.fspath(path))
     except FileNotFoundError:  # removed meanwhile by another
         return
     except (RecursionError, OSError) as exc:
         if isinstance(exc, OSError) and exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
         _remove_with_tools(path)
+
+
+_REFILLED = 5
+"""How many times a folder found refilled while it is removed is cleared again."""
+
+
+def _rmdir(name: str | Path, parent: int | None, shown: str) -> None:
+    """Remove the folder `name` of `parent` (None: a path), cleared already; cleared again
+    when something was moved into it meanwhile: another remover renames what it takes (the
+    guardian's `ssegrade-trash-*`), so a folder can fill again before it goes."""
+    for _ in range(_REFILLED):
+        try:
+            os.rmdir(name, dir_fd=parent)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        fd = _open_dir(parent, os.fspath(name))
+        try:
+            _clear_dir(fd)
+        finally:
+            os.close(fd)
+    raise OSError(errno.ENOTEMPTY, "refilled while it was removed", shown)
 
 
 def remove_later(path: Path) -> None:
@@ -109,7 +132,7 @@ def _clear_dir(fd: int) -> None:
                 _clear_dir(child)
             finally:
                 os.close(child)
-            os.rmdir(name, dir_fd=fd)
+            _rmdir(name, fd, name)
 
 
 def _remove_with_tools(path: Path) -> None:
