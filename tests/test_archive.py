@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreters.real import archive_child
+from interpreters.real import archive_child, files
 from interpreters.real.files import archive, split_archive, start_archive
 
 
@@ -218,28 +218,37 @@ def test_a_stopped_split_archive_leaves_no_worker_and_no_file(tmp_path: Path) ->
     dest = tmp_path / "out" / "source.tar.gz"
     dest.parent.mkdir()
 
-    failed = start_archive(source, dest, processes=3).finish(timeout=0.5)
+    started = start_archive(source, dest, processes=3)
+    assert wait_for(lambda: len(in_group(started.process.pid)) > 1)  # the child and workers
+    failed = started.finish(timeout=0.5)
 
     assert "time limit" in failed.failure()
     assert list(dest.parent.iterdir()) == []
+    assert wait_for(lambda: not in_group(started.process.pid))
 
-    def workers() -> list[int]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            try:
-                if (
-                    entry.name.isdigit()
-                    and str(source).encode() in (entry / "cmdline").read_bytes()
-                ):
+
+def in_group(group: int) -> list[int]:
+    """The processes of the process group `group` (the archive's child and its workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit():
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                if int(fields[2]) == group:  # after the name: state, ppid, pgrp
                     found.append(int(entry.name))
-            except OSError:
-                continue
-        return found
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
-    deadline = time.monotonic() + 10
-    while workers() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert workers() == []
+
+def wait_for(condition: Callable[[], bool], seconds: float = 30) -> bool:
+    """Whether `condition` came true within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_a_wide_tree_split_among_workers_is_the_tree_archived_alone(tmp_path: Path) -> None:
@@ -268,6 +277,92 @@ def test_the_child_started_ahead_writes_the_next_archive(tree: Path, tmp_path: P
     assert archive_child.take_warm() is None
     assert started.finish(timeout=60).unwrap() is None
     assert read_member(tmp_path / "source.tar.gz", "src/plain.txt") == b"plain"
+
+
+def baseline_of(source: Path, into: Path) -> Path:
+    """A baseline folder holding the archive cache of `source`, as `ssegrade baseline`
+    records it."""
+    into.mkdir()
+    files.record_archive_cache(source, into, level=files.ARCHIVE_LEVEL).unwrap()
+    return into
+
+
+def agent_edits(source: Path) -> None:
+    (source / "a" / "b" / "deep.txt").write_text("edited by the agent")
+    (source / "a" / "new.txt").write_text("added")
+
+
+many_cpus = pytest.mark.skipif(split_archive.PROCESSES < 2, reason="one CPU: nothing split")
+
+
+@many_cpus
+def test_a_child_told_the_tree_begins_before_its_job_and_writes_the_same_archive(
+    tree: Path, tmp_path: Path
+) -> None:
+    baseline = baseline_of(tree, tmp_path / "baseline")
+    agent_edits(tree)
+    archive_child.warm_up((str(tree), str(baseline)))
+    warm = archive_child.take_warm()
+    assert warm is not None
+    archive_child._warm = warm
+    # Its workers are under way (or done, waiting to be reaped) before it has a job.
+    assert wait_for(lambda: len(in_group(warm.process.pid)) > 1)
+
+    started = start_archive(tree, tmp_path / "ahead.tar.gz", baseline / files.CACHE_NAME)
+
+    assert started.process.pid == warm.process.pid
+    assert "reused from the baseline's archive cache" in str(started.finish(60).unwrap())
+    archive(tree, tmp_path / "alone.tar.gz").unwrap()
+    alone = gzip.decompress((tmp_path / "alone.tar.gz").read_bytes())
+    assert gzip.decompress((tmp_path / "ahead.tar.gz").read_bytes()) == alone
+    assert os.listdir(baseline) == [files.CACHE_NAME]  # its spools had no name
+
+
+@many_cpus
+@pytest.mark.parametrize("told", ["another tree", "the tree swapped", "another cache"])
+def test_a_child_told_another_archive_writes_the_one_its_job_asks_for(
+    tree: Path, tmp_path: Path, told: str
+) -> None:
+    other = tmp_path / "other" / tree.name  # the same name elsewhere
+    shutil.copytree(tree, other)
+    (other / "plain.txt").write_text("the other tree")
+    baseline = baseline_of(tree, tmp_path / "baseline")
+    hint = (str(other), str(baseline))
+    if told == "the tree swapped":  # the name now leads to another folder
+        hint = (str(tree), str(baseline))
+    elif told == "another cache":
+        hint = (str(tree), str(baseline_of(other, tmp_path / "other-baseline")))
+    archive_child.warm_up(hint)
+    warm = archive_child.take_warm()
+    assert warm is not None
+    archive_child._warm = warm
+    assert wait_for(lambda: len(in_group(warm.process.pid)) > 1)
+    if told == "the tree swapped":
+        tree.rename(tmp_path / "moved")
+        other.rename(tree)
+        (tree / "plain.txt").write_text("in the swapped tree")
+
+    started = start_archive(tree, tmp_path / "written.tar.gz", baseline / files.CACHE_NAME)
+
+    assert started.process.pid == warm.process.pid
+    started.finish(60).unwrap()
+    archive(tree, tmp_path / "alone.tar.gz").unwrap()
+    alone = gzip.decompress((tmp_path / "alone.tar.gz").read_bytes())
+    assert gzip.decompress((tmp_path / "written.tar.gz").read_bytes()) == alone
+
+
+@many_cpus
+def test_a_child_told_the_tree_but_never_given_its_job_ends_quietly(
+    tree: Path, tmp_path: Path
+) -> None:
+    baseline = baseline_of(tree, tmp_path / "baseline")
+    child = archive_child.spawn((str(tree), str(baseline)))
+    assert wait_for(lambda: len(in_group(child.process.pid)) > 1)
+    child.job.close()
+    out, err = child.process.communicate(timeout=30)
+    assert (child.process.returncode, out, err) == (0, b"", b"")
+    assert wait_for(lambda: not in_group(child.process.pid))
+    assert os.listdir(baseline) == [files.CACHE_NAME]
 
 
 def test_a_child_never_given_its_job_ends_quietly() -> None:

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import NoReturn
 
-__all__ = ["EXTRAS", "main", "missing_extra"]
+__all__ = ["EXTRAS", "archive_hint", "main", "missing_extra"]
 
 EXTRAS = {
     "click": "cli",
@@ -53,6 +53,31 @@ _NO_TREE = ("--patch", "--daemon", "--help", "-h")
 """Options of `evaluate` with which it archives no tree itself."""
 
 
+def archive_hint(arguments: list[str], env: dict[str, str]) -> tuple[str, str] | None:
+    """The source tree and baseline folder `evaluate`'s arguments name (`--source`,
+    `--baseline` or `SSE_BASELINE`), absolute; None unless both are named. Only a hint to the
+    archive's child, which keeps what it did only for the tree and cache the command line
+    ends up archiving (`interpreters.real.files.archiving`).
+
+    >>> archive_hint(["evaluate", "--source=/src", "--baseline", "/b"], {})
+    ('/src', '/b')
+    >>> archive_hint(["evaluate", "--source", "/src"], {"SSE_BASELINE": "/b"})
+    ('/src', '/b')
+    >>> archive_hint(["evaluate", "--task", "/t"], {"SSE_BASELINE": "/b"}) is None
+    True
+    """
+    named: dict[str, str] = {}
+    for index, argument in enumerate(arguments):
+        option, equals, value = argument.partition("=")
+        if option in ("--source", "--baseline"):
+            given = value if equals else next(iter(arguments[index + 1 :]), "")
+            named[option] = given  # the last one, as the command line takes it
+    source, baseline = named.get("--source"), named.get("--baseline") or env.get("SSE_BASELINE")
+    if not source or not baseline:
+        return None
+    return os.path.abspath(source), os.path.abspath(baseline)
+
+
 _ended: list[object] = []
 """The status `evaluate` exited with, once it did."""
 
@@ -83,7 +108,7 @@ def main() -> NoReturn:
     if evaluating and not any(a.startswith(_NO_TREE) for a in arguments):
         from interpreters.real import archive_child  # noqa: PLC0415
 
-        archive_child.warm_up()
+        archive_child.warm_up(archive_hint(arguments, dict(os.environ)))
     try:
         command_line = importlib.import_module("interpreters.cli.main").main
         command_line()

@@ -4,8 +4,10 @@ Interpreter side (processes). The source archive is written by a child process o
 (`interpreters.real.files.start_archive`), which spends a tenth of a second on its imports
 before it can walk anything. `ssegrade evaluate` starts that child before reading its command
 line (`warm_up`), so that those imports overlap its own; the archive then hands the waiting
-child its job (`hand_over`). A child no job ever reaches ends when the grading does. Standard
-library only: this runs before anything else is imported.
+child its job (`hand_over`). Told the source tree and the baseline the command line names,
+the child begins the archive before the job comes, and keeps what it did when the job asks for
+that very archive (the same tree and cache, by name and by inode). A child no job ever reaches
+ends when the grading does. Standard library only: this runs before anything else is imported.
 """
 
 from __future__ import annotations
@@ -45,12 +47,15 @@ class Child:
 _warm: Child | None = None
 
 
-def spawn() -> Child:
-    """Start an archive child that waits for its job; raises `OSError` when it cannot."""
+def spawn(hint: tuple[str, str] | None = None) -> Child:
+    """Start an archive child that waits for its job; raises `OSError` when it cannot. With
+    `hint` (a source tree and a baseline folder, absolute), the child begins archiving that
+    tree at once, with that baseline's archive cache, and uses what it did if its job turns
+    out to be that archive."""
     ours, theirs = socket.socketpair()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-c", _CODE, str(theirs.fileno()), str(os.getpid())],
+            [sys.executable, "-c", _CODE, str(theirs.fileno()), str(os.getpid()), *(hint or ())],
             env={"PYTHONPATH": str(_TOP), "PATH": os.defpath, "LC_ALL": "C.UTF-8"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -67,12 +72,13 @@ def spawn() -> Child:
     return Child(process, ours)
 
 
-def warm_up() -> None:
-    """Start the child the next `take_warm` answers (best effort: nothing when it cannot)."""
+def warm_up(hint: tuple[str, str] | None = None) -> None:
+    """Start the child the next `take_warm` answers (best effort: nothing when it cannot);
+    `hint` as for `spawn`."""
     global _warm  # noqa: PLW0603 (one child per process, taken once)
     if _warm is None:
         with contextlib.suppress(OSError):
-            _warm = spawn()
+            _warm = spawn(hint)
             atexit.register(_unused)
 
 

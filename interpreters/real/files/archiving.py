@@ -22,10 +22,10 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from interpreters.real import archive_child
-from interpreters.real.files.archive_cache import Cache, ReusingArchiver, open_cache
+from interpreters.real.files.archive_cache import CACHE_NAME, Cache, ReusingArchiver, open_cache
 from interpreters.real.files.compression import ParallelGzip
 from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
-from interpreters.real.files.split_archive import PROCESSES, write_split
+from interpreters.real.files.split_archive import PROCESSES, SplitArchive, start_split, write_split
 from interpreters.real.files.tarstream import Archiver
 
 ARCHIVE_LEVEL = 1
@@ -45,12 +45,87 @@ def _never() -> None:
     return None
 
 
+@dataclass(slots=True)
+class _Ahead:
+    """An archive begun before its job came (`archive_child.spawn`'s hint): the tree, the
+    archive cache and the workers archiving them."""
+
+    source: Path
+    root: int
+    cache: Cache
+    split: SplitArchive
+
+    def serves(self, source: Path, cache: Path | None, processes: int) -> bool:
+        """Whether it is the archive of this job: the same tree and cache, by name and by
+        inode (what the names lead to now), with as many workers."""
+        if cache is None or source.name != self.source.name or processes != PROCESSES:
+            return False
+        try:
+            fd = os.open(source, DIR_FLAGS)
+            try:
+                now = os.fstat(fd)
+            finally:
+                os.close(fd)
+            kept = os.stat(cache, follow_symlinks=False)
+        except OSError:
+            return False
+        was, held = os.fstat(self.root), os.fstat(self.cache.fd)
+        return (now.st_dev, now.st_ino, kept.st_dev, kept.st_ino) == (
+            was.st_dev,
+            was.st_ino,
+            held.st_dev,
+            held.st_ino,
+        )
+
+    def close(self) -> None:
+        """Stop what is left of it and close its files."""
+        self.split.stop()
+        self.cache.close()
+        os.close(self.root)
+
+
+def _begin(hint: list[str]) -> _Ahead | None:
+    """The archive of the tree `hint[0]` with the archive cache of the baseline `hint[1]`,
+    begun with `PROCESSES` workers (spools in the baseline's folder); None when there is no
+    hint, no usable cache, or it cannot begin."""
+    if len(hint) != 2 or PROCESSES < 2:
+        return None
+    source, cache_path = Path(hint[0]), Path(hint[1]) / CACHE_NAME
+    opened = open_cache(cache_path)
+    if not isinstance(opened, Cache):
+        return None
+    try:
+        root = os.open(source, DIR_FLAGS)
+    except OSError:
+        opened.close()
+        return None
+    try:
+        split = start_split(
+            root, source.name, str(cache_path.parent), ARCHIVE_LEVEL, opened, PROCESSES
+        )
+    except OSError:
+        opened.close()
+        os.close(root)
+        return None
+    return _Ahead(source, root, opened, split)
+
+
 def _write_archive(
-    source: Path, fd: int, check: Check, level: int, cache: Path | None = None, processes: int = 1
+    source: Path,
+    fd: int,
+    check: Check,
+    level: int,
+    cache: Path | None = None,
+    processes: int = 1,
+    ahead: _Ahead | None = None,
 ) -> str | None:
     """Write the tar.gz of `source` to `fd`, reusing what it can of the archive cache at
-    `cache`, with `processes` workers (`split_archive`; 1: in this process alone); raises on
-    failure. Says what the cache spared (None without one)."""
+    `cache`, with `processes` workers (`split_archive`; 1: in this process alone), or
+    finishing `ahead` when it is this very archive; raises on failure. Says what the cache
+    spared (None without one)."""
+    if ahead is not None and level == ARCHIVE_LEVEL and ahead.serves(source, cache, processes):
+        reused = ahead.split.finish(fd, check)
+        return _said(fd, reused, ahead.cache)
     opened = None if cache is None else open_cache(cache)
     reusable = opened if isinstance(opened, Cache) else None
     root = os.open(source, DIR_FLAGS)
@@ -72,12 +147,18 @@ def _write_archive(
         os.close(root)
         if reusable is not None:
             reusable.close()
-    os.fsync(fd)
     if reusable is not None:
-        written = os.fstat(fd).st_size
-        share = reused / written if written else 0.0
-        return f"{share:.0%} of the archive reused from the baseline's archive cache"
+        return _said(fd, reused, reusable)
+    os.fsync(fd)
     return opened if isinstance(opened, str) else None
+
+
+def _said(fd: int, reused: int, cache: Cache) -> str:
+    """Sync the archive `fd`; say what share of it the cache spared."""
+    os.fsync(fd)
+    written = os.fstat(fd).st_size
+    share = reused / written if written else 0.0
+    return f"{share:.0%} of the archive reused from the baseline's archive cache"
 
 
 def archive(
@@ -220,24 +301,29 @@ def start_archive(
 def _archive_child() -> None:
     """The archive's child (`archive_child.spawn`): `job-socket parent-pid` on its command
     line; writes the archive its job asks for, and says on stdout what the cache spared."""
-    received = archive_child.receive(int(sys.argv[1]))
-    if received is None:
-        return  # the grading ended without an archive to write
-    job, fd = received
-    parent = int(sys.argv[2])
-    source, cache, processes = job["source"], job["cache"], job["processes"]
-    if not isinstance(source, str) or not isinstance(processes, int):
-        raise SystemExit("the archive's job is not one")
     os.nice(ARCHIVE_NICENESS)
-
-    def check() -> None:
-        if os.getppid() != parent:
-            raise SystemExit("the grading that started the archive is gone")
-
-    where = Path(cache) if isinstance(cache, str) else None
+    ahead = _begin(sys.argv[3:5])
     try:
-        said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, where, processes)
-    except OSError as exc:
-        raise SystemExit(f"{source}: {exc}") from None
+        received = archive_child.receive(int(sys.argv[1]))
+        if received is None:
+            return  # the grading ended without an archive to write
+        job, fd = received
+        parent = int(sys.argv[2])
+        source, cache, processes = job["source"], job["cache"], job["processes"]
+        if not isinstance(source, str) or not isinstance(processes, int):
+            raise SystemExit("the archive's job is not one")
+
+        def check() -> None:
+            if os.getppid() != parent:
+                raise SystemExit("the grading that started the archive is gone")
+
+        where = Path(cache) if isinstance(cache, str) else None
+        try:
+            said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, where, processes, ahead)
+        except OSError as exc:
+            raise SystemExit(f"{source}: {exc}") from None
+    finally:
+        if ahead is not None:
+            ahead.close()
     if said:
         print(said)

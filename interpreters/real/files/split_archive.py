@@ -34,7 +34,7 @@ from interpreters.real.files.compression import Span, SpooledGzip, copy_span, gz
 from interpreters.real.files.descriptors import DIR_FLAGS, Check, write_all
 from interpreters.real.files.tarstream import END, Archiver
 
-__all__ = ["PROCESSES", "Unit", "units", "write_split"]
+__all__ = ["PROCESSES", "SplitArchive", "Unit", "folder_of", "start_split", "units", "write_split"]
 
 PROCESSES = max(1, min(8, len(os.sched_getaffinity(0))))
 """Workers of one archive: one per CPU this process may use (the archive's child is niced, so
@@ -128,10 +128,14 @@ def units(root: int, budget: int) -> list[Unit]:
     return sorted(parts, key=lambda unit: unit.names)
 
 
-def _anonymous(near: int) -> int:
-    """A file of no name in the folder of the file `near`, where the archive is written (for
-    a spool: nothing is left behind whatever happens)."""
-    folder = os.path.dirname(os.readlink(f"/proc/self/fd/{near}"))
+def folder_of(fd: int) -> str:
+    """The folder of the file open as `fd`."""
+    return os.path.dirname(os.readlink(f"/proc/self/fd/{fd}"))
+
+
+def _anonymous(folder: str) -> int:
+    """A file of no name in `folder` (for a spool: nothing is left behind whatever
+    happens)."""
     try:
         return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except OSError as exc:
@@ -212,52 +216,89 @@ def _fork(job: _Job, spool: int, feed: int, check_parent: Callable[[], bool]) ->
     os._exit(status)
 
 
-def write_split(
-    root: int, name: str, fd: int, check: Check, level: int, cache: Cache | None, processes: int
-) -> int:
-    """Write the tar.gz of the tree `root` (members under `name/`) to `fd` with `processes`
-    workers; answer how many of its bytes were copied from `cache`. Raises `OSError` when a
-    worker fails; what `check` raises stops it (the workers stop by themselves)."""
+@dataclass(slots=True)
+class SplitArchive:
+    """Workers archiving their units of a tree into spools (`start_split`), until `finish`
+    puts the archive together; `stop` ends them, whatever state they are in."""
+
+    parts: list[Unit]
+    level: int
+    workers: dict[int, int]
+    """pid: the read end of its plan, until it is reaped."""
+    spools: list[int]
+    queue: int
+
+    def finish(self, fd: int, check: Check) -> int:
+        """Write the archive to `fd` as the units are done; answer how many of its bytes
+        came from the cache. Raises `OSError` when a worker fails; what `check` raises stops
+        the archive (the workers stop by themselves, or with `stop`)."""
+        reused = _assemble(self.parts, list(self.workers.values()), fd, check)
+        for pid in list(self.workers):
+            while not (ended := os.waitpid(pid, os.WNOHANG))[0]:
+                check()
+                time.sleep(_POLL)
+            os.close(self.workers.pop(pid))
+            if os.waitstatus_to_exitcode(ended[1]):
+                raise OSError(errno.EIO, "an archive worker failed")
+        write_all(fd, gzip_members(END, self.level))
+        return reused
+
+    def stop(self) -> None:
+        """Kill the workers still running and close every file (idempotent)."""
+        for pid, plan in self.workers.items():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            os.close(plan)
+        self.workers.clear()
+        for spool in self.spools:
+            os.close(spool)
+        self.spools.clear()
+        if self.queue >= 0:
+            os.close(self.queue)
+            self.queue = -1
+
+
+def start_split(
+    root: int, name: str, spools: str, level: int, cache: Cache | None, processes: int
+) -> SplitArchive:
+    """Start `processes` workers archiving the tree `root` (members under `name/`), their
+    spools in the folder `spools`; `SplitArchive.finish` puts the archive together."""
     parts = units(root, processes * UNITS_PER_PROCESS)
     queue_read, queue_write = os.pipe()
-    spools: list[int] = []
-    workers: dict[int, int] = {}  # pid: read end of its plan, until it is reaped
+    started = SplitArchive(parts, level, {}, [], queue_read)
     try:
         job = _Job(root, name, parts, queue_read, level, cache)
         me = os.getpid()
         for _ in range(min(processes, len(parts))):
-            spools.append(_anonymous(fd))
-            pid, plan = _fork(job, spools[-1], queue_write, lambda: os.getppid() == me)
-            workers[pid] = plan
+            started.spools.append(_anonymous(spools))
+            pid, plan = _fork(job, started.spools[-1], queue_write, lambda: os.getppid() == me)
+            started.workers[pid] = plan
         # The workers take from the queue meanwhile. A write of at most PIPE_BUF bytes is
         # whole or waits, so no record is ever cut and each read takes exactly one.
         queue = b"".join(_INDEX.pack(number) for number in range(len(parts)))
         step = select.PIPE_BUF - select.PIPE_BUF % _INDEX.size
         for start in range(0, len(queue), step):
             os.write(queue_write, queue[start : start + step])
-        os.close(queue_write)
-        queue_write = -1
-        reused = _assemble(parts, list(workers.values()), fd, check)
-        for pid in list(workers):
-            while not (ended := os.waitpid(pid, os.WNOHANG))[0]:
-                check()
-                time.sleep(_POLL)
-            os.close(workers.pop(pid))
-            if os.waitstatus_to_exitcode(ended[1]):
-                raise OSError(errno.EIO, "an archive worker failed")
-        write_all(fd, gzip_members(END, level))
-        return reused
+    except BaseException:
+        started.stop()
+        raise
     finally:
-        for pid, plan in workers.items():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            os.close(plan)
-        for spool in spools:
-            os.close(spool)
-        os.close(queue_read)
-        if queue_write >= 0:
-            os.close(queue_write)
+        os.close(queue_write)
+    return started
+
+
+def write_split(
+    root: int, name: str, fd: int, check: Check, level: int, cache: Cache | None, processes: int
+) -> int:
+    """Write the tar.gz of the tree `root` (members under `name/`) to `fd` with `processes`
+    workers, their spools beside it; answer how many of its bytes were copied from `cache`.
+    Raises `OSError` when a worker fails; what `check` raises stops it."""
+    started = start_split(root, name, folder_of(fd), level, cache, processes)
+    try:
+        return started.finish(fd, check)
+    finally:
+        started.stop()
 
 
 def _assemble(parts: list[Unit], plans: list[int], fd: int, check: Check) -> int:
