@@ -3,6 +3,7 @@ descriptors, never following a link, whole or absent."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import os
@@ -305,8 +306,12 @@ def test_a_child_told_the_tree_begins_before_its_job_and_writes_the_same_archive
     warm = archive_child.take_warm()
     assert warm is not None
     archive_child._warm = warm
-    # Its workers are under way (or done, waiting to be reaped) before it has a job.
+    # Its workers are under way (or done, waiting to be reaped) before it has a job, and
+    # they, like the child, only take CPU time nothing else wants.
     assert wait_for(lambda: len(in_group(warm.process.pid)) > 1)
+    for pid in in_group(warm.process.pid):
+        with contextlib.suppress(ProcessLookupError):  # a worker done meanwhile
+            assert os.sched_getscheduler(pid) == os.SCHED_IDLE
 
     started = start_archive(tree, tmp_path / "ahead.tar.gz", baseline / files.CACHE_NAME)
 

@@ -34,8 +34,9 @@ archive is a record, not a distribution."""
 
 
 ARCHIVE_NICENESS = 10
-"""How much the archive's child yields the CPU: the checks it overlaps, and `result.json`,
-come first; once they are done it has the CPU to itself all the same."""
+"""The archive's child's niceness where the idle scheduling class is refused (`_yield_cpu`):
+the checks it overlaps, and `result.json`, come first; once they are done it has the CPU to
+itself all the same."""
 
 WAIT_SLICE = 0.2
 """Seconds between two checks while `ArchiveProcess.wait` waits: how late a deadline is seen."""
@@ -43,6 +44,15 @@ WAIT_SLICE = 0.2
 
 def _never() -> None:
     return None
+
+
+def _yield_cpu() -> None:
+    """Run (with the workers forked later) only on CPU time nothing else wants: the idle
+    scheduling class where there is one, else niced by `ARCHIVE_NICENESS`."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        os.nice(ARCHIVE_NICENESS)
 
 
 @dataclass(slots=True)
@@ -266,7 +276,7 @@ def start_archive(
     (`archive_child.warm_up`) if there is one, else a new one.
 
     The child writes a temp file beside `dest`; `ArchiveProcess.finish` renames it into place
-    once it is whole. The child runs niced (`ARCHIVE_NICENESS`) and stops by itself when its
+    once it is whole. The child runs on idle CPU time (`_yield_cpu`) and stops by itself when its
     parent is gone. Raises `OSError` when it cannot start.
     """
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -301,7 +311,7 @@ def start_archive(
 def _archive_child() -> None:
     """The archive's child (`archive_child.spawn`): `job-socket parent-pid` on its command
     line; writes the archive its job asks for, and says on stdout what the cache spared."""
-    os.nice(ARCHIVE_NICENESS)
+    _yield_cpu()
     ahead = _begin(sys.argv[3:5])
     try:
         received = archive_child.receive(int(sys.argv[1]))

@@ -37,7 +37,7 @@ from interpreters.real.files.tarstream import END, Archiver
 __all__ = ["PROCESSES", "SplitArchive", "Unit", "folder_of", "start_split", "units", "write_split"]
 
 PROCESSES = max(1, min(8, len(os.sched_getaffinity(0))))
-"""Workers of one archive: one per CPU this process may use (the archive's child is niced, so
+"""Workers of one archive: one per CPU this process may use (the archive's child yields the CPU, so
 the checks it overlaps come first)."""
 UNITS_PER_PROCESS = 32
 """Units the tree is cut into, per worker, when it has that many folders: enough for the
