@@ -33,6 +33,7 @@ from interpreters.real.private import (
     read_trusted,
     trusted,
 )
+from interpreters.real.resultsfolder import AGENT_PHASE
 from interpreters.real.setup.folders import RESULTS_ENTRIES
 from ssegrade import Status
 
@@ -48,7 +49,7 @@ __all__ = [
 
 SUMMARY = "summary.json"
 """The batch's document of a run, written last."""
-RUN_ENTRIES = (RESULTS_ENTRIES - {"agent-phase"}) | {SUMMARY, INCOMPLETE, LOCK}
+RUN_ENTRIES = (RESULTS_ENTRIES - {AGENT_PHASE}) | {SUMMARY, INCOMPLETE, LOCK}
 """What a run folder may hold (what a grading writes but the daemon's agent phase, and the
 batch's own marks); a folder holding anything else is not a run folder."""
 _MARKS = (SUMMARY, "result.json", INCOMPLETE, LOCK)

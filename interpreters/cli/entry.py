@@ -70,8 +70,8 @@ def archive_hint(arguments: list[str], env: dict[str, str]) -> tuple[str, str] |
     for index, argument in enumerate(arguments):
         option, equals, value = argument.partition("=")
         if option in ("--source", "--baseline"):
-            given = value if equals else next(iter(arguments[index + 1 :]), "")
-            named[option] = given  # the last one, as the command line takes it
+            following = arguments[index + 1] if index + 1 < len(arguments) else ""
+            named[option] = value if equals else following  # the last one counts, as for click
     source, baseline = named.get("--source"), named.get("--baseline") or env.get("SSE_BASELINE")
     if not source or not baseline:
         return None

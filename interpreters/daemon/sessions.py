@@ -14,12 +14,13 @@ from pathlib import Path
 
 from interpreters.real import files
 from interpreters.real.local import LocalSystem, Places
+from interpreters.real.resultsfolder import AGENT_PHASE
 from interpreters.real.runner import ContainmentPolicy, EnvPolicy, Runner
 from ssegrade.run import Interpreter
 
 __all__ = ["AGENT_PHASE_RESULTS", "LocalSessions"]
 
-AGENT_PHASE_RESULTS = "agent-phase"
+AGENT_PHASE_RESULTS = AGENT_PHASE
 """Subfolder of the results folder holding the logs of the agent phase's actions."""
 
 

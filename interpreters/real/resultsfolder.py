@@ -20,12 +20,14 @@ from interpreters.real import holding
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused, make_private
 
-__all__ = ["DAEMON_OWN", "DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
+__all__ = ["AGENT_PHASE", "DAEMON_OWN", "DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
 
 DEFAULT_RESULTS = Path("/var/lib/ssebench/results")
 """The results folder when none is named; its parent is private too, as in the task
 container."""
-DAEMON_OWN = frozenset({"agent-phase"})
+AGENT_PHASE = "agent-phase"
+"""The folder of the results where a daemon keeps the logs of the agent's `test_patch` runs."""
+DAEMON_OWN = frozenset({AGENT_PHASE})
 """What a daemon writes in the results folder it shares, its record of the agent's phase
 (`interpreters.daemon.sessions`): a grading that joins the folder leaves it, even forced."""
 

@@ -79,19 +79,18 @@ class _Ahead:
             kept = os.stat(cache, follow_symlinks=False)
         except OSError:
             return False
-        was, held = os.fstat(self.root), os.fstat(self.cache.fd)
-        return (now.st_dev, now.st_ino, kept.st_dev, kept.st_ino) == (
-            was.st_dev,
-            was.st_ino,
-            held.st_dev,
-            held.st_ino,
-        )
+        return _same(now, os.fstat(self.root)) and _same(kept, os.fstat(self.cache.fd))
 
     def close(self) -> None:
         """Stop what is left of it and close its files."""
         self.split.stop()
         self.cache.close()
         os.close(self.root)
+
+
+def _same(one: os.stat_result, other: os.stat_result) -> bool:
+    """Whether two statuses are of one file (device and inode)."""
+    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
 
 
 def _begin(hint: list[str]) -> _Ahead | None:
@@ -104,18 +103,16 @@ def _begin(hint: list[str]) -> _Ahead | None:
     opened = open_cache(cache_path)
     if not isinstance(opened, Cache):
         return None
+    root = -1
     try:
         root = os.open(source, DIR_FLAGS)
-    except OSError:
-        opened.close()
-        return None
-    try:
         split = start_split(
             root, source.name, str(cache_path.parent), ARCHIVE_LEVEL, opened, PROCESSES
         )
     except OSError:
         opened.close()
-        os.close(root)
+        if root >= 0:
+            os.close(root)
         return None
     return _Ahead(source, root, opened, split)
 
@@ -131,9 +128,9 @@ def _write_archive(
 ) -> str | None:
     """Write the tar.gz of `source` to `fd`, reusing what it can of the archive cache at
     `cache`, with `processes` workers (`split_archive`; 1: in this process alone), or
-    finishing `ahead` when it is this very archive; raises on failure. Says what the cache
-    spared (None without one)."""
-    if ahead is not None and level == ARCHIVE_LEVEL and ahead.serves(source, cache, processes):
+    finishing `ahead`, this very archive begun earlier (`_Ahead.serves`); raises on failure.
+    Says what the cache spared (None without one)."""
+    if ahead is not None:
         reused = ahead.split.finish(fd, check)
         return _said(fd, reused, ahead.cache)
     opened = None if cache is None else open_cache(cache)
@@ -328,6 +325,9 @@ def _archive_child() -> None:
                 raise SystemExit("the grading that started the archive is gone")
 
         where = Path(cache) if isinstance(cache, str) else None
+        if ahead is not None and not ahead.serves(Path(source), where, processes):
+            ahead.close()  # another archive: its workers stop now, not after the job's
+            ahead = None
         try:
             said = _write_archive(Path(source), fd, check, ARCHIVE_LEVEL, where, processes, ahead)
         except OSError as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from interpreters.real import resultsfolder
 from interpreters.real.holding import Hold
+from interpreters.real.resultsfolder import AGENT_PHASE
 from interpreters.real.setup.errors import InputError
 
 __all__ = ["RESULTS_ENTRIES", "discard_made", "hold_results", "make_results"]
@@ -25,7 +26,7 @@ RESULTS_ENTRIES = frozenset(
         "checks.jsonl",
         "guard.json",
         "logs",
-        "agent-phase",
+        AGENT_PHASE,
         "summary.json",
     }
 )
