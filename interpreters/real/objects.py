@@ -10,9 +10,11 @@ that path (copies keep both) and the patch did not write it.
 
 An ELF file (object, executable, shared library) carries a runtime when a string table that
 its symbol tables or its dynamic section use holds an entry starting with one of the runtime's
-markers (`__asan_init`, `libasan.so`, …). Only the headers and those string tables are read.
-The scan is bounded: in time (`seconds`), in entries walked, in bytes read; it stops as soon as
-every runtime asked for is found.
+markers (`__asan_init`, `libasan.so`, …). Only the headers, the section tables and those string
+tables are read, a chunk at a time (`CHUNK`): a file whose header claims huge or many tables
+(a sparse file of terabytes) costs the scan its byte budget, never its memory. The scan is
+bounded: in time (`seconds`), in entries walked, in bytes read of all files together
+(`MAX_READ`, every byte counted); it stops as soon as every runtime asked for is found.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from ssegrade.guard import ObjectScan, SanitizerRuntime
 from ssegrade.run import Deadline
 
 __all__ = [
+    "CHUNK",
     "MAX_ENTRIES",
     "MAX_READ",
     "MIN_SECONDS",
     "SCAN_SECONDS",
+    "Reads",
     "answer_observation",
-    "elf_strings",
+    "elf_markers",
     "read_start",
     "scan_objects",
 ]
@@ -54,9 +58,11 @@ MAX_ENTRIES = 500_000
 """The most folder entries a scan walks."""
 
 MAX_READ = 1 << 30
-"""The most bytes of string tables a scan reads, all files together."""
+"""The most bytes a scan reads, all files together: headers, section tables, string tables."""
 
-_MAX_TABLE = 64 << 20
+CHUNK = 64 << 10
+"""The most bytes read at once (and about the most a scan holds)."""
+
 _MAX_DEPTH = 128
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -73,38 +79,98 @@ def _read_at(fd: int, size: int, offset: int) -> bytes:
     return data
 
 
-def elf_strings(fd: int, budget: int = _MAX_TABLE) -> list[bytes] | None:
-    """The string tables of the ELF file open at `fd` that its symbol tables and dynamic
-    section use, each cut at `budget` bytes; None when it is not an ELF file."""
-    head = _read_at(fd, 64, 0)
+@dataclass
+class Reads:
+    """The bytes a scan may still read (`left`); every read is counted against it, and none
+    is larger than `CHUNK`."""
+
+    left: int = MAX_READ
+
+    def read(self, fd: int, size: int, offset: int) -> bytes:
+        """At most `size` bytes of `fd` at `offset`, fewer when the budget or the file ends."""
+        data = _read_at(fd, max(0, min(size, self.left, CHUNK)), offset)
+        self.left -= len(data)
+        return data
+
+    def spent(self) -> bool:
+        """Whether the budget is used up."""
+        return self.left <= 0
+
+
+def _headers(fd: int, reads: Reads) -> tuple[struct.Struct, int, int, int] | None:
+    """The section header's layout, and where the section table is, its entry size and its
+    entry count, of the ELF file open at `fd`; None when it is not one."""
+    head = reads.read(fd, 64, 0)
     if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
         return None
     order = "<" if head[5] == 1 else ">"
     if head[4] == 2:
+        if len(head) < 64:
+            return None
         shoff, shentsize, shnum = struct.unpack_from(f"{order}Q10xHH", head, 40)
-        entry = struct.Struct(f"{order}IIQQQQII")
-    else:
-        shoff, shentsize, shnum = struct.unpack_from(f"{order}I10xHH", head, 32)
-        entry = struct.Struct(f"{order}IIIIIIII")
+        return struct.Struct(f"{order}IIQQQQII"), shoff, shentsize, shnum
+    shoff, shentsize, shnum = struct.unpack_from(f"{order}I10xHH", head, 32)
+    return struct.Struct(f"{order}IIIIIIII"), shoff, shentsize, shnum
+
+
+def _sections(
+    fd: int, reads: Reads, entry: struct.Struct, shoff: int, shentsize: int, shnum: int
+) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """Each section header (its index and fields), read a chunk of the table at a time."""
+    per_chunk = max(1, CHUNK // shentsize)
+    for first in range(0, shnum, per_chunk):
+        count = min(per_chunk, shnum - first)
+        table = reads.read(fd, (count - 1) * shentsize + entry.size, shoff + first * shentsize)
+        for i in range(count):
+            if i * shentsize + entry.size > len(table):
+                return  # the file, or the budget, ended
+            yield first + i, entry.unpack_from(table, i * shentsize)
+
+
+def _table_holds(
+    fd: int, reads: Reads, offset: int, size: int, needles: tuple[bytes, ...]
+) -> set[bytes]:
+    """The needles some entry of the string table at `offset` (`size` bytes) starts with,
+    read a chunk at a time."""
+    found: set[bytes] = set()
+    keep = max((len(n) for n in needles), default=0) + 1
+    before = b"\0"  # the table's first entry starts at its first byte
+    done = 0
+    while done < size and len(found) < len(needles):
+        chunk = reads.read(fd, size - done, offset + done)
+        if not chunk:
+            break
+        window = before + chunk
+        found.update(n for n in needles if b"\0" + n in window)
+        before = window[-keep:]
+        done += len(chunk)
+    return found
+
+
+def elf_markers(fd: int, needles: tuple[bytes, ...], reads: Reads) -> set[bytes] | None:
+    """The needles some entry starts with in the string tables the symbol tables and the
+    dynamic section of the ELF file open at `fd` use; None when it is not an ELF file.
+    Every byte read (header, section table, string tables) is counted in `reads`, which
+    stops it when spent; at most `CHUNK` bytes are held at once."""
+    layout = _headers(fd, reads)
+    if layout is None:
+        return None
+    entry, shoff, shentsize, shnum = layout
     if not shoff or shnum == 0 or shentsize < entry.size:
-        return []
-    table = _read_at(fd, shentsize * shnum, shoff)
-    sections = [entry.unpack_from(table, i * shentsize) for i in range(len(table) // shentsize)]
-    linked = {s[6] for s in sections if s[1] in (_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM)}
-    return [
-        _read_at(fd, min(sections[i][5], budget), sections[i][4])
-        for i in sorted(linked)
-        if 0 < i < len(sections)
-    ]
-
-
-def _carries(tables: list[bytes], markers: tuple[str, ...]) -> bool:
-    for marker in markers:
-        needle = marker.encode()
-        for data in tables:
-            if data.startswith(needle) or b"\0" + needle in data:
-                return True
-    return False
+        return set()
+    linked = {
+        fields[6]
+        for _, fields in _sections(fd, reads, entry, shoff, shentsize, shnum)
+        if fields[1] in (_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM) and 0 < fields[6] < shnum
+    }
+    found: set[bytes] = set()
+    last = max(linked, default=-1)
+    for index, fields in _sections(fd, reads, entry, shoff, shentsize, last + 1):
+        if index in linked:
+            found |= _table_holds(fd, reads, fields[4], fields[5], needles)
+        if reads.spent() or len(found) == len(needles):
+            break
+    return found
 
 
 @dataclass
@@ -115,9 +181,13 @@ class _Scan:
     until: float
     examined: int = 0
     entries: int = 0
-    read: int = 0
+    budget: int = MAX_READ
+    reads: Reads = field(init=False)
     carrying: dict[str, str] = field(default_factory=dict)
     stopped: str | None = None
+
+    def __post_init__(self) -> None:
+        self.reads = Reads(self.budget)
 
     def done(self) -> bool:
         if len(self.carrying) == len(self.runtimes):
@@ -127,8 +197,8 @@ class _Scan:
                 self.stopped = "out of time"
             elif self.entries >= MAX_ENTRIES:
                 self.stopped = f"more than {MAX_ENTRIES} entries"
-            elif self.read >= MAX_READ:
-                self.stopped = f"more than {MAX_READ >> 20} MiB of string tables"
+            elif self.reads.spent():
+                self.stopped = f"read {self.budget >> 20} MiB of objects (the most a scan reads)"
         return self.stopped is not None
 
     def unchanged(self, rel: str, info: os.stat_result) -> bool:
@@ -153,18 +223,26 @@ class _Scan:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size < 52 or self.unchanged(rel, info):
                 return
-            tables = elf_strings(fd)
+            found = elf_markers(fd, self.needles(), self.reads)
         except OSError:
             return
         finally:
             os.close(fd)
-        if tables is None:
+        if found is None:
             return
         self.examined += 1
-        self.read += sum(len(t) for t in tables)
         for runtime in self.runtimes:
-            if runtime.name not in self.carrying and _carries(tables, runtime.markers):
+            if runtime.name not in self.carrying and found & {m.encode() for m in runtime.markers}:
                 self.carrying[runtime.name] = rel
+
+    def needles(self) -> tuple[bytes, ...]:
+        """The markers of every runtime not found yet."""
+        return tuple(
+            marker.encode()
+            for runtime in self.runtimes
+            if runtime.name not in self.carrying
+            for marker in runtime.markers
+        )
 
     def walk(self, root: int) -> None:
         """Depth first from the folder `root`, holding one descriptor per level."""
@@ -214,10 +292,12 @@ def scan_objects(
     skip: tuple[str, ...] = (),
     *,
     seconds: float = SCAN_SECONDS,
+    budget: int = MAX_READ,
 ) -> ObjectScan:
     """Look for each runtime in the ELF files of `copy` that grading produced (see the
-    module's docstring), for at most `seconds`."""
-    scan = _Scan(pristine, runtimes, frozenset(skip), time.monotonic() + max(seconds, 0.0))
+    module's docstring), for at most `seconds`, reading at most `budget` bytes."""
+    until = time.monotonic() + max(seconds, 0.0)
+    scan = _Scan(pristine, runtimes, frozenset(skip), until, budget=budget)
     if runtimes:
         with contextlib.suppress(OSError):
             root = os.open(copy, _DIR_FLAGS)
