@@ -4,6 +4,8 @@
 
 Interpreter layer (command line). `--script-env NAME` takes this process's value when the
 option is parsed: a variable whose name looks like a credential reaches scripts only so.
+`--containment full` without root is refused as the options are parsed, before any command
+makes a folder.
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ def _bytes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> i
     return int(digits) * scale
 
 
+def _mode(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """`full` only as root: a usage error otherwise, before anything is made (SPEC §5)."""
+    if value == "full" and os.geteuid() != 0:
+        raise click.BadParameter("full containment needs root (run as root, or give weak)")
+    return value
+
+
 def script_env_options(command: F) -> F:
     """`--script-env NAME=VALUE|NAME` (repeatable), `--clean-env`, `--script-memory BYTES`."""
     command = click.option(
@@ -93,6 +102,7 @@ def containment_options(command: F) -> F:
     return click.option(
         "--containment",
         type=click.Choice(["full", "weak"]),
+        callback=_mode,
         help="full: PID, mount and network namespaces, private /tmp, a pids cgroup, or no "
         "grading; weak: own session and a sweep [default: full as root, weak otherwise].",
     )(command)
