@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
-from tests.realtask import BUILD
+from tests.realtask import BUILD, fix_to
+
+
+def saying(words: str) -> str:
+    """A recorded patch for `verdict_grade` that says `words`: a real diff (a batch refuses
+    a patch that is not one) whose last word is the last of `words`."""
+    return fix_to(words)
 
 
 def verdict_grade(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BatchReport, run_batch
-from tests.batchkit import Quiet, verdict_grade
+from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import make_task
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ def world(tmp_path: Path) -> Path:
         ("good", "fixed c"),
         ("bad", "nothing d"),
     ):
-        (tmp_path / "patches" / f"{name}.patch").write_text(text + "\n")
+        (tmp_path / "patches" / f"{name}.patch").write_text(saying(text))
     lines = [
         {"task": "t/task", "patch": f"patches/{name}.patch", "repo": "t/source", "run_id": name}
         for name in ("once", "always", "good", "bad")
@@ -112,7 +112,7 @@ def test_no_retry_keeps_errors_and_force_grades_every_run_again(world: Path) -> 
 
 
 def test_force_grades_again_instead_of_reusing_an_earlier_grade(world: Path) -> None:
-    (world / "patches" / "good-too.patch").write_text("fixed c\n")
+    (world / "patches" / "good-too.patch").write_text(saying("fixed c"))
     more = {"task": "t/task", "patch": "patches/good-too.patch", "repo": "t/source"}
     with (world / "jobs.jsonl").open("a") as jobs:
         jobs.write(json.dumps({**more, "run_id": "good-too"}) + "\n")

@@ -13,7 +13,7 @@ import pytest
 
 from interpreters.batch import BadJobs, run_batch
 from ssegrade.report import RunFolder, parse_run
-from tests.batchkit import Quiet, verdict_grade
+from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import make_task
 
 pytestmark = pytest.mark.slow
@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 def world(tmp_path: Path) -> Path:
     made = make_task(tmp_path / "t")
     (tmp_path / "patches").mkdir()
-    (tmp_path / "patches" / "fixed.patch").write_bytes(b"fixed\n")
-    (tmp_path / "patches" / "fixed-too.patch").write_bytes(b"fixed\n")
-    (tmp_path / "patches" / "broken.patch").write_bytes(b"nothing\n")
+    (tmp_path / "patches" / "fixed.patch").write_text(saying("fixed"))
+    (tmp_path / "patches" / "fixed-too.patch").write_text(saying("fixed"))
+    (tmp_path / "patches" / "broken.patch").write_text(saying("nothing"))
     (tmp_path / "patches" / "empty.patch").write_bytes(b"")
     assert made.task == tmp_path / "t" / "task"
     return tmp_path
@@ -125,7 +125,7 @@ def test_run_id_defaults_to_the_digest_and_a_rerun_skips_everything(world: Path)
 def test_another_digest_is_refused_unless_forced(world: Path) -> None:
     jobs = write_jobs(world, job("broken.patch", run_id="r1"))
     batch(jobs, world / "results")
-    (world / "patches" / "broken.patch").write_bytes(b"fixed now\n")
+    (world / "patches" / "broken.patch").write_text(saying("fixed now"))
     with pytest.raises(BadJobs) as refused:
         batch(jobs, world / "results")
     assert len(refused.value.problems) == 1
@@ -168,7 +168,7 @@ def test_same_digest_is_graded_once_and_cached_with_its_own_run_facts(world: Pat
     )
     result = json.loads((cached / "result.json").read_bytes())
     assert result["runtime_result"]["agent_duration"] == 20
-    assert (cached / "final.patch").read_bytes() == b"fixed\n"
+    assert (cached / "final.patch").read_text() == saying("fixed")
     # A later batch reuses the grade found in RESULTS, unless told not to.
     more = write_jobs(world, job("fixed.patch", run_id="r3"))
     assert batch(more, world / "results").tally.cached == 1
@@ -201,7 +201,7 @@ def test_summaries_carry_the_guard_cached_ones_too(world: Path) -> None:
 
 
 def test_a_job_that_cannot_be_graded_is_an_error_and_exit_1(world: Path) -> None:
-    (world / "patches" / "crash.patch").write_bytes(b"crash\n")
+    (world / "patches" / "crash.patch").write_text(saying("crash"))
     jobs = write_jobs(world, job("crash.patch", run_id="c"), job("fixed.patch", run_id="f"))
     report = batch(jobs, world / "results")
     assert report.exit_code == 1
@@ -295,7 +295,7 @@ def test_repo_defaults_to_the_task_source(world: Path) -> None:
         config = made.task / "config.yaml"
         config.write_text(config.read_text() + "source: ../source\n")
         patch = Path(top) / "fixed.patch"
-        patch.write_bytes(b"fixed\n")
+        patch.write_text(saying("fixed"))
         jobs = write_jobs(Path(top), {"task": "t/task", "patch": "fixed.patch", "run_id": "r"})
         assert batch(jobs, world / "results").tally.graded == 1
 

@@ -24,7 +24,7 @@ from ssegrade.batch.summary import (
     batch_summary,
     next_attempt,
 )
-from tests.batchkit import Quiet, verdict_grade
+from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import make_task
 
 folders = st.lists(st.text("abc/", min_size=1, max_size=8), min_size=0, max_size=30)
@@ -143,8 +143,8 @@ def test_which_finished_runs_are_graded_again(
 def world(tmp_path: Path) -> Path:
     make_task(tmp_path / "t")
     (tmp_path / "patches").mkdir()
-    for name, text in (("a", "fixed\n"), ("b", "nothing\n"), ("c", "fixed\n")):
-        (tmp_path / "patches" / f"{name}.patch").write_text(text)
+    for name, text in (("a", "fixed"), ("b", "nothing"), ("c", "fixed")):
+        (tmp_path / "patches" / f"{name}.patch").write_text(saying(text))
     lines = [
         {"task": "t/task", "patch": f"patches/{n}.patch", "repo": "t/source", "run_id": n}
         for n in "abc"

@@ -17,7 +17,7 @@ import pytest
 
 from interpreters.batch import BadJobs, run_batch
 from interpreters.real.runner import resolve_runner
-from tests.batchkit import Quiet, verdict_grade
+from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import make_task
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,7 @@ RUNNER = resolve_runner(None).unwrap()
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     make_task(tmp_path / "t")
-    (tmp_path / "unfixed.patch").write_text("nothing\n")
+    (tmp_path / "unfixed.patch").write_text(saying("nothing"))
     job = {"task": "t/task", "patch": "unfixed.patch", "repo": "t/source", "run_id": "mine"}
     (tmp_path / "jobs.jsonl").write_text(json.dumps(job) + "\n")
     return tmp_path

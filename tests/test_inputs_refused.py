@@ -93,3 +93,73 @@ def test_full_containment_without_root_is_one_line_and_makes_nothing(
     line = one_line(done, "--containment", "root")
     assert "Exception" not in line
     assert sorted(os.listdir(shared / "out")) == []
+
+
+TRAJECTORY = """{
+  "messages": [
+    {"role": "assistant", "content": "I will fix lib.sh"},
+    {"role": "tool", "content": "diff --git a/lib.sh b/lib.sh\\n--- a/lib.sh\\n+++ b/lib.sh\\n"}
+  ],
+  "final_patch": "diff --git a/lib.sh b/lib.sh\\n@@ -1 +1 @@\\n-VALUE=bug\\n+VALUE=fixed\\n"
+}
+"""
+NOT_DIFFS = {
+    "hello": "hello world\n",
+    "html": "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n"
+    "<body><h1>502 Bad Gateway</h1><hr><center>nginx</center></body></html>\n",
+    "trajectory": TRAJECTORY,
+}
+
+
+def evaluate_patch(made: RealTask, patch: Path) -> subprocess.CompletedProcess[str]:
+    args = ["evaluate", "--task", str(made.task), "--patch", str(patch)]
+    args += ["--repo", str(made.source), "--results", str(made.results), "--containment", "weak"]
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_DIFFS))
+def test_a_patch_that_is_not_a_diff_is_refused_before_a_results_folder(
+    tmp_path: Path, kind: str
+) -> None:
+    made = make_task(tmp_path / "t")
+    patch = tmp_path / f"{kind}.patch"
+    patch.write_text(NOT_DIFFS[kind])
+    line = one_line(evaluate_patch(made, patch), "--patch", str(patch), "no change git")
+    assert line.startswith("ssegrade: error: ")
+    assert not made.results.exists()
+
+
+@pytest.mark.parametrize("text", ["", " \n\t\n"])
+def test_an_empty_or_blank_patch_is_still_the_empty_patch(tmp_path: Path, text: str) -> None:
+    made = make_task(tmp_path / "t")
+    patch = tmp_path / "empty.patch"
+    patch.write_text(text)
+    done = evaluate_patch(made, patch)
+    assert done.returncode == 0, done.stderr
+    assert "failed" in done.stdout
+    result = (made.results / "result.json").read_text()
+    assert '"status":"failed"' in result.replace(" ", "")
+
+
+def test_a_batch_with_a_job_whose_patch_is_not_a_diff_refuses_before_grading(
+    tmp_path: Path,
+) -> None:
+    made = make_task(tmp_path / "t")
+    jobs = write_jobs(tmp_path, made, {"good": FIX, "empty": "", **NOT_DIFFS})
+    results = tmp_path / "results"
+    done = subprocess.run(
+        [*CLI, "batch", str(jobs), "--results", str(results), "--containment", "weak"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == len(NOT_DIFFS), done.stderr
+    for number, (name, line) in enumerate(zip(NOT_DIFFS, lines, strict=True), start=3):
+        assert line.startswith(f"ssegrade: error: {jobs}:{number}: patch: "), line
+        assert "no change git would apply" in line
+        assert line.endswith(f"{name}.patch"), line
+    assert not results.exists() or not any(results.iterdir())

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from interpreters.batch import BadJobs, run_batch
 from ssegrade.batch import nested_problems
-from tests.batchkit import Quiet, verdict_grade
+from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import RealTask, fix_to, make_task
 
 pytestmark = pytest.mark.slow
@@ -304,7 +304,7 @@ def test_a_run_folder_inside_another_jobs_run_folder_is_refused_before_anything_
     tmp_path: Path,
 ) -> None:
     make_task(tmp_path / "t")
-    (tmp_path / "p.patch").write_text("fixed\n")
+    (tmp_path / "p.patch").write_text(saying("fixed"))
     base = {"task": "t/task", "patch": "p.patch", "repo": "t/source"}
     lines = [
         {**base, "model": "m", "agent": "a", "run_id": "r"},

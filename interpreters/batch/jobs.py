@@ -23,6 +23,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real import git
 from interpreters.real.runner import Runner, resolve_runner
+from interpreters.real.setup import not_a_diff
 from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular, task_reader, unreadable_by
 from ssegrade import Task
@@ -165,7 +166,8 @@ def plan_jobs(
     jobs: Sequence[tuple[int, Job]], base: Path, results: Path, runner: Runner
 ) -> tuple[list[Planned], list[JobProblem]]:
     """Check every job on disk and place it under `results`: the jobs that can run, and
-    every problem of the others: its task, its patch (a regular file, not a link), its
+    every problem of the others: its task, its patch (a regular file, not a link, a diff
+    unless empty), its
     grading repo (`task_repo` when the line names none), a run folder another line has, or
     one inside another line's."""
     version = ssegrade_version()
@@ -218,13 +220,18 @@ def plan_jobs(
 
 
 def _patch(path: Path, found: list[str]) -> bytes | None:
-    """The patch bytes, or None with why in `found`."""
+    """The patch bytes, or None with why in `found` (not a regular file, or not a diff)."""
     try:
-        return read_regular(path)
+        data = read_regular(path)
     except NotReadable as exc:
         why = "no such file" if exc.errno == errno.ENOENT else exc.why
         found.append(f"patch: {why}: {exc.path}")
         return None
+    refused = not_a_diff(data)
+    if refused is not None:
+        found.append(f"patch: {refused}: {path}")
+        return None
+    return data
 
 
 def refuse(head: Sequence[str], problems: Sequence[JobProblem], where: str) -> None:

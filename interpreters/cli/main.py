@@ -39,6 +39,7 @@ from interpreters.real.setup import (
     keep_repo_copy,
     load_inputs,
     make_results,
+    not_a_diff,
     verdict_line,
 )
 from interpreters.real.trace import recording
@@ -307,6 +308,8 @@ def evaluate(
         script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
     )
     recorded = read_patch(patch_file) if patch_file is not None else None
+    if recorded is not None and (why := not_a_diff(recorded)) is not None:
+        raise InputError(f"--patch {patch_file}: {why}")
     inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
         agent_timeout = "SSE_METRIC_AGENT_TIMEOUT" in os.environ

@@ -13,7 +13,7 @@ it.
 | `capture_tree` | the capture: the patch and the agent's commit messages |
 | `proof` | the fidelity proof of a captured patch, along the paths it touches |
 | `trees` | tree objects parsed, edited along a few paths and hashed, for the proof |
-| `apply` | `git apply` of a patch or a diff in a tree, with a neutral `GIT_DIR` |
+| `apply` | `git apply` of a patch or a diff (neutral `GIT_DIR`); the files a patch changes |
 | `changes` | the files a tree changes against the base |
 | `identity` | whether a grading repo is exactly one commit (its HEAD's tree) |
 
@@ -26,7 +26,7 @@ groups; they write their index and objects only in a part of the scratch folder 
 user, and root moves what must be kept into the baseline, which stays writable by root only.
 """
 
-from interpreters.real.git.apply import apply_diff, apply_patch, check_patch
+from interpreters.real.git.apply import apply_diff, apply_patch, check_patch, patch_files
 from interpreters.real.git.capture_tree import capture
 from interpreters.real.git.changes import changed_files
 from interpreters.real.git.command import GitFailure
@@ -52,6 +52,7 @@ __all__ = [
     "checkout_baseline",
     "clean_tree",
     "load_baseline",
+    "patch_files",
     "prove",
     "record_baseline",
 ]

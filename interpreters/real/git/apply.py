@@ -107,3 +107,24 @@ def apply_diff(
         until=until,
         enter=enter,
     )
+
+
+def patch_files(patch: bytes, *, until: Deadline | None = None) -> Result[int, ApplyError]:
+    """How many files `patch` changes as git reads it (`git apply --numstat`, which applies
+    nothing and reads no tree), in a scratch folder with a neutral `GIT_DIR`; `ApplyError`
+    with git's message when git cannot read it."""
+    try:
+        with scratch(None, until) as s:
+            neutral = s.top / "neutral.git"
+            lay_out(neutral)
+            out = s.git(
+                ["apply", "--numstat", "-z", "--allow-empty", *_PATCH_OPTIONS[:2]],
+                env=s.environment(neutral),
+                stdin=patch,
+            )
+    except GitError as exc:
+        return Failure(ApplyError(exc.message))
+    except OSError as exc:
+        return Failure(ApplyError(f"cannot run git apply --numstat: {why(exc)}"))
+    # Each file is `added<TAB>deleted<TAB>path<NUL>` (a rename: two paths, each NUL-ended).
+    return Success(sum(1 for field in out.stdout.split(b"\0") if b"\t" in field))

@@ -7,7 +7,7 @@ Interpreter layer, with no command-line code: errors are plain exceptions (`Inpu
 | module | its one job |
 |---|---|
 | `errors` | what the Python API raises |
-| `inputs` | the task, the source tree and the runner checked; the hidden material locked |
+| `inputs` | the task, the tree, the runner, a recorded patch checked; hidden material locked |
 | `folders` | the results folder made ready and held |
 | `baselines` | the baseline and the grading repo |
 | `prepare` | `grading_setup`: scratch folder, locks, baseline, grading repo, places |
@@ -24,7 +24,7 @@ from interpreters.real.setup.folders import (
     make_results,
 )
 from interpreters.real.setup.graded import graded, interrupts_raise, verdict_line
-from interpreters.real.setup.inputs import Inputs, load_inputs, lock_task
+from interpreters.real.setup.inputs import Inputs, load_inputs, lock_task, not_a_diff
 from interpreters.real.setup.prepare import SetUp, Sources, grading_setup
 
 __all__ = [
@@ -46,5 +46,6 @@ __all__ = [
     "load_inputs",
     "lock_task",
     "make_results",
+    "not_a_diff",
     "verdict_line",
 ]

@@ -1,5 +1,5 @@
-"""A grading's inputs checked on disk: the task, the agent's tree, who runs the scripts, and
-the task's hidden material locked away from the runner.
+"""A grading's inputs checked on disk: the task, the agent's tree, who runs the scripts, a
+recorded patch, and the task's hidden material locked away from the runner.
 
 Interpreter layer. Input that cannot be graded raises `InputError`.
 """
@@ -11,12 +11,13 @@ from pathlib import Path
 
 from returns.pipeline import is_successful
 
+from interpreters.real import git
 from interpreters.real.runner import Runner, resolve_runner
 from interpreters.real.setup.errors import InputError
 from interpreters.real.taskfolder import load_task, lock_hidden, resolve_source
 from ssegrade import Task
 
-__all__ = ["Inputs", "load_inputs", "lock_task"]
+__all__ = ["Inputs", "load_inputs", "lock_task", "not_a_diff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,20 @@ def load_inputs(
     if not is_successful(runner):
         raise InputError(runner.failure().message)
     return Inputs(task, task_dir, tree, runner.unwrap())
+
+
+def not_a_diff(patch: bytes) -> str | None:
+    """Why a recorded patch (`--patch`, a job's `patch`) cannot be graded: it is not empty
+    (whitespace aside: that is the empty patch) yet holds no change git would apply, as
+    "hello world", an HTML error page or an agent's trajectory (SPEC §4); None when it can."""
+    if not patch.strip():
+        return None
+    files = git.patch_files(patch)
+    if not is_successful(files):
+        return f"not a patch git can read ({files.failure().log})"
+    if files.unwrap() == 0:
+        return "holds no change git would apply (no file in `git apply --stat`): not a patch"
+    return None
 
 
 def lock_task(inputs: Inputs) -> list[str]:
