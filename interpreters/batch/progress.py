@@ -1,7 +1,8 @@
 """How a batch speaks while it runs: a live bar on a terminal, else one line per finished job
 (its verdict, its run folder, how long it took); quiet, only the last line.
 
-Interpreter layer; everything goes to stderr, so stdout stays free for machine-readable output.
+Interpreter layer; everything goes to stderr, so stdout stays free for machine-readable output,
+and every line is inert (`ssegrade.text.inert_text`): a job's names cannot drive the terminal.
 The lines of each check of each grading come from the workers, and only when asked for
 (`run_batch(checks=True)`, `batch -v`).
 """
@@ -24,6 +25,7 @@ from rich.progress import (
 )
 
 from ssegrade.batch import Tally
+from ssegrade.text import inert_text
 
 __all__ = ["LineProgress", "LiveProgress", "QuietProgress", "Reporter", "make_reporter"]
 
@@ -58,18 +60,18 @@ class LineProgress:
 
     def finished(self, tally: Tally, line: str) -> None:
         """`[done/total] line`."""
-        self.console.print(f"[{tally.done}/{tally.total}] {line}", markup=False)
+        self.console.print(f"[{tally.done}/{tally.total}] {inert_text(line)}", markup=False)
 
     def note(self, message: str) -> None:
-        """The message as it is."""
-        self.console.print(message, markup=False)
+        """The message, inert."""
+        self.console.print(inert_text(message), markup=False)
 
     def tick(self, tally: Tally) -> None:
         """Nothing to refresh."""
 
     def end(self, line: str) -> None:
         """The last line."""
-        self.console.print(line, markup=False)
+        self.console.print(inert_text(line), markup=False)
 
 
 @dataclass
@@ -92,7 +94,7 @@ class QuietProgress:
 
     def end(self, line: str) -> None:
         """The last line."""
-        self.console.print(line, markup=False)
+        self.console.print(inert_text(line), markup=False)
 
 
 @dataclass
@@ -128,7 +130,7 @@ class LiveProgress:
 
     def note(self, message: str) -> None:
         """Print above the bar."""
-        self.console.print(message, markup=False)
+        self.console.print(inert_text(message), markup=False)
 
     def tick(self, tally: Tally) -> None:
         """Refresh the counts."""
@@ -139,7 +141,7 @@ class LiveProgress:
         """Stop the bar, print the last line."""
         if self._progress is not None:
             self._progress.stop()
-        self.console.print(line, markup=False)
+        self.console.print(inert_text(line), markup=False)
 
 
 def _counts(tally: Tally) -> str:

@@ -32,6 +32,7 @@ from interpreters.real import logs
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.setup import InputError
 from ssegrade.guard import Flag
+from ssegrade.text import inert_text
 
 __all__ = ["batch", "verify"]
 
@@ -106,7 +107,7 @@ def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
 
 def _refuse(problems: tuple[str, ...]) -> NoReturn:
     for problem in problems:
-        click.echo(f"ssegrade: error: {problem}", err=True)
+        click.echo(inert_text(f"ssegrade: error: {problem}"), err=True)
     raise click.exceptions.Exit(2)
 
 
@@ -206,7 +207,7 @@ def verify(
         except OSError as exc:
             raise InputError(f"-o {output}: {exc.strerror}") from None
     else:
-        click.echo(text, nl=False)
+        click.echo("".join(inert_text(line) + "\n" for line in text.splitlines()), nl=False)
     if report.interrupted:
         _log.warning("interrupted: tasks whose runs did not all finish are not reported")
     raise click.exceptions.Exit(report.exit_code)

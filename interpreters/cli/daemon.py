@@ -38,6 +38,7 @@ from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import Deadline, run
 from ssegrade.task import Task
+from ssegrade.text import inert_text
 
 __all__ = [
     "DEFAULT_ADMIN_SOCKET",
@@ -268,7 +269,7 @@ def test_patch(where: str, log_dir: Path | None) -> None:
             asked = client.capabilities()
         except DaemonError as exc:
             click.echo(INTERNAL_FAILURE)
-            click.echo(f"test-patch: {exc}", err=True)
+            click.echo(inert_text(f"test-patch: {exc}"), err=True)
             sys.exit(1)
         if not 0 <= asked.level < len(LEVELS):
             click.echo(INTERNAL_FAILURE)
@@ -280,5 +281,5 @@ def test_patch(where: str, log_dir: Path | None) -> None:
         )
     click.echo(found.text)
     for error in interpreter.errors:
-        click.echo(f"test-patch: {error}", err=True)
+        click.echo(inert_text(f"test-patch: {error}"), err=True)
     sys.exit(0 if found.passed else 1)

@@ -1,6 +1,7 @@
 """The `ssegrade` command: parses arguments, picks an interpreter, runs the pure program.
 
-Bad input is one line on stderr and a non-zero exit, never a traceback.
+Bad input is one line on stderr and a non-zero exit, never a traceback. Every line printed
+that may quote a name a task, an agent or a script chose is inert (`ssegrade.text.inert_text`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from interpreters.real.setup import (
 from interpreters.real.trace import recording
 from ssegrade import RuntimeResult, result_schema
 from ssegrade.guard import guard_schema
+from ssegrade.text import inert_text
 
 __all__ = ["cli", "main"]
 
@@ -143,7 +145,8 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     if not is_successful(cached):
         _log.warning("%s (each archive will be written whole)", cached.failure())
     kept = "" if no_repo else f", tree copied to {base.path / git.REPO_COPY}"
-    click.echo(f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}{kept}")
+    made = f"baseline recorded in {into}: commit {base.commit}, tree {base.base_tree}{kept}"
+    click.echo(inert_text(made))
 
 
 @cli.command()
@@ -346,7 +349,7 @@ def evaluate(
             )
     if shown is not None:
         shown.settle()
-    click.echo(verdict_line(result))
+    click.echo(inert_text(verdict_line(result)))
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
@@ -371,17 +374,17 @@ def _main(argv: list[str] | None) -> NoReturn:
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except Interrupted as interrupted:
-        click.echo(f"ssegrade: {interrupted}", err=True)
+        click.echo(inert_text(f"ssegrade: {interrupted}"), err=True)
         sys.exit(interrupted.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
         message = " ".join(exc.format_message().split())
-        click.echo(f"ssegrade: error: {message} (see '{where} --help')", err=True)
+        click.echo(inert_text(f"ssegrade: error: {message} (see '{where} --help')"), err=True)
         sys.exit(exc.exit_code)
     except (InputError, NotWritten, click.ClickException) as exc:
         discard_made()  # a refused grading leaves no empty results folder
         text = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
-        click.echo(f"ssegrade: error: {' '.join(text.split())}", err=True)
+        click.echo(inert_text(f"ssegrade: error: {' '.join(text.split())}"), err=True)
         sys.exit(_status(exc))
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -3,7 +3,7 @@
 Interpreter layer, the display behind `interpreters.real.logs.StderrHandler`. On a terminal, a
 check that is running shows a live elapsed time (a 30-minute build is never silent), replaced
 by its final line when it ends; elsewhere (a log file, CI) each start and end is one plain
-line.
+line. Every line is inert (`ssegrade.text.inert_text`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ssegrade.text import inert_text
 
 __all__ = ["CheckProgress"]
 
@@ -31,11 +33,12 @@ class CheckProgress:
     def say(self, message: str) -> None:
         """Print one line (ending the live display of a running check, if any)."""
         self._stop()
-        self.console.print(message, markup=False, soft_wrap=True)
+        self.console.print(inert_text(message), markup=False, soft_wrap=True)
 
     def started(self, message: str) -> None:
         """A check began: a live elapsed time on a terminal, else one line."""
         self._stop()
+        message = inert_text(message)
         if not self.console.is_terminal:
             self.console.print(message, markup=False, soft_wrap=True)
             return

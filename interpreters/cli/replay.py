@@ -14,6 +14,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real.setup import InputError, verdict_line
 from interpreters.real.untrusted import NotReadable, read_regular
+from ssegrade.text import inert_text
 from ssegrade.trace import parse_trace
 from ssegrade.trace.replay import Diverged, replay
 
@@ -95,11 +96,12 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
         raise InputError(
             f"{trace_file}: {diverged}: the rules changed in a way that needs a new grading"
         ) from None
-    click.echo(verdict_line(replayed.result))
+    click.echo(inert_text(verdict_line(replayed.result)))
     if not replayed.changes:
         click.echo("same as the recorded result.json")
         return
-    click.echo(f"differs from the recorded result.json ({verdict_line(replayed.recorded)}):")
+    was = inert_text(verdict_line(replayed.recorded))
+    click.echo(f"differs from the recorded result.json ({was}):")
     for change in replayed.changes:
-        click.echo(f"  {change}")
+        click.echo(f"  {inert_text(change)}")
     ctx.exit(1)

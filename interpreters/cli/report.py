@@ -45,6 +45,7 @@ from ssegrade.report import (
     exclude_flagged,
     find_row,
 )
+from ssegrade.text import inert_text
 
 __all__ = ["PAIRWISE_LIMIT", "TABLE_PAIRWISE_LIMIT", "report"]
 
@@ -310,7 +311,7 @@ def _run(
     except NoRuns as exc:
         raise _bad(str(exc)) from None
     for warning in scanned.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(inert_text(f"warning: {warning}"), err=True)
     rep = fold.report()
     asked = None
     if pair is not None:

@@ -6,16 +6,20 @@ request served) at INFO; a record marked `running` (`RUNNING`) is a check that b
 is shown unless a handler is attached: the commands attach `StderrHandler` with `speaking`,
 an embedder attaches its own (or none: ssegrade then stays silent). Notes also go to the
 run's `logs/notes.log`, which the results writer keeps. stdout is never written here: it
-carries only the verdict or the report.
+carries only the verdict or the report. Every line shown is inert (`ssegrade.text.inert_text`):
+a name a task, an agent or a script chose cannot drive the operator's terminal.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
+
+from ssegrade.text import inert_text
 
 __all__ = [
     "LOGGER",
@@ -70,13 +74,19 @@ class StderrHandler(logging.Handler):
 
     def prefix(self, text: str) -> None:
         """Start each line with `text` from now on."""
-        self.setFormatter(logging.Formatter(text.replace("%", "%%") + "%(message)s"))
+        self.setFormatter(logging.Formatter(inert_text(text).replace("%", "%%") + "%(message)s"))
 
     def show(self, level: int) -> None:
         """Show the records of `level` and above from now on."""
         self.setLevel(level)
         logger = logging.getLogger(LOGGER)
         logger.setLevel(min(h.level for h in _SHOWN) if self in _SHOWN else level)
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record's line, its message inert (`inert_text`): one line, no control."""
+        shown = copy.copy(record)
+        shown.msg, shown.args = inert_text(record.getMessage()), None
+        return super().format(shown)
 
     def emit(self, record: logging.LogRecord) -> None:
         """Write the record's line (ending the live display of a running check first)."""
