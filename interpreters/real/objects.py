@@ -158,15 +158,14 @@ def elf_markers(fd: int, needles: tuple[bytes, ...], reads: Reads) -> set[bytes]
     entry, shoff, shentsize, shnum = layout
     if not shoff or shnum == 0 or shentsize < entry.size:
         return set()
-    linked = {
-        fields[6]
-        for _, fields in _sections(fd, reads, entry, shoff, shentsize, shnum)
-        if fields[1] in (_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM) and 0 < fields[6] < shnum
-    }
+    linked = bytearray(shnum)  # one flag a section: at most 64 KiB
+    for _, fields in _sections(fd, reads, entry, shoff, shentsize, shnum):
+        if fields[1] in (_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM) and 0 < fields[6] < shnum:
+            linked[fields[6]] = 1
     found: set[bytes] = set()
-    last = max(linked, default=-1)
+    last = linked.rfind(1)
     for index, fields in _sections(fd, reads, entry, shoff, shentsize, last + 1):
-        if index in linked:
+        if linked[index]:
             found |= _table_holds(fd, reads, fields[4], fields[5], needles)
         if reads.spent() or len(found) == len(needles):
             break
