@@ -1,5 +1,6 @@
 """Root runs nothing it did not choose (SPEC §5): the programs ssegrade starts are found on a
-fixed search path and refused when another user could have put them there.
+fixed search path and refused when another user could have put them there; a task folder is
+read only where no other user can replace it.
 
 Played as the attacks: a `git` planted in a world-writable folder that leads `PATH` (as
 `/go/bin` does in the official golang image), then a real grading of a real patch.
@@ -19,8 +20,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from returns.pipeline import is_successful
 
 from interpreters.real.programs import SEARCH_PATH, ProgramError, find_program
+from interpreters.real.taskfolder import load_task
 from interpreters.real.trusted_paths import Unsafe, resolve_safe
 from tests.realtask import RealTask, fix_to, make_task, ssegrade
 
@@ -148,16 +151,22 @@ def test_path_never_decides(safe_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
 )
 @given(mode=st.integers(0o700, 0o777), sticky=st.booleans())
 def test_the_rule_on_the_mode_of_a_folder_above(safe_dir: Path, mode: int, sticky: bool) -> None:
-    """A program is refused iff a folder above it lets group or others write, sticky or not."""
+    """A program is refused iff a folder above it lets group or others write, sticky or not;
+    a task folder iff that folder lets them write and is not sticky."""
     with tempfile.TemporaryDirectory(dir=safe_dir) as made:
         above = folder(Path(made) / "above", mode | (stat.S_ISVTX if sticky else 0))
         executable(above / "bin" / "tool")
+        (above / "task").mkdir()
+        (above / "task" / "config.yaml").write_text("id: t\n")
         writable = bool(mode & 0o022)
         if writable:
             with pytest.raises(ProgramError, match=re.escape(f"refused: {above} is writable")):
                 find_program("tool", [str(above / "bin")])
         else:
             assert find_program("tool", [str(above / "bin")]) == str(above / "bin" / "tool")
+        loaded = load_task(above / "task")
+        task_refused = not is_successful(loaded) and "replace" in loaded.failure().message
+        assert task_refused == (writable and not sticky)
         above.chmod(0o700)
 
 
@@ -220,3 +229,53 @@ def test_a_git_planted_first_on_path_never_runs_in_baseline_and_capture(tmp_path
     assert not marker.exists(), marker.read_text()
     assert done.stdout.strip() == "failed: Build failed", done.stderr
     assert b"+VALUE=broken" in (made.results / "final.patch").read_bytes()
+
+
+# ---------------------------------------------------------------------------- task folders
+
+
+def test_a_task_under_a_world_writable_folder_is_refused(tmp_path: Path) -> None:
+    shared = folder(tmp_path / "shared", 0o777)
+    made = make_task(shared / "t")
+    loaded = load_task(made.task)
+    assert not is_successful(loaded)
+    assert loaded.failure().message == (
+        f"task folder {made.task}: {shared} is writable by others (mode 0777): "
+        "another user could replace the task"
+    )
+    patch = tmp_path / "fix.patch"
+    patch.write_text(fix_to("fixed"))
+    results = tmp_path / "results"
+    done = ssegrade(
+        "evaluate",
+        "--task",
+        str(made.task),
+        "--repo",
+        str(made.source),
+        "--patch",
+        str(patch),
+        "--results",
+        str(results),
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"ssegrade: error: {loaded.failure().message}\n"
+    assert not results.exists()
+
+
+def test_a_task_under_a_sticky_root_folder_is_read(tmp_path: Path) -> None:
+    made = make_task(folder(tmp_path / "sticky", 0o1777) / "t")
+    assert is_successful(load_task(made.task))
+
+
+@needs_root
+def test_a_link_of_another_user_in_a_sticky_folder_is_refused(tmp_path: Path) -> None:
+    sticky = folder(tmp_path / "sticky", 0o1777)
+    made = make_task(tmp_path / "t")
+    link = sticky / "task"
+    link.symlink_to(made.task)
+    os.chown(link, OTHER, OTHER, follow_symlinks=False)
+    loaded = load_task(link)
+    assert not is_successful(loaded)
+    assert f"{link} is owned by uid {OTHER}, not root" in loaded.failure().message
+    os.chown(link, 0, 0, follow_symlinks=False)
+    assert is_successful(load_task(link))
