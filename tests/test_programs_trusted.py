@@ -170,6 +170,18 @@ def test_the_rule_on_the_mode_of_a_folder_above(safe_dir: Path, mode: int, stick
         above.chmod(0o700)
 
 
+def test_no_program_is_looked_up_on_another_path() -> None:
+    """Every program ssegrade starts comes from `programs`; the one other lookup is of a
+    task script's command, on the script's own PATH, which the runner (not root) executes."""
+    top = Path(__file__).resolve().parents[1] / "interpreters"
+    lookups = {
+        str(path.relative_to(top))
+        for path in top.rglob("*.py")
+        if "shutil.which(" in path.read_text() or "os.get_exec_path(" in path.read_text()
+    }
+    assert lookups == {"real/runner/launch.py"}
+
+
 # ---------------------------------------------------------------------------- the attack
 
 

@@ -23,7 +23,14 @@ from collections.abc import Sequence
 
 from interpreters.real.trusted_paths import Unsafe, resolve_safe
 
-__all__ = ["SEARCH_PATH", "ProgramError", "find_program", "program", "search_path"]
+__all__ = [
+    "SEARCH_PATH",
+    "ProgramError",
+    "ProgramMissing",
+    "find_program",
+    "program",
+    "search_path",
+]
 
 SEARCH_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """Where the programs ssegrade starts are looked up: the system's own folders, never `PATH`."""
@@ -34,6 +41,10 @@ class ProgramError(Exception):
     line naming it, where and why."""
 
 
+class ProgramMissing(ProgramError):
+    """No executable of that name in the search path."""
+
+
 def find_program(name: str, search: Sequence[str] = SEARCH_PATH) -> str:
     """The real path of the executable `name` in the folders `search`, checked as the module
     says; raises `ProgramError` when it is missing or another user could have chosen it."""
@@ -42,7 +53,11 @@ def find_program(name: str, search: Sequence[str] = SEARCH_PATH) -> str:
     for folder in search:
         candidate = os.path.join(folder, name)
         try:
-            found = resolve_safe(candidate)
+            found = resolve_safe(candidate, entry=False)
+            info = os.stat(found)
+            if not (stat.S_ISREG(info.st_mode) and os.access(found, os.X_OK)):
+                continue  # as a shell's lookup: not a program, the search goes on
+            resolve_safe(found)  # the file itself
         except Unsafe as exc:
             if not os.path.lexists(candidate):
                 continue  # a folder others could write to, but the name is not there
@@ -51,10 +66,8 @@ def find_program(name: str, search: Sequence[str] = SEARCH_PATH) -> str:
             continue
         except OSError as exc:
             raise ProgramError(f"program {name!r} refused: {candidate}: {exc.strerror}") from None
-        info = os.stat(found)
-        if stat.S_ISREG(info.st_mode) and os.access(found, os.X_OK):
-            return found
-    raise ProgramError(f"program {name!r} not found in {':'.join(search)}")
+        return found
+    raise ProgramMissing(f"program {name!r} not found in {':'.join(search)}")
 
 
 @functools.cache
