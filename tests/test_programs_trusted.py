@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -241,6 +243,41 @@ def test_a_git_planted_first_on_path_never_runs_in_baseline_and_capture(tmp_path
     assert not marker.exists(), marker.read_text()
     assert done.stdout.strip() == "failed: Build failed", done.stderr
     assert b"+VALUE=broken" in (made.results / "final.patch").read_bytes()
+
+
+def in_mount_namespace(over: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """The console script in a mount namespace of its own where `over` is mounted on
+    `/usr/local/bin`, the first folder of the search path (and of `PATH`)."""
+    script = 'mount --bind "$0" /usr/local/bin && exec "$@"'
+    command = [sys.executable, "-c", "from interpreters.cli.entry import main; main()", *argv]
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(over)]
+    return subprocess.run(
+        [*wrap, *command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        timeout=120,
+        check=False,
+    )
+
+
+@needs_root
+def test_a_git_on_the_search_path_where_others_may_write_is_refused(tmp_path: Path) -> None:
+    made = make_task(tmp_path / "t")
+    marker = tmp_path / "planted-git-ran"
+    bin_dir = planted_git(tmp_path / "gobin", marker)
+    patch = tmp_path / "fix.patch"
+    patch.write_text(fix_to("fixed"))
+    why = "program 'git' refused: /usr/local/bin is writable by others (mode 1777)"
+    grade = ["evaluate", "--task", str(made.task), "--repo", str(made.source), "--patch"]
+    done = in_mount_namespace(bin_dir, [*grade, str(patch), "--results", str(tmp_path / "r")])
+    assert done.stdout == f"error: Exception: {why}\n", done.stderr
+    assert not marker.exists(), marker.read_text()
+    done = in_mount_namespace(
+        bin_dir, ["baseline", "--source", str(made.source), "--into", str(made.baseline)]
+    )
+    assert (done.returncode, done.stderr) == (1, f"ssegrade: error: {why}\n")
+    assert not marker.exists(), marker.read_text()
 
 
 # ---------------------------------------------------------------------------- task folders

@@ -27,7 +27,7 @@ from typing import Any
 
 import sh
 
-from interpreters.real.programs import ProgramError, program, search_path
+from interpreters.real.programs import program, search_path
 from interpreters.real.runner.guarding import scratch_folder
 from ssegrade.run import Deadline
 
@@ -113,11 +113,10 @@ class Out:
 
 
 def _git_path() -> str:
-    """git, found on the fixed search path root trusts, never on `PATH` (see `programs`)."""
-    try:
-        return program("git")
-    except ProgramError as exc:
-        raise GitError((), None, str(exc).encode()) from None
+    """git, found on the fixed search path root trusts, never on `PATH` (see `programs`).
+    Raises `ProgramError`, never `GitError`: a git that cannot be run is the host's fault,
+    never a patch that does not apply or a tree that cannot be read."""
+    return program("git")
 
 
 @functools.cache
