@@ -311,6 +311,17 @@ def test_a_task_under_a_world_writable_folder_is_refused(tmp_path: Path) -> None
     assert not results.exists()
 
 
+def test_a_step_back_after_a_link_is_judged_where_the_kernel_goes(tmp_path: Path) -> None:
+    shared = folder(tmp_path / "shared", 0o777)
+    (shared / "deep").mkdir()
+    make_task(shared / "t")  # what `link/../t/task` leads to
+    make_task(tmp_path / "t")  # what it would be, taken word by word
+    (tmp_path / "link").symlink_to(shared / "deep")
+    loaded = load_task(tmp_path / "link" / ".." / "t" / "task")
+    assert not is_successful(loaded)
+    assert f"{shared} is writable by others (mode 0777)" in loaded.failure().message
+
+
 def test_a_task_under_a_sticky_root_folder_is_read(tmp_path: Path) -> None:
     made = make_task(folder(tmp_path / "sticky", 0o1777) / "t")
     assert is_successful(load_task(made.task))

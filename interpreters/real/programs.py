@@ -51,6 +51,8 @@ def find_program(name: str, search: Sequence[str] = SEARCH_PATH) -> str:
     if not name or "/" in name:
         raise ProgramError(f"program {name!r}: not a program name")
     for folder in search:
+        if not folder.startswith("/"):
+            continue  # a relative folder would name whatever the current one holds
         candidate = os.path.join(folder, name)
         try:
             found = resolve_safe(candidate, entry=False)

@@ -54,7 +54,8 @@ def _replaceable(folder: Path) -> str | None:
     """Why another user could put another task in the place of `folder` (see the module);
     None when no one can."""
     try:
-        resolve_safe(os.path.abspath(folder), sticky=True, entry=False)
+        # Not `abspath`: `..` after a link is the kernel's, not a lexical step back.
+        resolve_safe(os.path.join(os.getcwd(), folder), sticky=True, entry=False)
     except Unsafe as exc:
         return f"task folder {folder}: {exc}: another user could replace the task"
     except OSError as exc:

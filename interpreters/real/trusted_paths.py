@@ -22,22 +22,20 @@ import errno
 import os
 import pwd
 import stat
-from dataclasses import dataclass
 
 __all__ = ["Unsafe", "resolve_safe"]
 
 _MAX_LINKS = 40  # as Linux
 
 
-@dataclass(frozen=True, slots=True)
 class Unsafe(Exception):
-    """`where` (a folder or entry on the way) may be changed by another user: `why`."""
+    """`where` (a folder or entry on the way) may be changed by another user: `why`; `str`
+    says both in one line."""
 
-    where: str
-    why: str
-
-    def __str__(self) -> str:
-        return f"{self.where} is {self.why}"
+    def __init__(self, where: str, why: str) -> None:
+        super().__init__(f"{where} is {why}")
+        self.where = where
+        self.why = why
 
 
 def _owners() -> frozenset[int]:
