@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real.programs import ProgramError, program
+from interpreters.real.programs import SEARCH_PATH, ProgramError, program
 
 __all__ = [
     "DEFAULT_PATH",
@@ -27,7 +27,7 @@ __all__ = [
     "who",
 ]
 
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_PATH = ":".join(SEARCH_PATH)
 TOOL_ENV = {"PATH": DEFAULT_PATH, "LC_ALL": "C"}
 """The environment of the system tools we run ourselves (`useradd`, `unshare`)."""
 
