@@ -32,6 +32,7 @@ from interpreters.cli.options import (
 )
 from interpreters.real import files, git, logs
 from interpreters.real.grading import Sources, grade_here, read_patch
+from interpreters.real.programs import ProgramError
 from interpreters.real.setup import (
     InputError,
     Interrupted,
@@ -381,7 +382,7 @@ def _main(argv: list[str] | None) -> NoReturn:
         message = " ".join(exc.format_message().split())
         click.echo(inert_text(f"ssegrade: error: {message} (see '{where} --help')"), err=True)
         sys.exit(exc.exit_code)
-    except (InputError, NotWritten, click.ClickException) as exc:
+    except (InputError, NotWritten, ProgramError, click.ClickException) as exc:
         discard_made()  # a refused grading leaves no empty results folder
         text = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
         click.echo(inert_text(f"ssegrade: error: {' '.join(text.split())}"), err=True)

@@ -1,4 +1,10 @@
-"""Reading a task folder from disk: `config.yaml` parsed by the core, named files checked here."""
+"""Reading a task folder from disk: `config.yaml` parsed by the core, named files checked here.
+
+A task folder is read (as root, often) only where no other user can replace it: every folder
+above it, and every link on the way, must be one that only root (or, without root, we) can
+change, as `trusted_paths` says; a sticky folder others may write to (`/tmp`) is fine when it
+is root's and the entry in it is root's or ours, since only an entry's owner can then rename it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from pathlib import Path
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
+from interpreters.real.trusted_paths import Unsafe, resolve_safe
 from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade import Task, TaskError, parse_task
 
@@ -21,6 +28,9 @@ def load_task(folder: Path) -> Result[Task, TaskError]:
     that every file it names exists."""
     if not folder.is_dir():
         return Failure(TaskError(f"task folder not found: {folder}"))
+    replaceable = _replaceable(folder)
+    if replaceable is not None:
+        return Failure(TaskError(replaceable))
     try:
         data = read_regular(folder / "config.yaml")
     except NotReadable as exc:
@@ -38,6 +48,19 @@ def load_task(folder: Path) -> Result[Task, TaskError]:
         if top not in (folder / path).resolve().parents:
             return Failure(TaskError(f"config.yaml: {key}: '{path}' leads out of the task folder"))
     return Success(task)
+
+
+def _replaceable(folder: Path) -> str | None:
+    """Why another user could put another task in the place of `folder` (see the module);
+    None when no one can."""
+    try:
+        # Not `abspath`: `..` after a link is the kernel's, not a lexical step back.
+        resolve_safe(os.path.join(os.getcwd(), folder), sticky=True, entry=False)
+    except Unsafe as exc:
+        return f"task folder {folder}: {exc}: another user could replace the task"
+    except OSError as exc:
+        return f"task folder {folder}: {exc.strerror or exc}"
+    return None
 
 
 def resolve_source(task: Task, folder: Path, given: Path | None) -> Result[Path, TaskError]:

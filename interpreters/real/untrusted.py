@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from interpreters.real.programs import ProgramError, program
 from interpreters.real.runner.account import TOOL_ENV
 
 __all__ = ["NULL_DEVICE", "Account", "NotReadable", "read_regular", "task_reader", "unreadable_by"]
@@ -125,8 +126,12 @@ def unreadable_by(tree: Path, account: Account) -> str | None:
     """None when `account` can list every folder of `tree` and read every file in it; else
     the first path it cannot read, and why. The kernel is asked as that account (`find`
     running as it), so modes, owners and ACLs all count; links are not followed."""
+    try:
+        find = program("find")
+    except ProgramError as exc:
+        return f"{tree}: cannot be checked ({exc})"
     command = [
-        "find",
+        find,
         "-P",
         os.fspath(tree),
         "(",

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import subprocess
+
+from interpreters.real.programs import ProgramError, program
 
 __all__ = ["user_namespace"]
 
@@ -32,9 +33,10 @@ def user_namespace(shown: tuple[int, int], as_: tuple[int, int]) -> int:
     """A descriptor (close-on-exec) of a new user namespace mapping the uid and gid `shown`
     (as its own ids) to `as_` (ids of ours). Needs root; raises `OSError` when the kernel
     refuses."""
-    cat = shutil.which("cat", path=_PATH)
-    if cat is None:
-        raise FileNotFoundError("cat is not installed")
+    try:
+        cat = program("cat")
+    except ProgramError as exc:
+        raise FileNotFoundError(str(exc)) from None
     # A child that unshares its user namespace, then waits on its stdin; its maps are written
     # from here (root in the parent namespace may map any id), then its namespace is kept
     # open and the child let go.

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from interpreters.real.files.descriptors import DIR_FLAGS
+from interpreters.real.programs import ProgramError, program
 
 
 def remove_tree(path: Path) -> None:
@@ -84,8 +85,8 @@ def remove_later(path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PYTHONPATH": os.fspath(top)}
     # The shell starts the remover in the background and exits at once: the remover is
     # nobody's child to wait for, and leaves no zombie behind.
-    command = ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-c", code, os.fspath(path)]
     try:
+        command = [program("sh"), "-c", '"$@" &', "sh", sys.executable, "-c", code, str(path)]
         subprocess.run(
             command,
             stdin=subprocess.DEVNULL,
@@ -97,7 +98,7 @@ def remove_later(path: Path) -> None:
             check=True,
             timeout=60,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ProgramError):
         remove_tree(path)
 
 
@@ -138,9 +139,13 @@ def _clear_dir(fd: int) -> None:
 def _remove_with_tools(path: Path) -> None:
     # GNU chmod -R never follows symlinks met in the walk; rm -rf handles any depth.
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
-    subprocess.run(["chmod", "-R", "u+rwx", "--", os.fspath(path)], env=env, check=False)
+    try:
+        chmod, rm = program("chmod"), program("rm")
+    except ProgramError as exc:
+        raise OSError(errno.ENOENT, str(exc), os.fspath(path)) from None
+    subprocess.run([chmod, "-R", "u+rwx", "--", os.fspath(path)], env=env, check=False)
     done = subprocess.run(
-        ["rm", "-rf", "--one-file-system", "--", os.fspath(path)],
+        [rm, "-rf", "--one-file-system", "--", os.fspath(path)],
         env=env,
         check=False,
         capture_output=True,

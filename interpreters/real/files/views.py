@@ -30,7 +30,6 @@ import ctypes
 import itertools
 import os
 import platform
-import shutil
 import stat
 import subprocess
 import threading
@@ -49,6 +48,7 @@ from interpreters.real.files.mounts import (
     unmount_detached,
 )
 from interpreters.real.files.removal import remove_tree
+from interpreters.real.programs import ProgramError, program
 
 __all__ = ["Layers", "View", "ViewMount", "probe"]
 
@@ -203,9 +203,10 @@ class Layers:
 def _refusal(repo: Path, top: os.stat_result) -> str | None:
     """Why a view of `repo` would differ from a fresh copy, or None: entries of another
     owner, set-uid or set-gid files, FIFOs, sockets, devices (one `find`, no link followed)."""
-    find, nice = shutil.which("find", path=_PATH), shutil.which("nice", path=_PATH)
-    if find is None or nice is None:
-        return "find or nice is not installed"
+    try:
+        find, nice = program("find"), program("nice")
+    except ProgramError as exc:
+        return str(exc)
     uid, gid = str(top.st_uid), str(top.st_gid)
     odd = [
         "(", "!", "-uid", uid, "-o", "!", "-gid", gid, "-o", "-perm", "/6000",
@@ -248,9 +249,10 @@ def _mounted_inside(repo: Path) -> str | None:
 def _trial(layers: Layers) -> str | None:
     """Mount a view of the repo alone in a child, write in it, run `/bin/true`; None when it
     worked, else the kernel's reason."""
-    true = shutil.which("true", path=_PATH)
-    if true is None:
-        return "true is not installed"
+    try:
+        true = program("true")
+    except ProgramError as exc:
+        return str(exc)
     target = layers.fresh("trial")
     view = layers.view(target, None)
     mounter = view.mounter()

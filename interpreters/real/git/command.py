@@ -3,9 +3,11 @@
 Interpreter side (processes, files). Every git command starts from an empty environment
 (`Scratch.environment`, SPEC §4): a fixed `PATH`, `HOME` and `XDG_CONFIG_HOME` in an empty
 read-only folder, no system or global configuration or attributes, and an explicit `GIT_DIR`,
-`GIT_INDEX_FILE` and (when a tree is read) `GIT_WORK_TREE`. Each operation works in a `scratch`
-folder the agent cannot have prepared; as root, the commands that read a tree owned by another
-user run as that user (`reader_of`), writing only in the part of the folder given to them.
+`GIT_INDEX_FILE` and (when a tree is read) `GIT_WORK_TREE`. git itself, and the `PATH` it
+finds its helpers on, come from the search path root trusts (`programs`), never from ours.
+Each operation works in a `scratch` folder the agent cannot have prepared; as root, the
+commands that read a tree owned by another user run as that user (`reader_of`), writing only
+in the part of the folder given to them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import sh
 
+from interpreters.real.programs import program, search_path
 from interpreters.real.runner.guarding import scratch_folder
 from ssegrade.run import Deadline
 
@@ -61,8 +64,6 @@ an entry's stat data with the file's (ctime included) and keep its index in a fo
 
 TIMEOUT_SECONDS = 3600.0
 """Limit of one git command when no deadline is given."""
-
-_STANDARD_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
 Ids = tuple[int, int]
 
@@ -111,12 +112,11 @@ class Out:
         return self.stdout.decode().strip()
 
 
-@functools.cache
 def _git_path() -> str:
-    found = shutil.which("git")
-    if found is None:
-        raise GitError(("git",), None, b"git is not installed (not found on PATH)")
-    return os.path.realpath(found)
+    """git, found on the fixed search path root trusts, never on `PATH` (see `programs`).
+    Raises `ProgramError`, never `GitError`: a git that cannot be run is the host's fault,
+    never a patch that does not apply or a tree that cannot be read."""
+    return program("git")
 
 
 @functools.cache
@@ -138,7 +138,7 @@ def _limit(until: Deadline | None) -> float:
 
 def _hermetic_path() -> str:
     folders = [str(Path(_git_path()).parent)]
-    folders += [folder for folder in _STANDARD_PATH if folder not in folders]
+    folders += [folder for folder in search_path().split(":") if folder not in folders]
     return ":".join(folders)
 
 

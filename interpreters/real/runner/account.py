@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
+
+from interpreters.real.programs import SEARCH_PATH, ProgramError, program
 
 __all__ = [
     "DEFAULT_PATH",
@@ -26,7 +27,7 @@ __all__ = [
     "who",
 ]
 
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_PATH = ":".join(SEARCH_PATH)
 TOOL_ENV = {"PATH": DEFAULT_PATH, "LC_ALL": "C"}
 """The environment of the system tools we run ourselves (`useradd`, `unshare`)."""
 
@@ -138,10 +139,11 @@ def _create_account(name: str) -> bool | RunnerError:
     """Create `name` as a system account; `True` if made, `False` if someone else just did."""
     if not _NAME.match(name):
         return RunnerError(f"cannot create the runner user {name!r}: not a valid account name")
-    useradd = shutil.which("useradd", path=DEFAULT_PATH)
-    if useradd is None:
+    try:
+        useradd = program("useradd")
+    except ProgramError as exc:
         return RunnerError(
-            f"the runner user {name!r} does not exist and useradd is missing: "
+            f"the runner user {name!r} does not exist and useradd cannot be run ({exc}): "
             "create the account or choose another runner user"
         )
     shell = next((path for path in _NOLOGIN if os.path.exists(path)), "/bin/false")

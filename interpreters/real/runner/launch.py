@@ -209,7 +209,8 @@ class ScriptRun:
 
 def _check_executable(program: str, cwd: Path, path: str) -> None:
     """Raise what `execve` would for `program`, before it is started inside the namespace
-    (where a failure would only be an exit code)."""
+    (where a failure would only be an exit code). Looked up on the script's own `PATH`: the
+    runner executes it, never root (what root starts is found by `programs`)."""
     if "/" in program:
         found: str | None = os.path.join(cwd, program)
     else:

@@ -1,24 +1,27 @@
 """What containment this process can give scripts, found once by trying it (`probe`), and
 the containment a run gets under a policy (`choose`).
 
-Interpreter layer (runs `unshare` and `/bin/true` in trial containments, removes leftover
+Interpreter layer (runs `unshare` and `true` in trial containments, removes leftover
 cgroups). The probe, once per process and as root only, first removes the run cgroups that
 dead ssegrade processes left behind (a kill -9), then makes a trial containment with every
-mechanism of `full` and runs `/bin/true` in it; a mechanism the kernel refuses is named with
-the kernel's reason, and the others are tried without it. Its cgroups have names no other
-process holds (see `cgroups`): two processes probing at once both get what the kernel allows.
+mechanism of `full` and runs `true` in it; a mechanism the kernel refuses is named with
+the kernel's reason, and the others are tried without it. The programs (`unshare`,
+`timeout`, `setpriv`, `true`) are found on the search path root trusts (`programs`); one
+missing or refused there is named like a mechanism the kernel refuses. Its cgroups have names
+no other process holds (see `cgroups`): two processes probing at once both get what the kernel
+allows.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass, field, replace
 
-from interpreters.real.runner.account import DEFAULT_PATH, TOOL_ENV, Runner
+from interpreters.real.programs import ProgramError, ProgramMissing, program
+from interpreters.real.runner.account import TOOL_ENV, Runner
 from interpreters.real.runner.cgroups import Cgroups, find_cgroups
 from interpreters.real.runner.containment import Confinement
 from interpreters.real.runner.guardian import remove_dead_groups
@@ -30,7 +33,12 @@ from interpreters.real.runner.policy import (
 
 __all__ = ["Offer", "choose", "decide", "probe"]
 
-_TOOLS = {"unshare": "util-linux unshare", "timeout": "coreutils timeout", "setpriv": "setpriv"}
+_TOOLS = {
+    "unshare": "util-linux unshare",
+    "timeout": "coreutils timeout",
+    "setpriv": "setpriv",
+    "true": "coreutils true",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +120,12 @@ def _probe() -> Offer:
     tools: dict[str, str] = {}
     missing: dict[str, str] = {}
     for name, what in _TOOLS.items():
-        found = shutil.which(name, path=DEFAULT_PATH)
-        if found is None:
+        try:
+            tools[name] = program(name)
+        except ProgramMissing:
             missing[what] = "not installed"
-        else:
-            tools[name] = found
+        except ProgramError as exc:
+            missing[what] = str(exc)
     cgroups, why = find_cgroups()
     leftovers: list[str] = []
     if cgroups is None:
@@ -132,7 +141,7 @@ def _probe() -> Offer:
             cgroups=cgroups,
         )
         while True:
-            failed = _trial(trial)
+            failed = _trial(trial, tools["true"])
             if failed is None:
                 break
             name, reason = failed
@@ -143,8 +152,8 @@ def _probe() -> Offer:
     return Offer(True, tools, cgroups, missing, tuple(leftovers))
 
 
-def _trial(mechanisms: Mechanisms) -> tuple[str, str] | None:
-    """Run `/bin/true` contained by `mechanisms` (as ourselves); None when it ran, else the
+def _trial(mechanisms: Mechanisms, true: str) -> tuple[str, str] | None:
+    """Run `true` contained by `mechanisms` (as ourselves); None when it ran, else the
     mechanism refused and the reason."""
     me = Runner(None, os.getuid(), os.getgid(), isolated=False)
     failure = ""
@@ -153,7 +162,7 @@ def _trial(mechanisms: Mechanisms) -> tuple[str, str] | None:
         try:
             confinement.open()
             done = subprocess.run(
-                confinement.command(["/bin/true"]),
+                confinement.command([true]),
                 env=TOOL_ENV,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
