@@ -12,13 +12,15 @@ What differs from the original, on purpose: each command reads its standard inpu
 `/dev/null` (a command that reads stdin cannot swallow the next one), a command's output is
 read to a marker no command can print by chance (a random token), it has a time limit (the
 daemon's `--script-timeout`: past it the shell is killed and closed), and at most
-`MAX_OUTPUT` bytes of each stream are kept (the end of it). The shell is killed when the agent
-phase ends and when the daemon stops.
+`MAX_OUTPUT` bytes of each stream are kept (the end of it). When the agent phase ends and when
+the daemon stops, the shell is killed and, as root, so is every process of the agent's account
+(a dedicated account: whatever it started, `setsid` or double forks included).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pwd
 import re
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from interpreters.daemon.ports import ShellError
 from interpreters.real.runner.environment import SECRET_NAMES
+from interpreters.real.runner.processes import kill_account
 from ssegrade.answers import ScriptResult
 
 __all__ = ["DEFAULT_AGENT_USER", "MAX_OUTPUT", "AgentShell", "ShellError"]
@@ -43,6 +46,8 @@ MAX_OUTPUT = 4 << 20
 
 DIED = "bash process has died"
 """SSEBench's message for a call after the shell ended."""
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,17 +145,32 @@ class AgentShell:
         return proc
 
     def close(self) -> None:
-        """Kill the shell and everything in its process group; later calls fail. A command
-        running now ends within a second, with what it printed."""
+        """Kill the shell and everything in its process group and, as root, every process of
+        the agent's account; later calls fail. A command running now ends within a second,
+        with what it printed."""
         self._closed = True
         proc = self._proc
         if proc is not None:
             _signal(proc)
-            if self._lock.acquire(blocking=False):
-                try:
-                    _reap(proc)
-                finally:
-                    self._lock.release()
+        self._end_account()
+        if proc is not None and self._lock.acquire(blocking=False):
+            try:
+                _reap(proc)
+            finally:
+                self._lock.release()
+
+    def _end_account(self) -> None:
+        """Kill every process of the agent's account (root only: not root, the shell runs as
+        the daemon itself, and its process group is all there is to kill)."""
+        try:
+            account = _account(self.user)
+        except ShellError:
+            return  # no such account: nothing of it runs
+        if account is None:
+            return
+        left = kill_account(account.uid, account.gid)
+        if left:
+            _log.warning("processes of the agent's account still alive: %s", left)
 
     # ------------------------------------------------------------------ commands
 
