@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.daemon.shell import AgentShell, ShellError
+from interpreters.real.runner import EnvPolicy
 from tests.agentaccounts import agent_account
 
 
@@ -88,10 +89,10 @@ def test_the_admin_socket_is_not_in_its_environment(
     tree: Path, account: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SSE_ADMIN_SOCKET", "/run/admin/admin.sock")
-    monkeypatch.setenv("GRADING_FOLDER", "/var/hidden/results")
-    made = AgentShell(tree, account, hidden=("/var/hidden",))
+    monkeypatch.setenv("GOPATH", "/var/hidden/results")  # allowed, but hidden
+    made = AgentShell(tree, account, EnvPolicy(hidden=("/var/hidden",)))
     try:
-        out = made.run('echo "[$SSE_ADMIN_SOCKET][$GRADING_FOLDER][$HOME]"', 30).stdout
+        out = made.run('echo "[$SSE_ADMIN_SOCKET][$GOPATH][$HOME]"', 30).stdout
     finally:
         made.close()
     home = pwd.getpwnam(account).pw_dir if os.geteuid() == 0 else os.environ["HOME"]

@@ -4,9 +4,10 @@ Interpreter layer. As SSEBench's daemon does, `POST /tool/bash` runs each comman
 `bash -i` that lives across calls (a `cd` or an `export` carries over, `exit` ends it for
 good), started in the source tree as the agent's account (`SSE_AGENT_USER`, default `model`;
 never root: a missing account, or root, refuses the tool), in a session and process group of
-its own, with the daemon's environment less the admin socket and the grading folders, and
-`HOME`, `USER`, `LOGNAME` of the account. Run as an ordinary user, the daemon runs the shell as
-itself.
+its own. Its environment is the scripts' (`interpreters.real.runner.environment`): of the
+daemon's, only what the allow-list names and carries no credential nor a path into the grading
+folders or the admin socket's, then `HOME`, `USER`, `LOGNAME` of the account, then the
+operator's `--script-env` pairs. Run as an ordinary user, the daemon runs the shell as itself.
 
 What differs from the original, on purpose: each command reads its standard input from
 `/dev/null` (a command that reads stdin cannot swallow the next one), a command's output is
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interpreters.daemon.ports import ShellError
-from interpreters.real.runner.environment import SECRET_NAMES
+from interpreters.real.runner.environment import EnvPolicy, kept_environment
 from interpreters.real.runner.processes import kill_account
 from ssegrade.answers import ScriptResult
 
@@ -95,10 +96,10 @@ class _Stream:
 class AgentShell:
     """The persistent shell of the `bash` tool; thread-safe (one command at a time)."""
 
-    def __init__(self, cwd: Path, user: str = DEFAULT_AGENT_USER, hidden: tuple[str, ...] = ()):
+    def __init__(self, cwd: Path, user: str = DEFAULT_AGENT_USER, env: EnvPolicy | None = None):
         self.cwd = cwd
         self.user = user
-        self.hidden = hidden
+        self.env = env or EnvPolicy()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
@@ -110,14 +111,12 @@ class AgentShell:
     # ------------------------------------------------------------------ life
 
     def _environment(self, account: _Account | None) -> dict[str, str]:
-        env = {
-            name: value
-            for name, value in os.environ.items()
-            if name not in SECRET_NAMES
-            and not any(value == h or value.startswith(h.rstrip("/") + "/") for h in self.hidden)
-        }
+        env = kept_environment(self.env)
         if account is not None:
             env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
+        else:  # the daemon's own user: its own names
+            env.update({k: os.environ[k] for k in ("HOME", "USER", "LOGNAME") if k in os.environ})
+        env.update(self.env.extra)
         return env
 
     def _start(self, limit: float) -> subprocess.Popen[bytes]:

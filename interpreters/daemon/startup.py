@@ -139,7 +139,11 @@ def run_daemon(settings: Settings) -> None:
             ),
             reads=DaemonReads(source, base, results, settings.archive),
             version=version(),
-            shell=AgentShell(source, settings.agent_user, (*hidden, str(results), str(base.path))),
+            shell=AgentShell(
+                source,
+                settings.agent_user,
+                replace(scripts.env, hidden=(*hidden, str(results), str(base.path))),
+            ),
             source=str(source),
             script_timeout=settings.script_timeout,
         )
