@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from interpreters.real.runner.processes import account_processes
+from interpreters.real.runner.processes import account_processes, kill_account
 from tests.agentaccounts import agent_account
 from tests.daemons import RunningDaemon, daemon_command, post_bencher, start_daemon
 from tests.realtask import make_task
@@ -98,6 +98,30 @@ def test_agent_exited_leaves_no_process_of_the_agent(
     while account_processes(agent.pw_uid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert account_processes(agent.pw_uid) == [], _commands(account_processes(agent.pw_uid))
+
+
+def test_kill_account_ends_an_account_that_keeps_forking(agent: pwd.struct_passwd) -> None:
+    respawner = "while :; do setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 0.01; done"
+    started = subprocess.Popen(
+        ["setsid", "sh", "-c", respawner],
+        user=agent.pw_uid,
+        group=agent.pw_gid,
+        extra_groups=[],
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin"},
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(account_processes(agent.pw_uid)) < 20:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert kill_account(agent.pw_uid, agent.pw_gid) == []
+        time.sleep(0.2)
+        assert account_processes(agent.pw_uid) == []
+    finally:
+        started.kill()
+        started.wait(10)
 
 
 def test_the_daemons_stop_leaves_no_process_of_the_agent(

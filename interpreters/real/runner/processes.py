@@ -17,8 +17,8 @@ import os
 import secrets
 import select
 import signal
+import stat
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,9 +98,10 @@ def kill_owned() -> int:
     return found
 
 
-_KILL_ALL = "import os, signal; os.kill(-1, signal.SIGKILL)"
-"""Run as the account: kill(2) of -1 signals, at once, every process the account may signal
-(its own, whatever session or parent they have), so that none forks out of a scan's sight."""
+_KILL_PROGRAMS = ("/usr/bin/kill", "/bin/kill")
+"""Where `kill(1)` is looked for: run as the account, `kill -KILL -1` signals, at once,
+every process the account may signal (its own, whatever session or parent they have), so that
+none forks out of a scan's sight."""
 
 
 def account_processes(uid: int) -> list[int]:
@@ -139,11 +140,13 @@ def kill_account(uid: int, gid: int, seconds: float = SWEEP_SECONDS) -> list[int
     account that is neither root nor ours), again and again until none is left or `seconds`
     have passed; answers the pids still alive then (empty: none is left).
 
-    Each round, a child running as the account kills all it may signal at once (`kill(-1)`),
-    then every process the process table shows with that uid is killed from here.
+    Each round, `kill(1)` (a root-owned one at a fixed path, when there is one) running as the
+    account kills all it may signal at once, then every process the process table shows with
+    that uid is killed from here.
     """
     if uid in (0, os.geteuid()):
         raise ValueError(f"kill_account of uid {uid}: only another, unprivileged account")
+    program = next((path for path in _KILL_PROGRAMS if _roots_own(path)), None)
     deadline = time.monotonic() + seconds
     delay = 0.005
     while True:
@@ -152,23 +155,47 @@ def kill_account(uid: int, gid: int, seconds: float = SWEEP_SECONDS) -> list[int
             return []
         if time.monotonic() > deadline:
             return left
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                [sys.executable, "-I", "-S", "-c", _KILL_ALL],
-                env={},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                user=uid,
-                group=gid,
-                extra_groups=[],
-                timeout=max(deadline - time.monotonic(), 1.0),
-                check=False,
-            )
+        if program is not None:
+            _run_as(uid, gid, [program, "-KILL", "-1"], deadline)
         for pid in left:
             _kill_if_of(pid, uid)
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
+
+
+def _run_as(uid: int, gid: int, argv: list[str], deadline: float) -> None:
+    """Run `argv` as `uid`:`gid` (no other group, an empty environment); what it answers is not
+    needed (the process table is what is believed)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            argv,
+            env={},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            timeout=max(deadline - time.monotonic(), 1.0),
+            check=False,
+        )
+
+
+def _roots_own(path: str) -> bool:
+    """Whether `path` and every folder above it are root's and no one else may write them (a
+    program root may start)."""
+    here = os.path.realpath(path)
+    while True:
+        try:
+            info = os.stat(here)
+        except OSError:
+            return False
+        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+        if here == "/":
+            return True
+        here = os.path.dirname(here)
 
 
 _reaper = {"pid": 0}
