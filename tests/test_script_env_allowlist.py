@@ -24,6 +24,7 @@ from interpreters.real.runner import EnvPolicy, resolve_runner, run_script, scri
 from interpreters.real.runner.environment import (
     ALLOWED_NAMES,
     ALLOWED_PREFIXES,
+    ALLOWED_SUFFIX,
     allowed,
     credential,
     left_out,
@@ -73,6 +74,7 @@ allowed_names = st.one_of(
     st.builds(
         lambda prefix, rest: prefix + rest, st.sampled_from(["LC_", "CGO_", "CARGO_"]), upper
     ),
+    st.builds(lambda rest: f"{rest}_HOME", upper),
 )
 
 
@@ -208,5 +210,6 @@ def test_the_bash_tool_and_a_build_get_no_credential_of_the_daemon(
 def test_the_docs_name_the_whole_allow_list() -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "daemon.md").read_text()
     section = text.split("### The environment of the `bash` tool and of scripts", 1)[1]
-    missing = [n for n in (*ALLOWED_NAMES, *ALLOWED_PREFIXES) if f"`{n}" not in section]
+    names = (*ALLOWED_NAMES, *ALLOWED_PREFIXES, f"*{ALLOWED_SUFFIX}")
+    missing = [n for n in names if f"`{n}" not in section]
     assert missing == []

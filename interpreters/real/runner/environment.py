@@ -3,11 +3,11 @@ a script").
 
 Interpreter layer (reads our own environment). A script gets, from the evaluator's environment,
 only the variables an allow-list names (`allowed`: `PATH`, the locale, `TERM`, `TZ` and the
-toolchain's settings a task image sets: Go, Rust, C, Java, Python, the sanitizers), minus every
-one that could lead to grading material or the admin side and every one that carries a
-credential (`credential`: by its name or its value, unless the operator passes it by name),
-then `HOME`, `TMPDIR`, `TMP`, `TEMP` and the usual cache folders pointing into the session's
-scratch home, then the extra pairs given, then the run's markers.
+toolchain's settings a task image sets: Go, Rust, C, Java, Python, the sanitizers, any
+`*_HOME`), minus every one that could lead to grading material or the admin side and every one
+that carries a credential (`credential`: by its name or its value, unless the operator passes
+it by name), then `HOME`, `TMPDIR`, `TMP`, `TEMP` and the usual cache folders pointing into the
+session's scratch home, then the extra pairs given, then the run's markers.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from interpreters.real.runner.processes import RUN_VAR, SESSION_VAR
 __all__ = [
     "ALLOWED_NAMES",
     "ALLOWED_PREFIXES",
+    "ALLOWED_SUFFIX",
     "SECRET_NAMES",
     "EnvPolicy",
     "allowed",
@@ -97,14 +98,9 @@ ALLOWED_NAMES = frozenset(
         "ASAN_SYMBOLIZER_PATH",
         "LLVM_SYMBOLIZER_PATH",
         # Java
-        "JAVA_HOME",
         "JAVA_TOOL_OPTIONS",
-        "MAVEN_HOME",
         "MAVEN_OPTS",
-        "M2_HOME",
-        "GRADLE_HOME",
         "GRADLE_OPTS",
-        "GRADLE_USER_HOME",
         # Python and Node
         "VIRTUAL_ENV",
         "NODE_PATH",
@@ -115,6 +111,9 @@ ALLOWED_NAMES = frozenset(
 
 ALLOWED_PREFIXES = ("LC_", "CGO_", "CARGO_", "RUSTUP_", "PYTHON")
 """Prefixes of the other allowed names: the locale's and whole toolchains' settings."""
+ALLOWED_SUFFIX = "_HOME"
+"""A toolchain's home (`JAVA_HOME`, `ANDROID_HOME`, a task image's own `KVC_HOME`) is allowed
+too, as are the other names."""
 
 _CREDENTIAL_WORDS = (
     "KEY",
@@ -158,9 +157,11 @@ class EnvPolicy:
 
 
 def allowed(name: str) -> bool:
-    """Whether the allow-list names `name`: one of `ALLOWED_NAMES`, or a name beginning with
-    one of `ALLOWED_PREFIXES`."""
-    return name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES)
+    """Whether the allow-list names `name`: one of `ALLOWED_NAMES`, a name beginning with one
+    of `ALLOWED_PREFIXES`, or a toolchain's home (`*_HOME`)."""
+    return (
+        name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES) or name.endswith(ALLOWED_SUFFIX)
+    )
 
 
 def credential_like(name: str) -> bool:
