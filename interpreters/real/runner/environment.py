@@ -105,11 +105,24 @@ ALLOWED_NAMES = frozenset(
         "VIRTUAL_ENV",
         "NODE_PATH",
         "NODE_OPTIONS",
+        # builds, certificates and proxies (a proxy with a user part is a credential)
+        "MAKEFLAGS",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
     }
 )
 """Variables of ours a script may get (then only without a credential in them)."""
 
-ALLOWED_PREFIXES = ("LC_", "CGO_", "CARGO_", "RUSTUP_", "PYTHON")
+ALLOWED_PREFIXES = ("LC_", "CGO_", "CARGO_", "RUSTUP_", "PYTHON", "CMAKE_")
 """Prefixes of the other allowed names: the locale's and whole toolchains' settings."""
 ALLOWED_SUFFIX = "_HOME"
 """A toolchain's home (`JAVA_HOME`, `ANDROID_HOME`, a task image's own `KVC_HOME`) is allowed
