@@ -125,8 +125,8 @@ ALLOWED_NAMES = frozenset(
 ALLOWED_PREFIXES = ("LC_", "CGO_", "CARGO_", "RUSTUP_", "PYTHON", "CMAKE_")
 """Prefixes of the other allowed names: the locale's and whole toolchains' settings."""
 ALLOWED_SUFFIX = "_HOME"
-"""A toolchain's home (`JAVA_HOME`, `ANDROID_HOME`, a task image's own `KVC_HOME`) is allowed
-too, as are the other names."""
+"""The ending of the names of toolchains' homes (`JAVA_HOME`, `ANDROID_HOME`, a task image's own
+`KVC_HOME`), allowed too."""
 
 _CREDENTIAL_WORDS = (
     "KEY",
