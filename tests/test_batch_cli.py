@@ -179,6 +179,8 @@ def holding_task(root: Path, tail: str) -> RealTask:
 
 
 Start = Callable[..., subprocess.Popen[str]]
+SCRIPT_ENV = ["--script-env", "BATCH_STATE"]
+"""Scripts get `BATCH_STATE` only when it is named (it is on no allow-list)."""
 
 
 @pytest.fixture
@@ -189,7 +191,7 @@ def start() -> Iterator[Start]:
 
     def launch(jobs: Path, results: Path, state: Path, *extra: str) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            [*CLI, "batch", str(jobs), "--results", str(results), *extra],
+            [*CLI, "batch", str(jobs), "--results", str(results), *extra, *SCRIPT_ENV],
             env={**os.environ, "BATCH_STATE": str(state)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -250,7 +252,7 @@ def test_first_interrupt_waits_for_running_jobs_and_a_rerun_resumes(
         assert (patch["func_test_success"], patch["error_msg"]) == (True, "Intent test failed")
     assert not (run / "c").exists()
     again = subprocess.run(
-        [*CLI, "batch", str(jobs), "--results", str(results)],
+        [*CLI, "batch", str(jobs), "--results", str(results), *SCRIPT_ENV],
         env={**os.environ, "BATCH_STATE": str(state)},
         capture_output=True,
         text=True,
@@ -319,6 +321,7 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume(
     jobs = write_jobs(tmp_path, made, {"a": fix_to("fixed"), "b": fix_to("other")})
     results = tmp_path / "results"
     command = ["batch", str(jobs), "--results", str(results), "--workers", "1", "--timeout", "8"]
+    command += SCRIPT_ENV
     env = {"BATCH_STATE": str(state)}
     first = ssegrade(*command, "--label", "first", env=env, timeout=600)
     assert first.returncode == 1, first.stderr

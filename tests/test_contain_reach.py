@@ -106,14 +106,15 @@ def test_scripts_see_only_their_loopback_unless_given_the_hosts_network(
     port, banner = host_service
     env = {"HOST_PORT": str(port)}
     alone = fixed_task(tmp_path / "alone", REACH)
-    assert evaluate(alone, env=env) == "passed\n"
+    assert evaluate(alone, "--script-env", "HOST_PORT", env=env) == "passed\n"
     log = log_of(alone.results, "build")
     assert "network: loopback only (a network namespace of its own)" in log
     assert "unreachable 111" in log  # connection refused: nothing listens on its own loopback
     assert banner not in log
     assert [line for line in log.splitlines() if line.startswith("interface")] == ["interface lo:"]
     host = fixed_task(tmp_path / "host", REACH)
-    assert evaluate(host, "--script-network", "host", env=env) == "passed\n"
+    named = ("--script-env", "HOST_PORT")
+    assert evaluate(host, "--script-network", "host", *named, env=env) == "passed\n"
     log = log_of(host.results, "build")
     assert "network: the host's (--script-network host)" in log
     assert f"reached {banner}" in log

@@ -18,8 +18,18 @@ from pathlib import Path
 import pytest
 
 from interpreters.daemon.shell import AgentShell, ShellError
+from interpreters.real.runner import EnvPolicy
+from tests.agentaccounts import agent_account
 
-ACCOUNT = "sse-runner"
+
+@pytest.fixture(scope="module")
+def account() -> Iterator[str]:
+    """The shell's account: a throwaway one (closing a shell kills all its processes)."""
+    if os.geteuid() != 0:
+        yield "unused"  # not root: the shell runs as us
+        return
+    with agent_account() as entry:
+        yield entry.pw_name
 
 
 @pytest.fixture
@@ -30,8 +40,8 @@ def tree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def shell(tree: Path) -> Iterator[AgentShell]:
-    made = AgentShell(tree, ACCOUNT)
+def shell(tree: Path, account: str) -> Iterator[AgentShell]:
+    made = AgentShell(tree, account)
     yield made
     made.close()
 
@@ -53,9 +63,9 @@ def test_one_shell_across_commands(shell: AgentShell, tree: Path) -> None:
     assert shell.run("false # a comment does not swallow the status", 30).code == 1
 
 
-def test_never_root(shell: AgentShell) -> None:
+def test_never_root(shell: AgentShell, account: str) -> None:
     uid = shell.run("id -u; id -G", 30).stdout.split("\n")
-    expected = pwd.getpwnam(ACCOUNT).pw_uid if os.geteuid() == 0 else os.geteuid()
+    expected = pwd.getpwnam(account).pw_uid if os.geteuid() == 0 else os.geteuid()
     assert int(uid[0]) == expected
     if os.geteuid() == 0:
         assert expected != 0
@@ -76,16 +86,16 @@ def test_a_command_never_reads_the_next_one(shell: AgentShell) -> None:
 
 
 def test_the_admin_socket_is_not_in_its_environment(
-    tree: Path, monkeypatch: pytest.MonkeyPatch
+    tree: Path, account: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SSE_ADMIN_SOCKET", "/run/admin/admin.sock")
-    monkeypatch.setenv("GRADING_FOLDER", "/var/hidden/results")
-    made = AgentShell(tree, ACCOUNT, hidden=("/var/hidden",))
+    monkeypatch.setenv("GOPATH", "/var/hidden/results")  # allowed, but hidden
+    made = AgentShell(tree, account, EnvPolicy(hidden=("/var/hidden",)))
     try:
-        out = made.run('echo "[$SSE_ADMIN_SOCKET][$GRADING_FOLDER][$HOME]"', 30).stdout
+        out = made.run('echo "[$SSE_ADMIN_SOCKET][$GOPATH][$HOME]"', 30).stdout
     finally:
         made.close()
-    home = pwd.getpwnam(ACCOUNT).pw_dir if os.geteuid() == 0 else os.environ["HOME"]
+    home = pwd.getpwnam(account).pw_dir if os.geteuid() == 0 else os.environ["HOME"]
     assert out == f"[][][{home}]\n"
 
 

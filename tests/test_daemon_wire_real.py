@@ -5,8 +5,8 @@
 the grading steps of SSEBench's evaluator as its SDK does them (prepare, then build, every PoC
 by path alone, functional and intent tests, a `git apply failed` error read as a failed step).
 Its grade must equal what `ssegrade evaluate --daemon` writes for the same tree. The agent's
-`bash` tool runs as the agent's account (here the runner account: never root), in the source
-tree, and closes when the entrypoint says the agent exited.
+`bash` tool runs as the agent's account (a throwaway one: never root, never the runner's), in
+the source tree, and closes when the entrypoint says the agent exited.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ import httpx
 import pytest
 
 from ssegrade.result import status_of
+from tests.agentaccounts import agent_account
 from tests.daemons import RunningDaemon, start_daemon
 from tests.realtask import RealTask, make_task, ssegrade
 from tests.ssebench_wire import CAPABILITIES, METADATA, SCRIPT_RESULT, Capabilities, ScriptResult
 
 pytestmark = pytest.mark.slow
-
-AGENT = "sse-runner"
-"""The account of the agent's shell in these tests (any account but root)."""
 
 
 class SdkError(Exception):
@@ -171,11 +169,21 @@ def launch(
     return running
 
 
+@pytest.fixture
+def agent_user() -> Iterator[str]:
+    """The account of the agent's shell (not root: this user, the shell runs as it)."""
+    if os.geteuid() != 0:
+        yield pwd.getpwuid(os.geteuid()).pw_name
+        return
+    with agent_account() as entry:
+        yield entry.pw_name
+
+
 def test_an_agent_and_the_entrypoint_through_the_wire(
-    workdir: Path, daemons: list[RunningDaemon]
+    workdir: Path, daemons: list[RunningDaemon], agent_user: str
 ) -> None:
     made = make_task(workdir / "t")
-    running = launch(daemons, made, "--agent-user", AGENT, level="2")
+    running = launch(daemons, made, "--agent-user", agent_user, level="2")
     agent, admin = clients(running)
     assert set(agent.get("/version")) == {"version"}
     meta = agent.get("/project")
@@ -191,7 +199,7 @@ def test_an_agent_and_the_entrypoint_through_the_wire(
 
     # The bash tool: one shell, in the source tree, as the agent's account.
     who = agent.tool("bash", "execute", {"command": "pwd; id -u; cd tests; export MARK=1"})
-    uid = pwd.getpwnam(AGENT).pw_uid if os.geteuid() == 0 else os.geteuid()
+    uid = pwd.getpwnam(agent_user).pw_uid
     assert (who.code, who.stdout) == (0, f"{made.source}\n{uid}\n")
     assert uid != 0
     command = 'pwd; echo "$MARK"; echo oops >&2; (exit 4)'

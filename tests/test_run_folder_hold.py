@@ -54,6 +54,10 @@ for t in tests/*.sh; do sh "$t" || exit 1; done
 """
 
 
+MARKED = ("--script-env", "MARKS")
+"""Scripts get `MARKS` only when it is named (it is on no allow-list)."""
+
+
 def carrying(marks: Path) -> list[int]:
     """The processes whose environment names `marks`: what a test started (batch workers move
     to process groups of their own, and outlive a driver killed with -9)."""
@@ -98,7 +102,7 @@ def started(marks: Path) -> Iterator[list[subprocess.Popen[str]]]:
 
 def launch(procs: list[subprocess.Popen[str]], marks: Path, *args: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [*CLI, *args],
+        [*CLI, *args, *MARKED],
         env={**os.environ, "MARKS": str(marks)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -188,7 +192,7 @@ def test_a_folder_a_live_grading_writes_is_refused_even_with_force(
     first = launch(started, marks, "evaluate", *common, "--patch", str(tmp_path / "hold.patch"))
     wait_until(lambda: (marks / "started").exists() or first.poll() is not None, "build")
     second = subprocess.run(
-        [*CLI, "evaluate", *common, "--patch", str(tmp_path / "empty.patch"), "--force"],
+        [*CLI, "evaluate", *common, "--patch", str(tmp_path / "empty.patch"), "--force", *MARKED],
         env={**os.environ, "MARKS": str(marks)},
         capture_output=True,
         text=True,
@@ -241,7 +245,7 @@ def test_a_batch_killed_then_resumed_leaves_each_run_folder_to_one_grading(
         "every grading begun to end or die",
     )
     again = subprocess.run(
-        [*CLI, "batch", str(jobs), "--results", str(results)],
+        [*CLI, "batch", str(jobs), "--results", str(results), *MARKED],
         env={**os.environ, "MARKS": str(marks)},
         capture_output=True,
         text=True,

@@ -188,9 +188,9 @@ def test_clean_environment(
     env = dict(line.split("=", 1) for line in result.stdout.splitlines())
     caches = {"XDG_CACHE_HOME", "GOCACHE", "CCACHE_DIR"}
     markers = {SESSION_VAR, RUN_VAR, OWNER_VAR}
-    assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "EXTRA", *markers} | caches
+    assert set(env) == {"PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG", "EXTRA", *markers} | caches
     assert env["PATH"] == "/usr/bin:/bin"
-    assert env["HOME"] == env["TMPDIR"] == str(work / "home")
+    assert env["HOME"] == env["TMPDIR"] == env["TMP"] == env["TEMP"] == str(work / "home")
     assert all(env[name].startswith(str(work / "home") + "/") for name in caches)
     assert (env["LANG"], env["EXTRA"], env[SESSION_VAR]) == ("C.UTF-8", "a=b", "s1")
     assert (work / "home").is_dir()

@@ -18,11 +18,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.agentaccounts import agent_account
 from tests.realtask import make_task
 
 pytestmark = [
@@ -31,15 +33,23 @@ pytestmark = [
 ]
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "ssebench"
-HOST_USER = "sse-runner"
-"""Plays the host user who owns the run folder."""
+
+
+@pytest.fixture
+def host_user() -> Iterator[pwd.struct_passwd]:
+    """Plays the host user who owns the run folder, and the agent's account (its own: the
+    agent phase ends by killing every process of it)."""
+    with agent_account() as entry:
+        yield entry
 
 
 def wire(sock: Path) -> httpx.Client:
     return httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://d")
 
 
-def test_the_recipe_grades_and_gives_the_results_back(tmp_path: Path) -> None:
+def test_the_recipe_grades_and_gives_the_results_back(
+    tmp_path: Path, host_user: pwd.struct_passwd
+) -> None:
     tmp_path.chmod(0o755)
     made = make_task(tmp_path / "t")
     config = made.task / "config.yaml"
@@ -50,7 +60,7 @@ def test_the_recipe_grades_and_gives_the_results_back(tmp_path: Path) -> None:
     parent.mkdir(mode=0o700)
     results = parent / "results"
     results.mkdir(mode=0o755)
-    host = pwd.getpwnam(HOST_USER)
+    host = host_user
     os.chown(results, host.pw_uid, host.pw_gid)
     (results / "daemon.log").write_text("")  # the entrypoint's logs are there first
     agent_sock, admin_sock = tmp_path / "sse.sock", run / "admin.sock"
@@ -63,7 +73,7 @@ def test_the_recipe_grades_and_gives_the_results_back(tmp_path: Path) -> None:
         "SSE_RESULTS": str(results),
         "SSE_ARCHIVE": str(tmp_path / "archive"),
         "SSE_DIFFICULTY": "2",
-        "SSE_AGENT_USER": HOST_USER,
+        "SSE_AGENT_USER": host_user.pw_name,
     }
     env.pop("SSE_REPO_PATH", None)
     with (results / "daemon.log").open("ab") as log:

@@ -226,6 +226,8 @@ def test_a_flaky_test_script_is_flaky_with_its_counts(tmp_path: Path) -> None:
             "2",
             "--workers",
             "1",
+            "--script-env",
+            "FLAKY_STATE",
             env={"FLAKY_STATE": str(state)},
         )
         assert code == 1, err

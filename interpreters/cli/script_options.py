@@ -3,9 +3,9 @@
 `ScriptOptions`.
 
 Interpreter layer (command line). `--script-env NAME` takes this process's value when the
-option is parsed: a variable whose name looks like a credential reaches scripts only so.
-`--containment full` without root is refused as the options are parsed, before any command
-makes a folder.
+option is parsed: a variable the allow-list leaves out, or one that carries a credential,
+reaches scripts (and the daemon's bash tool) only so. `--containment full` without root is
+refused as the options are parsed, before any command makes a folder.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def script_env_options(command: F) -> F:
         callback=_env_pairs,
         metavar="NAME=VALUE|NAME",
         help="Add or override a variable of the scripts' environment; NAME alone passes this "
-        "environment's value, even of a variable that looks like a credential (repeatable).",
+        "environment's value, even of a variable the allow-list leaves out or that carries a "
+        "credential (repeatable).",
     )(command)
 
 

@@ -4,11 +4,16 @@ Interpreter layer. The agent phase's `LocalSystem` copies from the agent's live 
 logs into `results/agent-phase/`; the grading session's copies from the grading repo and writes
 `final.patch`, `commits.log` and the logs of grading into the results folder. Each session has
 its own scratch folder (copies, staged files, the runner's HOME and TMPDIR), so starting the
-grading session discards everything the agent phase left there.
+grading session discards everything the agent phase left there. Both live in one folder that
+only the runner may pass through (ours, mode 0710, its group the runner's; 0700 without
+isolation): the agent's account cannot enter it, nor reach a grading copy (with the hidden tests
+in it) by guessing its name, and the runner cannot make entries in it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -38,6 +43,9 @@ class LocalSessions:
     containment: ContainmentPolicy | None = None
     _agent: LocalSystem | None = field(default=None, init=False, repr=False)
     _grading: LocalSystem | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _runner_passes_only(self.places.scratch, self.runner)
 
     def _system(self, repo: Path, results: Path, scratch: Path) -> LocalSystem:
         places = replace(self.places, repo=repo, results=results, scratch=scratch)
@@ -81,3 +89,21 @@ class LocalSessions:
         for system in (self._agent, self._grading):
             if system is not None:
                 system.stop()
+
+
+def _runner_passes_only(folder: Path, runner: Runner) -> None:
+    """Make `folder` (an entry of our own private scratch folder, where nobody else may make
+    one) ours, with mode 0710 and the runner's group when scripts run as the runner (it may
+    pass through, not list nor write; everyone else is kept out), else mode 0700.
+
+    Not the runner's own: a script of the agent phase could then plant a link where the
+    grading session writes as root."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        if runner.isolated:
+            os.fchown(fd, -1, runner.gid)
+        os.fchmod(fd, 0o710 if runner.isolated else 0o700)
+    finally:
+        os.close(fd)

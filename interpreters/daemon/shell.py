@@ -4,21 +4,24 @@ Interpreter layer. As SSEBench's daemon does, `POST /tool/bash` runs each comman
 `bash -i` that lives across calls (a `cd` or an `export` carries over, `exit` ends it for
 good), started in the source tree as the agent's account (`SSE_AGENT_USER`, default `model`;
 never root: a missing account, or root, refuses the tool), in a session and process group of
-its own, with the daemon's environment less the admin socket and the grading folders, and
-`HOME`, `USER`, `LOGNAME` of the account. Run as an ordinary user, the daemon runs the shell as
-itself.
+its own. Its environment is the scripts' (`interpreters.real.runner.environment`): of the
+daemon's, only what the allow-list names and carries no credential nor a path into the grading
+folders or the admin socket's, then `HOME`, `USER`, `LOGNAME` of the account, then the
+operator's `--script-env` pairs. Run as an ordinary user, the daemon runs the shell as itself.
 
 What differs from the original, on purpose: each command reads its standard input from
 `/dev/null` (a command that reads stdin cannot swallow the next one), a command's output is
 read to a marker no command can print by chance (a random token), it has a time limit (the
 daemon's `--script-timeout`: past it the shell is killed and closed), and at most
-`MAX_OUTPUT` bytes of each stream are kept (the end of it). The shell is killed when the agent
-phase ends and when the daemon stops.
+`MAX_OUTPUT` bytes of each stream are kept (the end of it). When the agent phase ends and when
+the daemon stops, the shell is killed and, as root, so is every process of the agent's account
+(a dedicated account: whatever it started, `setsid` or double forks included).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pwd
 import re
@@ -32,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interpreters.daemon.ports import ShellError
-from interpreters.real.runner.environment import SECRET_NAMES
+from interpreters.real.runner.environment import EnvPolicy, kept_environment
+from interpreters.real.runner.processes import kill_account
 from ssegrade.answers import ScriptResult
 
 __all__ = ["DEFAULT_AGENT_USER", "MAX_OUTPUT", "AgentShell", "ShellError"]
@@ -43,6 +47,8 @@ MAX_OUTPUT = 4 << 20
 
 DIED = "bash process has died"
 """SSEBench's message for a call after the shell ended."""
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +96,10 @@ class _Stream:
 class AgentShell:
     """The persistent shell of the `bash` tool; thread-safe (one command at a time)."""
 
-    def __init__(self, cwd: Path, user: str = DEFAULT_AGENT_USER, hidden: tuple[str, ...] = ()):
+    def __init__(self, cwd: Path, user: str = DEFAULT_AGENT_USER, env: EnvPolicy | None = None):
         self.cwd = cwd
         self.user = user
-        self.hidden = hidden
+        self.env = env or EnvPolicy()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
@@ -105,14 +111,12 @@ class AgentShell:
     # ------------------------------------------------------------------ life
 
     def _environment(self, account: _Account | None) -> dict[str, str]:
-        env = {
-            name: value
-            for name, value in os.environ.items()
-            if name not in SECRET_NAMES
-            and not any(value == h or value.startswith(h.rstrip("/") + "/") for h in self.hidden)
-        }
+        env = kept_environment(self.env)
         if account is not None:
             env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
+        else:  # the daemon's own user: its own names
+            env.update({k: os.environ[k] for k in ("HOME", "USER", "LOGNAME") if k in os.environ})
+        env.update(self.env.extra)
         return env
 
     def _start(self, limit: float) -> subprocess.Popen[bytes]:
@@ -140,17 +144,32 @@ class AgentShell:
         return proc
 
     def close(self) -> None:
-        """Kill the shell and everything in its process group; later calls fail. A command
-        running now ends within a second, with what it printed."""
+        """Kill the shell and everything in its process group and, as root, every process of
+        the agent's account; later calls fail. A command running now ends within a second,
+        with what it printed."""
         self._closed = True
         proc = self._proc
         if proc is not None:
             _signal(proc)
-            if self._lock.acquire(blocking=False):
-                try:
-                    _reap(proc)
-                finally:
-                    self._lock.release()
+        self._end_account()
+        if proc is not None and self._lock.acquire(blocking=False):
+            try:
+                _reap(proc)
+            finally:
+                self._lock.release()
+
+    def _end_account(self) -> None:
+        """Kill every process of the agent's account (root only: not root, the shell runs as
+        the daemon itself, and its process group is all there is to kill)."""
+        try:
+            account = _account(self.user)
+        except ShellError:
+            return  # no such account: nothing of it runs
+        if account is None:
+            return
+        left = kill_account(account.uid, account.gid)
+        if left:
+            _log.warning("processes of the agent's account still alive: %s", left)
 
     # ------------------------------------------------------------------ commands
 

@@ -11,8 +11,10 @@ given, the sessions' scratch folders) lives in the set-up's scratch folder, remo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import pwd
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from interpreters.daemon.server import (
 from interpreters.daemon.service import Service
 from interpreters.daemon.sessions import LocalSessions
 from interpreters.daemon.shell import AgentShell
-from interpreters.real.runner import ContainmentRefused, choose
+from interpreters.real.runner import ContainmentRefused, Runner, choose
 from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.setup import InputError, Sources, grading_setup, load_inputs, make_results
 from ssegrade.protocol.difficulty import parse_difficulty
@@ -76,6 +78,21 @@ def _listeners(agent: Path, admin: Path, port: int | None) -> list[Listening]:
     return bound
 
 
+def _dedicated(agent_user: str, runner: Runner) -> None:
+    """Refuse, as root, an agent account that is the runner's or in its group: the agent phase
+    ends by killing every process of the agent's account, which must be nobody else's, and
+    the runner's group reaches the sessions' folder."""
+    if os.geteuid() != 0 or not runner.isolated:
+        return
+    with contextlib.suppress(KeyError):
+        entry = pwd.getpwnam(agent_user)
+        if runner.uid == entry.pw_uid or runner.gid == entry.pw_gid:
+            raise InputError(
+                f"the agent's account {agent_user!r} is the runner's or in its group: give "
+                "the bash tool an account of its own (--agent-user)"
+            )
+
+
 def run_daemon(settings: Settings) -> None:
     """Check the input, set the grading up (`grading_setup`: the baseline recorded now, the
     grading repo, the locks), then serve until SIGTERM or SIGINT.
@@ -93,6 +110,7 @@ def run_daemon(settings: Settings) -> None:
     admin_socket = settings.admin_socket.absolute()
     if agent_socket == admin_socket:
         raise InputError("the agent-facing and admin sockets must be different paths")
+    _dedicated(settings.agent_user, inputs.runner)
     scripts = settings.scripts
     try:
         contained = choose(scripts.containment)
@@ -121,7 +139,11 @@ def run_daemon(settings: Settings) -> None:
             ),
             reads=DaemonReads(source, base, results, settings.archive),
             version=version(),
-            shell=AgentShell(source, settings.agent_user, (*hidden, str(results), str(base.path))),
+            shell=AgentShell(
+                source,
+                settings.agent_user,
+                replace(scripts.env, hidden=(*hidden, str(results), str(base.path))),
+            ),
             source=str(source),
             script_timeout=settings.script_timeout,
         )

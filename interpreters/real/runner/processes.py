@@ -3,8 +3,9 @@ what carries them.
 
 Interpreter layer (Linux: reads `/proc`, signals processes). Every script runs with two marker
 variables in its environment, the session and the run; the sweep kills exactly the processes
-that match (and their descendants), never a whole uid. It is the clean-up of scripts that run
-without a PID namespace, and the safety net of those that run in one.
+that match (and their descendants), never the runner's whole uid. It is the clean-up of scripts
+that run without a PID namespace, and the safety net of those that run in one. A dedicated
+account (the daemon's agent account, nobody else's) is ended whole by `kill_account`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import secrets
 import select
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -28,9 +30,11 @@ __all__ = [
     "RUN_VAR",
     "SESSION_VAR",
     "Proc",
+    "account_processes",
     "children_of",
     "ensure_subreaper",
     "environ",
+    "kill_account",
     "kill_group",
     "kill_owned",
     "kill_session",
@@ -92,6 +96,106 @@ def kill_owned() -> int:
     marker = f"{OWNER_VAR}={owner_tag()}".encode()
     found, _ = sweep(lambda proc: marker in environ(proc.pid), spare=frozenset())
     return found
+
+
+_KILL_PROGRAMS = ("/usr/bin/kill", "/bin/kill")
+"""Where `kill(1)` is looked for: run as the account, `kill -KILL -1` signals, at once,
+every process the account may signal (its own, whatever session or parent they have), so that
+none forks out of a scan's sight."""
+
+
+def account_processes(uid: int) -> list[int]:
+    """The live processes (no zombies) whose real, effective or saved uid is `uid`."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and _of(int(name), uid)]
+
+
+def _of(pid: int, uid: int) -> bool:
+    """Whether `pid` is alive (no zombie) with `uid` as its real, effective or saved uid."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status_file:
+            lines = status_file.read().split(b"\n")
+    except OSError:
+        return False  # gone meanwhile
+    fields = {line.split(b":", 1)[0]: line.split()[1:] for line in lines if b":" in line}
+    zombie = fields.get(b"State", [b"?"])[:1] in ([b"Z"], [b"X"])
+    return not zombie and str(uid).encode() in fields.get(b"Uid", [])[:3]
+
+
+def _kill_if_of(pid: int, uid: int) -> None:
+    """SIGKILL `pid` if it is still a process of `uid` (through a pidfd: never a reused pid)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if _of(pid, uid):
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    finally:
+        os.close(pidfd)
+
+
+def kill_account(uid: int, gid: int, seconds: float = SWEEP_SECONDS) -> list[int]:
+    """Kill every process of the account `uid` (primary group `gid`; root only, for an
+    account that is neither root nor ours), again and again until none is left or `seconds`
+    have passed; answers the pids still alive then (empty: none is left).
+
+    Each round, `kill(1)` (a root-owned one at a fixed path, when there is one) running as the
+    account kills all it may signal at once, then every process the process table shows with
+    that uid is killed from here.
+    """
+    if uid in (0, os.geteuid()):
+        raise ValueError(f"kill_account of uid {uid}: only another, unprivileged account")
+    program = next((path for path in _KILL_PROGRAMS if _roots_own(path)), None)
+    deadline = time.monotonic() + seconds
+    delay = 0.005
+    while True:
+        left = account_processes(uid)
+        if not left:
+            return []
+        if time.monotonic() > deadline:
+            return left
+        if program is not None:
+            _run_as(uid, gid, [program, "-KILL", "-1"], deadline)
+        for pid in left:
+            _kill_if_of(pid, uid)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def _run_as(uid: int, gid: int, argv: list[str], deadline: float) -> None:
+    """Run `argv` as `uid`:`gid` (no other group, an empty environment); what it answers is not
+    needed (the process table is what is believed)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            argv,
+            env={},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            timeout=max(deadline - time.monotonic(), 1.0),
+            check=False,
+        )
+
+
+def _roots_own(path: str) -> bool:
+    """Whether `path` and every folder above it are root's and no one else may write them (a
+    program root may start)."""
+    here = os.path.realpath(path)
+    while True:
+        try:
+            info = os.stat(here)
+        except OSError:
+            return False
+        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+        if here == "/":
+            return True
+        here = os.path.dirname(here)
 
 
 _reaper = {"pid": 0}
