@@ -28,6 +28,7 @@ from interpreters.real.runner.environment import (
     allowed,
     credential,
     left_out,
+    names_paths,
 )
 from tests.agentaccounts import agent_account
 from tests.daemons import post_bencher, running_daemon
@@ -116,9 +117,31 @@ def test_an_allowed_variable_without_a_credential_arrives_as_it_is(name: str, va
 def test_only_allowed_names_arrive(ours: dict[str, str]) -> None:
     env = script_environment(EnvPolicy(), home=HOME, session="s", run="r", ours=ours)
     ours_only = {name for name in env if name in ours and env[name] == ours[name]}
-    assert all(allowed(name) for name in ours_only)
+    assert all(allowed(name) or names_paths(ours[name]) for name in ours_only)
     listed = {entry.split(" ", 1)[0] for entry in left_out(EnvPolicy(), ours)}
-    assert {name for name in ours if not allowed(name)} <= listed
+    assert {name for name in ours if not allowed(name) and not names_paths(ours[name])} <= listed
+
+
+def test_a_task_images_own_toolchain_folder_arrives_whatever_its_name(work: Path) -> None:
+    """A task image sets its toolchain in variables of its own naming (`KVC_TOOLCHAIN`): a
+    value that names existing folders is the image's setting, and the scripts need it; a
+    value naming nothing that exists, or a relative path, is not let through by that rule."""
+    (work / "bin").mkdir()
+    ours = {
+        "KVC_TOOLCHAIN": str(work),
+        "KVC_PATHS": f"{work}/bin:/nonexistent",
+        "KVC_NOTHING": "/nonexistent/x",
+        "KVC_RELATIVE": "bin",
+        "KVC_TOKEN_FILE": str(work),
+    }
+    env = script_environment(EnvPolicy(), home=HOME, session="s", run="r", ours=ours)
+    assert env["KVC_TOOLCHAIN"] == str(work)
+    assert env["KVC_PATHS"] == f"{work}/bin:/nonexistent"
+    assert not {"KVC_NOTHING", "KVC_RELATIVE", "KVC_TOKEN_FILE"} & set(env)
+    hidden = EnvPolicy(hidden=(str(work),))
+    assert "KVC_TOOLCHAIN" not in script_environment(
+        hidden, home=HOME, session="s", run="r", ours=ours
+    )
 
 
 @pytest.fixture

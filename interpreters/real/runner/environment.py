@@ -4,10 +4,12 @@ a script").
 Interpreter layer (reads our own environment). A script gets, from the evaluator's environment,
 only the variables an allow-list names (`allowed`: `PATH`, the locale, `TERM`, `TZ` and the
 toolchain's settings a task image sets: Go, Rust, C, Java, Python, the sanitizers, any
-`*_HOME`), minus every one that could lead to grading material or the admin side and every one
-that carries a credential (`credential`: by its name or its value, unless the operator passes
-it by name), then `HOME`, `TMPDIR`, `TMP`, `TEMP` and the usual cache folders pointing into the
-session's scratch home, then the extra pairs given, then the run's markers.
+`*_HOME`; and `names_paths`: any variable whose value names existing folders by absolute path,
+as a task image's own toolchain settings do), minus every one that could lead to grading
+material or the admin side and every one that carries a credential (`credential`: by its name
+or its value, unless the operator passes it by name), then `HOME`, `TMPDIR`, `TMP`, `TEMP` and
+the usual cache folders pointing into the session's scratch home, then the extra pairs given,
+then the run's markers.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "credential_like",
     "kept_environment",
     "left_out",
+    "names_paths",
     "script_environment",
 ]
 
@@ -177,6 +180,21 @@ def allowed(name: str) -> bool:
     )
 
 
+def names_paths(value: str) -> bool:
+    """Whether `value` names existing paths, as a toolchain's setting does (`/opt/kv`,
+    `/opt/a/bin:/opt/b/bin`): every colon-separated part absolute, and at least one existing.
+
+    Such a variable is let through whatever its name (a task image's `KVC_TOOLCHAIN`), unless
+    it carries a credential or leads to grading material.
+    """
+    parts = [part for part in value.split(os.pathsep) if part]
+    return (
+        bool(parts)
+        and all(part.startswith("/") for part in parts)
+        and any(os.path.exists(part) for part in parts)
+    )
+
+
 def credential_like(name: str) -> bool:
     """Whether a variable's name looks like it holds a credential (`*KEY*`, `*TOKEN*`,
     `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`, `*AUTH*`, `*_PAT`, `*_PWD`, `AWS_*`, ...; any
@@ -264,7 +282,7 @@ def _kept(policy: EnvPolicy, ours: Mapping[str, str] | None) -> tuple[dict[str, 
             left.append(f"{name} (grading material)")
         elif credential(name, value):
             left.append(f"{name} (credential)")
-        elif not (_clean_allowed(name) if policy.clean else allowed(name)):
+        elif not (_clean_allowed(name) if policy.clean else allowed(name) or names_paths(value)):
             left.append(f"{name} (not allowed)")
         else:
             kept[name] = value
