@@ -154,12 +154,14 @@ def run(
     command: Sequence[str],
     *,
     options: Sequence[str] = (),
+    network: str = "none",
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `command` in a fresh container of `image` with the bundle at BUNDLE_AT (read-only)
-    and `options`, and remove the container whatever happens."""
+    """Run `command` in a fresh container of `image` with the bundle at BUNDLE_AT (read-only),
+    on `network` (none: a grading needs none) and with `options`, and remove the container
+    whatever happens."""
     name = f"ssegrade-test-{uuid.uuid4().hex[:16]}"
-    mounted = ["-v", f"{ssegrade_bundle()}:{BUNDLE_AT}:ro"]
+    mounted = ["-v", f"{ssegrade_bundle()}:{BUNDLE_AT}:ro", "--network", network]
     argv = ["run", "--rm", "--name", name, "--label", LABEL, *mounted, *options, image, *command]
     try:
         return podman(*argv, timeout=timeout)

@@ -35,19 +35,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # The Debian mirror this machine's apt already uses: the first http(s) URI of a bookworm
-# source, from deb822 files or one-line lists.
+# source (suite `bookworm`), from deb822 stanzas or one-line lists.
 mirror() {
     local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list)
     local file
     for file in "${files[@]}"; do
         [ -r "$file" ] || continue
         awk '
+            function flush() { if (suite && uris != "") print uris; uris = ""; suite = 0 }
             /^[[:space:]]*#/ { next }
-            /^URIs:/ { for (i = 2; i <= NF; i++) uris = uris " " $i }
-            /^Suites:/ { if ($0 ~ /[[:space:]]bookworm([[:space:]]|$)/) { print uris; exit } }
-            /^[[:space:]]*$/ { uris = "" }
-            /^deb[[:space:]]/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {
-                if ($(i + 1) == "bookworm") { print $i; exit } } }
+            /^URIs:/ { for (i = 2; i <= NF; i++) uris = uris " " $i; next }
+            /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") suite = 1; next }
+            /^[[:space:]]*$/ { flush(); next }
+            /^deb[[:space:]]/ { for (i = 2; i < NF; i++) if ($i ~ /^https?:/ && $(i + 1) == "bookworm") print $i }
+            END { flush() }
         ' "$file"
     done | tr ' ' '\n' | grep -E '^https?://' | grep -v -- '-security' | head -n 1
 }
