@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from interpreters.engine import bundle
 from tests import containerkit
-from tests.realtask import FIX, make_task
+from tests.realtask import CLI, FIX, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 
@@ -97,3 +98,34 @@ def test_a_task_is_graded_in_an_image_without_python_its_scripts_seeing_nothing_
     assert "PATH=" in seen
     for leak in (containerkit.BUNDLE_AT, "LD_LIBRARY_PATH", "PYTHON"):
         assert leak not in seen
+
+
+def test_two_builders_at_once_make_one_bundle(work: Path) -> None:
+    # The xdist workers' case: both wait on one lock, the second finds the first's bundle.
+    into = work / "bundles"
+    command = [*CLI, "bundle", "--into", str(into)]
+    builders = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    said = [builder.communicate(timeout=600) for builder in builders]
+    assert [builder.returncode for builder in builders] == [0, 0], said
+    made = {out.strip() for out, _ in said}
+    assert made == {str(into / bundle.bundle_name())}
+    assert sorted(path.name for path in into.iterdir()) == [".lock", bundle.bundle_name()]
+    ran = subprocess.run(
+        [f"{made.pop()}/ssegrade", "--version"], capture_output=True, text=True, check=False
+    )
+    assert ran.stdout.startswith("ssegrade, version ")
+
+
+@pytest.mark.parametrize("where", ["file", "unwritable"])
+def test_a_bundle_that_cannot_be_made_is_one_error_line(work: Path, where: str) -> None:
+    into = work / "a-file"
+    into.write_text("")
+    if where == "unwritable":
+        into = into / "below"
+    done = ssegrade("bundle", "--into", str(into))
+    assert done.returncode in (1, 2), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("ssegrade: error: ")
