@@ -98,12 +98,15 @@ def require_engine() -> None:
     """Skip the test (fail it when `CI` is set) unless a container can run here."""
     if not _checked:
         _checked.append(unavailable())
-    reason = _checked[0]
-    if reason is None:
-        return
+    if _checked[0] is not None:
+        _cannot(f"no container engine: {_checked[0]}")
+
+
+def _cannot(reason: str) -> None:
+    """Skip the test for `reason`, or fail it on CI, where everything must be there."""
     if os.environ.get("CI"):
-        pytest.fail(f"container tests cannot run on CI: {reason}", pytrace=False)
-    pytest.skip(f"no container engine: {reason}")
+        pytest.fail(f"on CI, {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 @contextmanager
@@ -145,7 +148,10 @@ def task_image(example: str = "kvconf") -> str:
 
 
 def ssegrade_bundle() -> Path:
-    """This tree's ssegrade bundle, built once per version under CACHE."""
+    """This tree's ssegrade bundle, built once per version under CACHE (the test skips, or
+    fails on CI, where patchelf is missing)."""
+    if shutil.which("patchelf") is None:
+        _cannot("no patchelf to build the ssegrade bundle (bash tests/containers/setup.sh)")
     return bundle.build(CACHE / "bundles")
 
 

@@ -102,6 +102,7 @@ def test_a_task_is_graded_in_an_image_without_python_its_scripts_seeing_nothing_
 
 def test_two_builders_at_once_make_one_bundle(work: Path) -> None:
     # The xdist workers' case: both wait on one lock, the second finds the first's bundle.
+    containerkit.ssegrade_bundle()  # skips where no bundle can be built
     into = work / "bundles"
     command = [*CLI, "bundle", "--into", str(into)]
     builders = [
