@@ -59,7 +59,9 @@ _NEEDS = re.compile(r"^\s*(\S+) => (/\S+) \(0x[0-9a-f]+\)$")
 WRAPPER = """#!/bin/sh
 # ssegrade from its bundle, isolated (-I): neither the working folder (the agent's tree, maybe)
 # nor a PYTHON* variable nor a user site can put a module before ssegrade's own.
-exec "${{0%/*}}/bin/{python}" -I -c 'from interpreters.cli.entry import main; main()' "$@"
+# Found through links to it too (readlink, coreutils).
+here="$(dirname -- "$(readlink -f -- "$0")")"
+exec "$here/bin/{python}" -I -c 'from interpreters.cli.entry import main; main()' "$@"
 """
 
 
