@@ -65,6 +65,7 @@ class _LazyGroup(click.Group):
         "verify": "interpreters.cli.batch:verify",
         "batch": "interpreters.cli.batch:batch",
         "replay": "interpreters.cli.replay:replay_command",
+        "bundle": "interpreters.cli.bundle:bundle",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

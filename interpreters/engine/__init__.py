@@ -1,0 +1,2 @@
+"""Running ssegrade in container engines: the bundle a task image without Python is graded
+with (`interpreters.engine.bundle`)."""
