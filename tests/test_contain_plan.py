@@ -8,6 +8,7 @@ folders, and devices stay usable; weak containment says what it leaves open.
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.real.files import remove_tree
+from interpreters.real.files.mounts import private_namespace
 from interpreters.real.runner import ContainmentPolicy, Runner, probe, resolve_runner, run_script
-from interpreters.real.runner.reach import plan
+from interpreters.real.runner.reach import Place, Reach, plan
 from tests.processes import TEST_RUNNER, write_script
 
 RUNNER = (54321, 54321)
@@ -231,3 +233,28 @@ def test_weak_containment_says_what_it_leaves_open(work: Path) -> None:
     log = (work / "logs" / "run.log").read_text()
     assert "not prevented (weak containment):" in log
     assert "keyrings" in log
+
+
+@pytest.mark.skipif(not CONTAINED, reason="needs root and mount namespaces")
+def test_a_layer_overlayfs_refuses_leaves_its_folder_read_only_and_says_so(work: Path) -> None:
+    folder = work / "toolchain"
+    folder.mkdir()
+    refused = f"lowerdir={work}/missing,upperdir={work}/missing-upper,workdir={work}/w"
+    reach = Reach({}, [Place(os.fspath(folder), "copy-on-write", refused)])
+    mounts = reach.mounts()
+
+    def enter() -> None:
+        private_namespace()
+        mounts()
+
+    done = subprocess.run(
+        ["/bin/sh", "-c", f"echo x > {folder}/written"],
+        preexec_fn=enter,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "Read-only file system" in done.stderr
+    assert f"ssegrade: {folder} is read-only: overlayfs refused" in done.stderr
+    assert os.listdir(folder) == []

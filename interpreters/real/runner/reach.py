@@ -76,19 +76,28 @@ class Reach:
     def mounts(self) -> Mounts:
         """The mounts of this plan, prepared for a child (see `Mounts`)."""
         roots = tuple(self.hidden)
-        return Mounts(
-            overlays=[
-                (os.fsencode(p.path), p.options.encode())
-                for p in self.places
-                if p.kind == "copy-on-write"
-            ],
-            trees=[
-                (os.fsencode(p.path), p.kind == "read-only", _under(p.path, roots))
-                for p in self.places
-            ],
-            hidden=[(os.fsencode(path), options) for path, options in self.hidden.items()],
-            rdonly=read_only_attr(),
-        )
+        trees = [
+            _Tree(
+                os.fsencode(p.path),
+                p.kind == "read-only",
+                _under(p.path, roots),
+                p.options.encode(),
+            )
+            for p in self.places
+        ]
+        hidden = [(os.fsencode(path), options) for path, options in self.hidden.items()]
+        return Mounts(trees, hidden, read_only_attr())
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """A place, prepared: its path, whether read-only, whether in a hiding tmpfs, and for a
+    copy-on-write one its overlay's options."""
+
+    target: bytes
+    rdonly: bool
+    inside: bool
+    overlay: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,23 +105,20 @@ class Mounts:
     """Everything a child needs to make its mount namespace as planned, prepared beforehand:
     only system calls (and `makedirs` in its own tmpfs) run in the child."""
 
-    overlays: list[tuple[bytes, bytes]]
-    trees: list[tuple[bytes, bool, bool]]
-    """Each place: its path, whether read-only, whether in a hiding tmpfs."""
+    trees: list[_Tree]
     hidden: list[tuple[bytes, bytes]]
     rdonly: ctypes.Array[ctypes.c_char]
 
     def __call__(self) -> None:
         """Make the namespace (a private mount namespace of this process's own): raises
-        `OSError` whose message names the step."""
+        `OSError` whose message names the step. A copy-on-write layer overlayfs refuses
+        leaves its folder read-only, and a line on stderr says so."""
         step, held = "", []
         try:
-            for target, options in self.overlays:
-                step = f"a copy-on-write layer of {os.fsdecode(target)}"
-                mount(b"overlay", target, b"overlay", MS_NOSUID | MS_NODEV, options)
-            for target, rdonly, _ in self.trees:
-                step = f"a clone of {os.fsdecode(target)}"
-                held.append(clone_tree(target))
+            for tree in self.trees:
+                step = f"a clone of {os.fsdecode(tree.target)}"
+                rdonly = tree.rdonly or (bool(tree.overlay) and not _overlay(tree))
+                held.append(clone_tree(tree.target))
                 if rdonly:
                     set_attr(held[-1], self.rdonly)
             step = "the host read-only"
@@ -120,16 +126,31 @@ class Mounts:
             for target, options in self.hidden:
                 step = f"a tmpfs over {os.fsdecode(target)}"
                 mount(b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV, options)
-            for tree, (target, _, inside) in zip(held, self.trees, strict=True):
-                step = f"{os.fsdecode(target)} given back"
-                if inside:
-                    os.makedirs(target, 0o755, exist_ok=True)
-                attach(tree, target)
+            for fd, tree in zip(held, self.trees, strict=True):
+                step = f"{os.fsdecode(tree.target)} given back"
+                if tree.inside:
+                    os.makedirs(tree.target, 0o755, exist_ok=True)
+                attach(fd, tree.target)
         except OSError as exc:
             raise OSError(exc.errno, f"{step}: {exc.strerror or exc}") from None
         finally:
-            for tree in held:
-                os.close(tree)
+            for fd in held:
+                os.close(fd)
+
+
+def _overlay(tree: _Tree) -> bool:
+    """Mount the copy-on-write layer of `tree` at its path; False (said on stderr) when
+    overlayfs refuses it."""
+    try:
+        mount(b"overlay", tree.target, b"overlay", MS_NOSUID | MS_NODEV, tree.overlay)
+    except OSError as exc:
+        said = (
+            f"ssegrade: {os.fsdecode(tree.target)} is read-only: overlayfs refused a "
+            f"copy-on-write layer over it: {exc.strerror or exc}\n"
+        )
+        os.write(2, said.encode(errors="replace"))
+        return False
+    return True
 
 
 def plan(
