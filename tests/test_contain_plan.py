@@ -90,7 +90,7 @@ def test_no_plan_gives_back_the_scratch_folders_or_another_gradings(
             parent=os.fspath(tree["parent"]),
             tmp_options=b"size=1m",
             runner=RUNNER,
-            layers=Path(layers),
+            layers=lambda: Path(layers),
         )
     assert len([line for line in reach.lines if line.startswith("folder named by")]) == len(
         toolchain
@@ -125,7 +125,7 @@ def test_each_folder_the_environment_names_gets_one_line(tree: dict[str, Path]) 
             parent=os.fspath(tree["parent"]),
             tmp_options=b"size=1m",
             runner=RUNNER,
-            layers=Path(layers),
+            layers=lambda: Path(layers),
         )
         layer = [place for place in reach.places if place.kind == "copy-on-write"]
         assert {place.path for place in layer} == {

@@ -103,6 +103,7 @@ class Confinement:
     _groups: list[Path] = field(default_factory=list)
     _mounts: Mounts | None = None
     _layers: Path | None = None
+    _opened: bool = False
     _cwd: bytes = b""
 
     @property
@@ -122,7 +123,6 @@ class Confinement:
         if cwd is not None:
             self._cwd = os.fsencode(cwd)
         self._open_cgroups()
-        self._layers = Path(tempfile.mkdtemp(prefix="toolchain-", dir=self.layers_in))
         size = self.mechanisms.tmp_size
         reach = plan(
             writable=self.keep,
@@ -131,11 +131,18 @@ class Confinement:
             parent=scratch_parent(),
             tmp_options=b"mode=1777,size=%d,nr_inodes=%d" % (size, max(1024, size >> 12)),
             runner=(self.runner.uid, self.runner.gid),
-            layers=self._layers,
+            layers=self._layer_folder,
         )
         self.notes.extend(reach.lines)
         self._mounts = reach.mounts()
+        self._opened = True
         self._clear_keyrings("before")
+
+    def _layer_folder(self) -> Path:
+        """The run's root-only folder of copy-on-write layers, made on first use."""
+        if self._layers is None:
+            self._layers = Path(tempfile.mkdtemp(prefix="toolchain-", dir=self.layers_in))
+        return self._layers
 
     def _clear_keyrings(self, when: str) -> None:
         if isolated(self.runner) and os.geteuid() == 0:
@@ -268,9 +275,11 @@ class Confinement:
             if why is not None:
                 self.notes.append(f"warning: cgroup {group} not removed: {why}")
         layers, self._layers = self._layers, None
-        if layers is None:
+        if layers is not None:
+            remove_tree(layers)
+        opened, self._opened = self._opened, False
+        if not opened:
             return
-        remove_tree(layers)
         try:
             self._clear_keyrings("after")
         except OSError as exc:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -161,13 +161,13 @@ def plan(
     parent: str,
     tmp_options: bytes,
     runner: tuple[int, int],
-    layers: Path,
+    layers: Callable[[], Path],
 ) -> Reach:
     """The plan for a script given the folders `writable`, `readable` and the folders its
     environment names (`toolchain`: folder → the variables naming it), when the gradings'
     scratch folders are made in `parent`; `tmp_options` are those of its private `/tmp`.
-    Copy-on-write layers are made in `layers` (a root-only folder, made when one is needed:
-    the caller removes it)."""
+    Copy-on-write layers are made in the folder `layers()` gives (a root-only folder, asked
+    for when one is needed: the caller removes it)."""
     tmps = [path for path in PRIVATE if os.path.isdir(path)]
     parent = os.path.realpath(parent)
     scratch = [] if parent == "/" else [parent]
@@ -208,7 +208,7 @@ def _toolchain(
     roots: list[str],
     scratch: list[str],
     runner: tuple[int, int],
-    layers: Path,
+    layers: Callable[[], Path],
 ) -> tuple[Kind | None, str]:
     """What a folder the environment names becomes, and the log's words for it (`scratch`:
     the folder of the gradings' scratch folders, if any is hidden)."""
@@ -224,7 +224,7 @@ def _toolchain(
         return "read-only", "read-only (what it holds of /tmp and the scratch folders hidden)"
     if not _runner_writes(path, runner):
         return "read-only", "read-only"
-    if _UNSAFE & set(path + os.fspath(layers)):
+    if _UNSAFE & set(path + os.fspath(layers())):
         return "read-only", "read-only (the runner can write it, but its path or the scratch "
         "folder's has a character overlayfs options cannot hold)"
     return "copy-on-write", (
@@ -240,12 +240,11 @@ def _covers(covered: list[Place], kind: Kind) -> bool:
     return bool(covered) and not (kind == "copy-on-write" and covered[-1].kind == "read-only")
 
 
-def _layer(path: str, layers: Path) -> Place:
+def _layer(path: str, layers: Callable[[], Path]) -> Place:
     """A copy-on-write place over `path`: its upper layer (with the folder's owner and mode)
-    and work folder made in `layers`."""
-    layers.mkdir(mode=0o700, exist_ok=True)
+    and work folder made in the folder `layers()` gives."""
     top = os.stat(path)
-    own = Path(tempfile.mkdtemp(dir=layers))
+    own = Path(tempfile.mkdtemp(dir=layers()))
     upper, work = own / "upper", own / "work"
     upper.mkdir(mode=0o700)
     work.mkdir(mode=0o700)
