@@ -258,3 +258,35 @@ def test_a_layer_overlayfs_refuses_leaves_its_folder_read_only_and_says_so(work:
     assert "Read-only file system" in done.stderr
     assert f"ssegrade: {folder} is read-only: overlayfs refused" in done.stderr
     assert os.listdir(folder) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CONTAINED, reason="needs root and full containment")
+def test_a_script_changes_a_support_folder_for_itself_alone(work: Path) -> None:
+    support = Path(tempfile.mkdtemp(prefix="ssegrade-plan-support-"))
+    try:
+        support.chmod(0o777)  # anyone may write it: another grading's script would see it
+        (support / "data.txt").write_text("pristine\n")
+        script = write_script(
+            work,
+            f'#!/bin/sh\necho planted > "{support}/planted" && cat "{support}/planted"\n'
+            f'cat "{support}/data.txt"\n',
+        )
+        result = run_script(
+            _runner(),
+            [str(script)],
+            work,
+            home=work / "home",
+            limit=30,
+            log_path=work / "logs" / "run.log",
+            label="run",
+            spool=work,
+            keep=[support],
+        )
+        assert result.code == 0, result.stderr
+        assert result.stdout == "planted\npristine\n"
+        assert sorted(os.listdir(support)) == ["data.txt"]
+        log = (work / "logs" / "run.log").read_text()
+        assert f"support folder: {support}: a copy-on-write layer" in log
+    finally:
+        remove_tree(support)

@@ -80,9 +80,10 @@ class Confinement:
     """The containment of one script run: made by `open`, entered by `command` + `preexec`,
     emptied by `kill`, removed by `close`.
 
-    `keep`: folders the script may write (its working folder, HOME, support folders);
-    `readable`: folders it reads (its own script's, its staged files'); `toolchain`: the
-    folders its environment names (folder → the variables naming it). In `full` containment
+    `keep`: folders the script may write (its working folder, HOME); `readable`: folders it
+    reads (its own script's, its staged files'); `toolchain`: the folders its environment
+    names (folder → the variables naming it); `shared`: the support folders, which it may
+    change for itself alone. In `full` containment
     the rest of the host is read-only, and these are given at their own paths (see `reach`);
     copy-on-write layers go in a root-only folder in `layers_in` (default: the temporary
     folder), removed by `close`. `view`, when given, mounts the script's working folder (a
@@ -98,6 +99,7 @@ class Confinement:
     view: Callable[[], None] | None = None
     readable: Iterable[Path] = ()
     toolchain: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    shared: Iterable[Path] = ()
     layers_in: Path | None = None
     notes: list[str] = field(default_factory=list)
     _groups: list[Path] = field(default_factory=list)
@@ -128,6 +130,7 @@ class Confinement:
             writable=self.keep,
             readable=self.readable,
             toolchain=self.toolchain,
+            shared=self.shared,
             parent=scratch_parent(),
             tmp_options=b"mode=1777,size=%d,nr_inodes=%d" % (size, max(1024, size >> 12)),
             runner=(self.runner.uid, self.runner.gid),

@@ -7,8 +7,10 @@ it, fresh tmpfs mounts hide what one grading could leave for another or reach of
 `/tmp`, `/var/tmp` and `/dev/shm` (the script's own, size-limited) and the folder the
 gradings' scratch folders are made in (their parent). Then, at their own paths:
 
-- writable: the script's working folder, its HOME, the support folders;
+- writable: the script's working folder and its HOME;
 - read-only: the folders of its arguments (its own script, its staged files);
+- the task's support folders: a copy-on-write layer of the run's own (what the script
+  writes there, where the runner may write, goes when it ends; no other grading sees it);
 - each folder its environment names (`PATH` entries, `GOPATH`, `CARGO_HOME`, …): read-only, or,
   when the runner can write it on the host (Go's `/go`, cargo's home), a copy-on-write layer
   of the run's own (overlayfs, its upper layer in a root-only folder of the scratch area,
@@ -158,14 +160,16 @@ def plan(
     writable: Iterable[Path],
     readable: Iterable[Path],
     toolchain: Mapping[str, Sequence[str]],
+    shared: Iterable[Path] = (),
     parent: str,
     tmp_options: bytes,
     runner: tuple[int, int],
     layers: Callable[[], Path],
 ) -> Reach:
-    """The plan for a script given the folders `writable`, `readable` and the folders its
-    environment names (`toolchain`: folder → the variables naming it), when the gradings'
-    scratch folders are made in `parent`; `tmp_options` are those of its private `/tmp`.
+    """The plan for a script given the folders `writable`, `readable`, the folders its
+    environment names (`toolchain`: folder → the variables naming it) and the support folders
+    (`shared`), when the gradings' scratch folders are made in `parent`; `tmp_options` are
+    those of its private `/tmp`.
     Copy-on-write layers are made in the folder `layers()` gives (a root-only folder, asked
     for when one is needed: the caller removes it)."""
     tmps = [path for path in PRIVATE if os.path.isdir(path)]
@@ -184,12 +188,17 @@ def plan(
         elif not _under(path, given):
             given.append(path)
     places = [Place(path, "writable") for path in given]
-    for path, names in sorted(toolchain.items()):
-        kind, what = _toolchain(os.path.realpath(path), given, roots, scratch, runner, layers)
-        reach.lines.append(f"folder named by {' '.join(sorted(names))}: {path}: {what}")
+    named = [
+        (path, f"folder named by {' '.join(sorted(names))}") for path, names in toolchain.items()
+    ]
+    named += [(os.fspath(path), "support folder") for path in shared if os.path.isdir(path)]
+    for path, label in sorted(named):
+        always = label == "support folder"
+        real = os.path.realpath(path)
+        kind, what = _toolchain(real, given, roots, scratch, runner if not always else None, layers)
+        reach.lines.append(f"{label}: {path}: {what}")
         if kind is None:
             continue
-        real = os.path.realpath(path)
         covered = [p for p in places if p.kind != "writable" and _under(real, (p.path,))]
         if (kind == "read-only" and not _under(real, roots)) or _covers(covered, kind):
             continue
@@ -207,11 +216,12 @@ def _toolchain(
     given: list[str],
     roots: list[str],
     scratch: list[str],
-    runner: tuple[int, int],
+    runner: tuple[int, int] | None,
     layers: Callable[[], Path],
 ) -> tuple[Kind | None, str]:
-    """What a folder the environment names becomes, and the log's words for it (`scratch`:
-    the folder of the gradings' scratch folders, if any is hidden)."""
+    """What a folder the environment names (or a support folder) becomes, and the log's words
+    for it (`scratch`: the folder of the gradings' scratch folders, if any is hidden; `runner`
+    None: a layer whoever may write it)."""
     if _under(path, given):
         return None, "the grading's own (writable)"
     if path in PRIVATE:
@@ -222,14 +232,15 @@ def _toolchain(
         return None, "not given (it lies in a grading's scratch folder)"
     if _holds(path, [*roots, *scratch]):
         return "read-only", "read-only (what it holds of /tmp and the scratch folders hidden)"
-    if not _runner_writes(path, runner):
+    if runner is not None and not _runner_writes(path, runner):
         return "read-only", "read-only"
     if _UNSAFE & set(path + os.fspath(layers())):
-        return "read-only", "read-only (the runner can write it, but its path or the scratch "
-        "folder's has a character overlayfs options cannot hold)"
+        return "read-only", "read-only (its path or the scratch folder's has a character "
+        "overlayfs options cannot hold)"
+    why = "" if runner is None else "the runner can write it; "
     return "copy-on-write", (
-        "a copy-on-write layer of this run's own (the runner can write it; what the run "
-        "writes there goes when it ends)"
+        f"a copy-on-write layer of this run's own ({why}what the run writes there goes when "
+        "it ends)"
     )
 
 

@@ -72,8 +72,9 @@ def run_script(
     if missing, owned by the runner) and `PATH` = `path` when given. Output is spooled in
     `spool` (default: the system's temporary folder), never next to the log. Contained as
     `containment` asks (default: `full` as root, else `weak`; see `probe.choose`); `keep`
-    names more folders the script must reach (support folders), besides `cwd`, `home` and the
-    folders of its absolute arguments; `memory` (bytes) and `pids` limit its cgroup. `view`
+    names the support folders, which it may change for itself alone (in `full` containment, a
+    copy-on-write layer of the run's own), besides `cwd` and `home` (writable) and the folders
+    of its absolute arguments (read-only); `memory` (bytes) and `pids` limit its cgroup. `view`
     mounts `cwd` (a copy-on-write view) in the script's own mount namespace, which `full`
     containment alone gives; `workspace` says in the log what `cwd` is.
 
@@ -104,12 +105,13 @@ def run_script(
     confinement = Confinement(
         mechanisms,
         runner,
-        keep=[cwd, home, *keep],
+        keep=[cwd, home],
         pids=pids,
         memory=memory,
         view=view,
         readable=_argument_folders(argv),
         toolchain=_environment_folders(variables),
+        shared=keep,
         layers_in=spool,
     )
     with (
