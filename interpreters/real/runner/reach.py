@@ -192,8 +192,8 @@ def plan(
         (path, f"folder named by {' '.join(sorted(names))}") for path, names in toolchain.items()
     ]
     named += [(os.fspath(path), "support folder") for path in shared if os.path.isdir(path)]
-    for path, label in sorted(named):
-        always = label == "support folder"
+    for path, label in sorted(named, key=lambda item: (os.path.realpath(item[0]), item[1])):
+        always = label == "support folder"  # outer first: the last place it lies in is nearest
         real = os.path.realpath(path)
         kind, what = _toolchain(real, given, roots, scratch, runner if not always else None, layers)
         reach.lines.append(f"{label}: {path}: {what}")
