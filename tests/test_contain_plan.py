@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 from interpreters.real.files import remove_tree
 from interpreters.real.files.mounts import private_namespace
 from interpreters.real.runner import ContainmentPolicy, Runner, probe, resolve_runner, run_script
+from interpreters.real.runner.guardian import owner_tag
 from interpreters.real.runner.reach import Place, Reach, plan
 from tests.processes import TEST_RUNNER, write_script
+from tests.realtask import evaluating, log_of, make_task
 
 RUNNER = (54321, 54321)
 """A runner's uid and gid (no account is needed to plan)."""
@@ -290,3 +292,42 @@ def test_a_script_changes_a_support_folder_for_itself_alone(work: Path) -> None:
         assert f"support folder: {support}: a copy-on-write layer" in log
     finally:
         remove_tree(support)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CONTAINED, reason="needs root and full containment")
+def test_the_scratch_folders_folder_is_hidden_also_outside_tmp(tmp_path: Path) -> None:
+    parent = Path(tempfile.mkdtemp(prefix="ssegrade-plan-parent-", dir="/var/cache"))
+    try:
+        parent.chmod(0o755)
+        # A live grading's HOME (this process's tag): readable by the runner on the host.
+        scratch = f"ssegrade-{owner_tag()}-abcd1234"
+        other = parent / scratch / "work" / "session-1" / "home"
+        other.mkdir(parents=True)
+        (other / "secret").write_text("another grading's\n")
+        for folder in (other, *other.parents):
+            if folder == parent:
+                break
+            folder.chmod(0o755)
+        made = make_task(tmp_path / "t")
+        made.script(
+            "build.sh",
+            f'#!/bin/sh\n. ./lib.sh\necho "$VALUE" > out.txt\ncat "{other}/secret"\n'
+            f'ls -A "{parent}" | sed "s/^/listed /"\n',
+        )
+        done = subprocess.run(
+            evaluating(made),
+            env={**os.environ, "TMPDIR": str(parent)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        log = log_of(made.results, "build")
+        assert "another grading's" not in log
+        listed = [line for line in log.splitlines() if line.startswith("listed ")]
+        assert len(listed) == 1, log  # its own scratch folder, and nothing else
+        assert scratch not in listed[0]
+    finally:
+        remove_tree(parent)
