@@ -6,8 +6,8 @@
   toolchain folder the runner owns (as `CARGO_HOME`) where a build writes;
 - two gradings at once whose `TMP`/`TEMP`/`TMPDIR` name the parent of their scratch folders:
   one plants `usercustomize.py` in the other's HOME;
-- a System V shared memory segment and a key in the runner's user keyring made by one
-  grading's build, looked for by the next grading's.
+- a System V shared memory segment and keys in the runner's user keyring and persistent
+  keyring made by one grading's build, looked for by the next grading's.
 
 End to end with the `ssegrade` command on real tasks, as root (scripts as the runner account).
 """
@@ -223,10 +223,15 @@ print("segment", "found" if shm >= 0 else "absent")
 desc = b"ssegrade-persist-{mark}"
 found = libc.syscall(KEYCTL, 10, -4, b"user", desc, 0)  # KEYCTL_SEARCH, the user keyring
 print("key", "found" if found >= 0 else "absent")
+persistent = libc.syscall(KEYCTL, 22, -1, -3)  # KEYCTL_GET_PERSISTENT: the uid's, for days
+kept = persistent >= 0 and libc.syscall(KEYCTL, 10, persistent, b"user", desc, 0) >= 0
+print("persistent key", "found" if kept else "absent")
 made = libc.shmget(ctypes.c_int({shm}), ctypes.c_size_t(1 << 20), ctypes.c_int(0o1666))
 print("made segment", made >= 0)
 key = libc.syscall(ADD_KEY, b"user", desc, b"left behind", 11, -4)
 print("made key", key >= 0)
+if persistent >= 0:
+    print("made persistent key", libc.syscall(ADD_KEY, b"user", desc, b"kept", 4, persistent) >= 0)
 PY
 """
 
@@ -250,14 +255,17 @@ def test_ipc_objects_and_keys_of_a_build_are_gone_for_the_next_grading(root: Pat
             assert "made key True" in log
             assert "segment absent" in log
             assert "key absent" in log
+            assert "persistent key found" not in log
+            assert "made persistent key False" not in log
             assert f"0x{shm:08x}" not in _shm_keys()
         runner = resolve_runner(None).unwrap()
         search = (
             "import ctypes, sys\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
-            f"found = libc.syscall({_KEY_CALLS[platform.machine()][1]}, 10, -4, b'user', "
-            f"b'ssegrade-persist-{mark}', 0)\n"
-            "sys.exit(found >= 0)\n"
+            f"keyctl, desc = {_KEY_CALLS[platform.machine()][1]}, b'ssegrade-persist-{mark}'\n"
+            "persistent = libc.syscall(keyctl, 22, -1, -1)\n"
+            "rings = [-4, *([persistent] if persistent >= 0 else [])]\n"
+            "sys.exit(any(libc.syscall(keyctl, 10, r, b'user', desc, 0) >= 0 for r in rings))\n"
         )
         done = subprocess.run(
             ["/usr/bin/python3", "-I", "-c", search],
@@ -267,6 +275,6 @@ def test_ipc_objects_and_keys_of_a_build_are_gone_for_the_next_grading(root: Pat
             cwd="/",
             check=False,
         )
-        assert done.returncode == 0, "the key is still in the runner's user keyring"
+        assert done.returncode == 0, "a key is still in the runner's keyrings"
     finally:
         subprocess.run(["ipcrm", "-M", str(shm)], capture_output=True, check=False)

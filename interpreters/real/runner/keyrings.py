@@ -1,11 +1,11 @@
 """The runner's kernel keyrings, cleared around each script run in `full` containment (SPEC §5
 "Containment").
 
-Interpreter layer (processes, Linux keys). The user keyring and the user session keyring
-belong to a uid, shared by every process of it: a key one grading's build adds would be there
-for the next grading's scripts. A short child takes the runner's uid and clears both; it runs a
-program chosen by root (the containment's init, asked for its version) so that nothing of the
-runner's is run.
+Interpreter layer (processes, Linux keys). The user keyring, the user session keyring and the
+persistent keyring (kept by the kernel for days) belong to a uid, shared by every process of
+it: a key one grading's build adds would be there for the next grading's scripts. A short
+child takes the runner's uid and clears all three; it runs a program chosen by root (the
+containment's init, asked for its version) so that nothing of the runner's is run.
 """
 
 from __future__ import annotations
@@ -20,25 +20,36 @@ __all__ = ["clear_keyrings"]
 
 _KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
 """keyctl(2)'s number on this machine (None: unknown here)."""
-_KEYCTL_CLEAR = 7
+_KEYCTL_CLEAR, _KEYCTL_GET_PERSISTENT = 7, 22
+_KEY_SPEC_THREAD_KEYRING = -1
 _KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+_EOPNOTSUPP = 95
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
 
 
-def _clear() -> None:
-    """Clear this process's user and user session keyrings (in the child, as the runner)."""
+def _keyctl(*args: int) -> int:
     assert _KEYCTL is not None
-    for ring in (_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING):
-        if _syscall(ctypes.c_long(_KEYCTL), ctypes.c_int(_KEYCTL_CLEAR), ctypes.c_int(ring)) < 0:
+    return int(_syscall(ctypes.c_long(_KEYCTL), *(ctypes.c_long(arg) for arg in args)))
+
+
+def _clear() -> None:
+    """Clear this process's persistent, user and user session keyrings (in the child, as the
+    runner; the persistent one is linked into its own thread keyring to be its possessor)."""
+    persistent = _keyctl(_KEYCTL_GET_PERSISTENT, -1, _KEY_SPEC_THREAD_KEYRING)
+    if persistent < 0 and ctypes.get_errno() != _EOPNOTSUPP:  # a kernel without them: none
+        raise OSError(ctypes.get_errno(), "keyctl refused the persistent keyring")
+    rings = [_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING]
+    for ring in [persistent, *rings] if persistent >= 0 else rings:
+        if _keyctl(_KEYCTL_CLEAR, ring) < 0:
             raise OSError(ctypes.get_errno(), "keyctl refused")
 
 
 def clear_keyrings(runner: Runner, program: str) -> str | None:
-    """Clear the user and user session keyrings of `runner` (a uid of its own, as root), in a
-    child running `program --version`; None when done, else why not."""
+    """Clear the persistent, user and user session keyrings of `runner` (a uid of its own, as
+    root), in a child running `program --version`; None when done, else why not."""
     if _KEYCTL is None:
         return f"no keyctl system call known on {platform.machine()}"
     try:
