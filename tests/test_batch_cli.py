@@ -23,6 +23,7 @@ from typing import IO
 import pytest
 
 from tests.realtask import RealTask, fix_to, make_task, ssegrade, write_jobs
+from tests.scriptmarks import mark, marked
 
 pytestmark = pytest.mark.slow
 
@@ -153,10 +154,11 @@ def test_the_ray_engine_without_ray_is_one_clear_line(tmp_path: Path) -> None:
 
 @pytest.fixture
 def state() -> Iterator[Path]:
-    """A folder the runner account can write its readiness files to (named in the
-    environment, so that a script's private /tmp shows it)."""
+    """The name scripts mark themselves with to say they are ready (`tests.scriptmarks`), and
+    the folder where the test tells them to go on (named in the environment: root's, scripts
+    see it read-only, as it is)."""
     folder = Path(tempfile.mkdtemp(prefix="batch-int-", dir="/tmp"))
-    folder.chmod(0o777)
+    folder.chmod(0o755)
     try:
         yield folder
     finally:
@@ -164,15 +166,15 @@ def state() -> Iterator[Path]:
 
 
 def holding_task(root: Path, tail: str) -> RealTask:
-    """The shell task, whose functional test says it is running (`ready-<VALUE>` in the
-    folder `$BATCH_STATE` names), then runs `tail`."""
+    """The shell task, whose functional test says it is running (it is marked
+    `$BATCH_STATE/ready-<VALUE>`), then runs `tail`."""
     made = make_task(root)
     made.script(
         "test.sh",
         "#!/bin/sh\n"
         "if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi\n"
         ". ./lib.sh\n"
-        'echo $$ > "$BATCH_STATE/ready-$VALUE"\n'
+        f"{mark('$BATCH_STATE/ready-$VALUE')}\n"
         f"{tail}\n",
     )
     return made
@@ -211,8 +213,9 @@ def start() -> Iterator[Start]:
 
 
 def wait_for(paths: list[Path], proc: subprocess.Popen[str], seconds: float = 120) -> None:
+    """Wait until a script is marked with each of `paths`."""
     deadline = time.monotonic() + seconds
-    while not all(p.exists() for p in paths):
+    while not all(marked(p) for p in paths):
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         assert time.monotonic() < deadline, f"not ready: {paths}"
         time.sleep(0.02)
@@ -308,14 +311,14 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
 def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume(
     tmp_path: Path, state: Path
 ) -> None:
-    # The host is slow the first time only: the build outlives the grading's time limit (an
-    # `error` grade, as a broken or overloaded host gives), then is quick on resume.
+    # The host is slow the first time only: the build of the fix outlives the grading's time
+    # limit (an `error` grade, as a broken or overloaded host gives), then is quick on resume.
     made = make_task(tmp_path / "t")
     made.script(
         "build.sh",
         "#!/bin/sh\n"
         ". ./lib.sh\n"
-        'if [ ! -e "$BATCH_STATE/slow-once" ]; then touch "$BATCH_STATE/slow-once"; sleep 60; fi\n'
+        'if [ "$VALUE" = fixed ] && [ -e "$BATCH_STATE/slow" ]; then sleep 60; fi\n'
         'echo "$VALUE" > out.txt\n',
     )
     jobs = write_jobs(tmp_path, made, {"a": fix_to("fixed"), "b": fix_to("other")})
@@ -323,7 +326,9 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume(
     command = ["batch", str(jobs), "--results", str(results), "--workers", "1", "--timeout", "8"]
     command += SCRIPT_ENV
     env = {"BATCH_STATE": str(state)}
+    (state / "slow").touch()
     first = ssegrade(*command, "--label", "first", env=env, timeout=600)
+    (state / "slow").unlink()
     assert first.returncode == 1, first.stderr
     run = results / "shell-001" / "unknown" / "unknown"
     spoiled = json.loads((run / "a" / "summary.json").read_bytes())

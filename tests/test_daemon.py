@@ -30,10 +30,10 @@ from tests.daemons import (
     daemon_command,
     post_bencher,
     start_daemon,
-    wait_for_file,
 )
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
+from tests.scriptmarks import mark, wait_for_mark
 
 pytestmark = pytest.mark.slow
 
@@ -64,10 +64,9 @@ def launch(
 
 @pytest.fixture
 def marks() -> Iterator[Path]:
-    """A folder where the task's scripts leave files to say how far they got: not under /tmp,
-    /var/tmp nor /dev/shm, which are private to each script."""
+    """A name of this test's own, which the task's scripts mark themselves with to say how far
+    they got (`tests.scriptmarks`: they write nothing the host sees)."""
     folder = Path(tempfile.mkdtemp(prefix="ssegrade-marks-", dir="/srv"))
-    folder.chmod(0o777)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -243,7 +242,7 @@ def test_agent_exited_aborts_the_agent_action_in_flight(
     workdir: Path, marks: Path, daemons: list[RunningDaemon]
 ) -> None:
     made = make_task(workdir)
-    made.script("build.sh", f"#!/bin/sh\necho started\ntouch {marks}/started\nsleep 120\n")
+    made.script("build.sh", f"#!/bin/sh\necho started\n{mark(f'{marks}/started')}\nsleep 120\n")
     running = launch(daemons, made)
     replies: list[httpx.Response] = []
 
@@ -253,7 +252,7 @@ def test_agent_exited_aborts_the_agent_action_in_flight(
 
     thread = threading.Thread(target=build)
     thread.start()
-    wait_for_file(marks / "started", running)
+    wait_for_mark(marks / "started", running.proc, running.output)
     started = time.monotonic()
     with running.http("admin") as admin:
         assert admin.post("/admin/agent_exited").status_code == 200
@@ -418,7 +417,7 @@ def test_signal_aborts_the_running_action_and_removes_the_sockets(
     signum: int, workdir: Path, marks: Path, daemons: list[RunningDaemon]
 ) -> None:
     made = make_task(workdir)
-    made.script("build.sh", f"#!/bin/sh\necho started\ntouch {marks}/started\nsleep 120\n")
+    made.script("build.sh", f"#!/bin/sh\necho started\n{mark(f'{marks}/started')}\nsleep 120\n")
     running = launch(daemons, made)
     replies: list[httpx.Response] = []
 
@@ -428,7 +427,7 @@ def test_signal_aborts_the_running_action_and_removes_the_sockets(
 
     first = threading.Thread(target=build)
     first.start()
-    wait_for_file(marks / "started", running)
+    wait_for_mark(marks / "started", running.proc, running.output)
     queued = send_request(running.agent, "POST", f"{PREFIX}/tool/bencher?action=build", {})
     wait_until_read(queued)  # the daemon holds it: it waits for the running build
     started = time.monotonic()

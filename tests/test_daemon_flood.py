@@ -27,14 +27,15 @@ import pytest
 from interpreters.daemon.accepting import _Throttled
 from interpreters.daemon.server import CONNECTIONS
 from ssegrade.protocol import PREFIX
-from tests.daemons import RunningDaemon, post_bencher, running_daemon, wait_for_file
+from tests.daemons import RunningDaemon, post_bencher, running_daemon
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task, ssegrade
+from tests.scriptmarks import mark, wait_for_mark
 
 pytestmark = pytest.mark.slow
 
 _SLOW_BUILD = """#!/bin/sh
-if [ -f slow ]; then touch {started}; sleep 60; fi
+if [ -f slow ]; then {started} sleep 60; fi
 . ./lib.sh
 echo "$VALUE" > out.txt
 """
@@ -139,12 +140,11 @@ def _hammering(daemon: RunningDaemon) -> Iterator[list[int]]:
 
 def test_a_flooded_agent_socket_does_not_stall_grading(tmp_path: Path) -> None:
     made = make_task(tmp_path)
-    # The runner tells us there that the slow build started: not under /tmp, /var/tmp nor
-    # /dev/shm, which are private to each script.
+    # The slow build marks itself with a name of this test's own when it starts
+    # (`tests.scriptmarks`: a script writes nothing the host sees).
     marks = Path(tempfile.mkdtemp(prefix="ssegrade-flood-", dir="/srv"))
-    marks.chmod(0o777)
     started = marks / "started"
-    made.script("build.sh", _SLOW_BUILD.format(started=started))
+    made.script("build.sh", _SLOW_BUILD.format(started=mark(str(started))))
     try:
         _flood(made, started)
     finally:
@@ -181,7 +181,7 @@ def _flood(made: RealTask, started: Path) -> None:
 
         running = threading.Thread(target=build)
         running.start()
-        wait_for_file(started, daemon)
+        wait_for_mark(started, daemon.proc, daemon.output)
         targets = ["/tool/bencher?action=build", f"{PREFIX}/tool/bencher?action=build"]
         queued = [(what, send_request(daemon.agent, "POST", what, {})) for what in targets * 10]
         for _, sock in queued:

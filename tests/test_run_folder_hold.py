@@ -30,25 +30,26 @@ from interpreters.batch import BadJobs, run_batch
 from ssegrade.batch import nested_problems
 from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import RealTask, fix_to, make_task
+from tests.scriptmarks import mark, marked
 
 pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-c", "from interpreters.cli.entry import main; main()"]
 
-# The build waits for `release` in $MARKS when the tree says VALUE=hold; it says `started`.
-HOLDING_BUILD = """#!/bin/sh
+# The build waits for `release` in $MARKS when the tree says VALUE=hold; it marks itself
+# `$MARKS/started` (`tests.scriptmarks`: a script writes nothing the host sees).
+HOLDING_BUILD = f"""#!/bin/sh
 . ./lib.sh
 if [ "$VALUE" = hold ]; then
-    touch "$MARKS/started"
+    {mark("$MARKS/started")}
     while [ ! -e "$MARKS/release" ]; do sleep 0.05; done
 fi
 echo "$VALUE" > out.txt
 """
-# The functional test leaves a file of its own in $MARKS, then waits for `release`; the intent
-# test, the last script of a grading, leaves another.
-HOLDING_TEST = """#!/bin/sh
-if [ -e tests/intent.sh ]; then sh tests/intent.sh; c=$?; mktemp "$MARKS/done-XXXXXX"; exit $c; fi
-mktemp "$MARKS/ready-XXXXXX" > /dev/null
+# The functional test marks itself `$MARKS/ready` while it runs, then waits for `release`.
+HOLDING_TEST = f"""#!/bin/sh
+if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi
+{mark("$MARKS/ready")}
 while [ ! -e "$MARKS/release" ]; do sleep 0.05; done
 for t in tests/*.sh; do sh "$t" || exit 1; done
 """
@@ -75,10 +76,11 @@ def carrying(marks: Path) -> list[int]:
 
 @pytest.fixture
 def marks() -> Iterator[Path]:
-    """Where scripts say how far they got: not under /tmp, which is private to each script.
-    At the end, whatever still carries it is killed."""
+    """The name scripts mark themselves with to say how far they got, and the folder where the
+    test says `release` (root's: scripts see it read-only, as it is). At the end, whatever
+    still carries it is killed."""
     folder = Path(tempfile.mkdtemp(prefix="ssegrade-hold-", dir="/var/tmp"))
-    folder.chmod(0o777)
+    folder.chmod(0o755)
     try:
         yield folder
     finally:
@@ -190,7 +192,7 @@ def test_a_folder_a_live_grading_writes_is_refused_even_with_force(
     results = tmp_path / "results"
     common = ["--task", str(made.task), "--repo", str(made.source), "--results", str(results)]
     first = launch(started, marks, "evaluate", *common, "--patch", str(tmp_path / "hold.patch"))
-    wait_until(lambda: (marks / "started").exists() or first.poll() is not None, "build")
+    wait_until(lambda: bool(marked(marks / "started")) or first.poll() is not None, "build")
     second = subprocess.run(
         [*CLI, "evaluate", *common, "--patch", str(tmp_path / "empty.patch"), "--force", *MARKED],
         env={**os.environ, "MARKS": str(marks)},
@@ -229,12 +231,13 @@ def test_a_batch_killed_then_resumed_leaves_each_run_folder_to_one_grading(
     results = tmp_path / "results"
     run = results / "shell-001" / "unknown" / "unknown" / "r1"
     first = launch(started, marks, "batch", str(jobs), "--results", str(results), "--workers", "1")
-    wait_until(lambda: len(list(marks.glob("ready-*"))) == 1, "the first grading")
+    wait_until(lambda: len(marked(marks / "ready")) == 1, "the first grading")
+    ready = set(marked(marks / "ready"))
     first.send_signal(signal.SIGKILL)  # the driver alone: its worker and scripts die with it
     first.wait()
     resumed = launch(started, marks, "batch", str(jobs), "--results", str(results))
     wait_until(
-        lambda: resumed.poll() is not None or len(list(marks.glob("ready-*"))) == 2,
+        lambda: resumed.poll() is not None or bool(set(marked(marks / "ready")) - ready),
         "the resumed batch to grade or to stop",
     )
     (marks / "release").touch()
@@ -292,7 +295,7 @@ def test_a_resumed_batch_skips_a_run_folder_a_live_grading_writes(
         str(run),
         "--force",
     )
-    wait_until(lambda: (marks / "started").exists() or live.poll() is not None, "build")
+    wait_until(lambda: bool(marked(marks / "started")) or live.poll() is not None, "build")
     reporter = Quiet()
     report = run_batch(jobs, results, workers=1, grade=verdict_grade, reporter=reporter)
     assert [o.outcome for o in report.jobs] == ["held"]

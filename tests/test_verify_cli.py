@@ -209,7 +209,8 @@ def test_a_flaky_test_script_is_flaky_with_its_counts(tmp_path: Path) -> None:
         state.chmod(0o777)
         made = shell_task(tmp_path)
         # The functional tests fail every other time they run (the intent tests run as usual);
-        # the count lives in a folder named in the environment, which scripts see.
+        # the count lives in a folder named in the environment, which scripts share only in
+        # weak containment (in full, each run writes there for itself alone).
         made.script(
             "test.sh",
             "#!/bin/sh\n"
@@ -228,6 +229,8 @@ def test_a_flaky_test_script_is_flaky_with_its_counts(tmp_path: Path) -> None:
             "1",
             "--script-env",
             "FLAKY_STATE",
+            "--containment",
+            "weak",
             env={"FLAKY_STATE": str(state)},
         )
         assert code == 1, err

@@ -15,10 +15,14 @@ import struct
 __all__ = [
     "MS_NODEV",
     "MS_NOSUID",
+    "attach",
+    "clone_tree",
     "idmap_attr",
     "mount",
     "move_detached",
     "private_namespace",
+    "read_only_attr",
+    "set_attr",
     "unmount_detached",
 ]
 
@@ -26,7 +30,7 @@ MS_NOSUID, MS_NODEV = 2, 4
 _MS_REC, _MS_PRIVATE = 16384, 1 << 18
 _MNT_DETACH = 2
 _CLONE_NEWNS = 0x00020000
-_AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
+_AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
 _OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
 _MOVE_MOUNT_F_EMPTY_PATH = 4
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV = 1, 2, 4
@@ -112,6 +116,58 @@ def move_detached(source: bytes, attr: ctypes.Array[ctypes.c_char], target: byte
         )
     finally:
         os.close(tree)
+
+
+def read_only_attr() -> ctypes.Array[ctypes.c_char]:
+    """The `mount_attr` that makes a mount read-only (see `set_attr`)."""
+    packed = struct.pack("=QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0)
+    return ctypes.create_string_buffer(packed, len(packed))
+
+
+def set_attr(where: int | bytes, attr: ctypes.Array[ctypes.c_char]) -> None:
+    """Apply `attr` to the mount at the path `where`, or to the detached tree open at the
+    descriptor `where`, and to every mount beneath it."""
+    path, dirfd, flags = (
+        (b"", where, _AT_EMPTY_PATH) if isinstance(where, int) else (where, _AT_FDCWD, 0)
+    )
+    _check(
+        _syscall(
+            ctypes.c_long(_SYS_MOUNT_SETATTR),
+            ctypes.c_int(dirfd),
+            ctypes.c_char_p(path),
+            ctypes.c_uint(flags | _AT_RECURSIVE),
+            attr,
+            ctypes.c_size_t(len(attr)),
+        )
+    )
+
+
+def clone_tree(source: bytes) -> int:
+    """A detached copy of the mount tree at the folder `source` (its mounts beneath it too),
+    open at the descriptor returned (close-on-exec): later changes to this namespace's mounts
+    do not reach it."""
+    return _check(
+        _syscall(
+            ctypes.c_long(_SYS_OPEN_TREE),
+            ctypes.c_int(_AT_FDCWD),
+            ctypes.c_char_p(source),
+            ctypes.c_uint(_OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_RECURSIVE),
+        )
+    )
+
+
+def attach(tree: int, target: bytes) -> None:
+    """Mount the detached tree open at `tree` (see `clone_tree`) at `target`."""
+    _check(
+        _syscall(
+            ctypes.c_long(_SYS_MOVE_MOUNT),
+            ctypes.c_int(tree),
+            ctypes.c_char_p(b""),
+            ctypes.c_int(_AT_FDCWD),
+            ctypes.c_char_p(target),
+            ctypes.c_uint(_MOVE_MOUNT_F_EMPTY_PATH),
+        )
+    )
 
 
 def unmount_detached(target: bytes) -> None:

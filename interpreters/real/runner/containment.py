@@ -4,17 +4,19 @@ removed.
 Interpreter layer (Linux: namespaces, cgroups under `/sys/fs/cgroup`, `/proc`). In `full`
 mode the child, before it runs anything, joins the run's cgroups, takes a parent-death signal
 (it dies with the thread that started it), and enters a mount namespace of its own, where it
-mounts its working folder's copy-on-write view first (when it works in one), with a
-fresh, size-limited `/tmp`, `/var/tmp` and `/dev/shm` (the world-writable folders of the
-host, where one script could leave something for another; the folders the script is given
-bound back in at their own paths) and, unless the network is the host's, a network namespace
-with only loopback up. It then runs util-linux `unshare`, which makes a PID namespace whose init is
+mounts its working folder's copy-on-write view first (when it works in one), then makes
+the host read-only, with a fresh, size-limited `/tmp`, `/var/tmp` and `/dev/shm` and the
+folder of the gradings' scratch folders hidden, and gives back at their own paths the folders
+the script is given (writable, read-only or copy-on-write: see `reach`); it enters an IPC
+namespace of its own and, unless the network is the host's, a network namespace with only
+loopback up. The runner's keyrings are cleared before and after (`keyrings`).
+It then runs util-linux `unshare`, which makes a PID namespace whose init is
 coreutils `timeout 0` (it never times out: it waits for the script and passes its exit code
 on, 128 + N for a signal, which a script as init could not), itself killed when `unshare`
 dies; the script is started by `setpriv` as the runner. So every process the script starts
 dies with the namespace, and the namespace dies with ssegrade. In `weak` mode the child only
 takes the parent-death signal: its session, its process group and the sweep of its markers
-are all the clean-up there is.
+are all the clean-up there is, and its log says what that leaves open.
 """
 
 from __future__ import annotations
@@ -24,25 +26,35 @@ import ctypes
 import os
 import select
 import signal
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from interpreters.real.files.removal import remove_tree
 from interpreters.real.runner.account import Runner, isolated
 from interpreters.real.runner.cgroups import make_group
 from interpreters.real.runner.guardian import empty_group
+from interpreters.real.runner.guarding import scratch_parent
+from interpreters.real.runner.keyrings import clear_keyrings
 from interpreters.real.runner.policy import DEFAULT_PIDS, ContainmentRefused, Mechanisms
 from interpreters.real.runner.processes import SWEEP_SECONDS
+from interpreters.real.runner.reach import Mounts, plan
 
 __all__ = ["Confinement"]
 
-_CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
+_MS_REC, _MS_PRIVATE = 16384, 1 << 18
 _PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 1
 _AF_INET, _SOCK_DGRAM, _SOCK_CLOEXEC = 2, 2, 0o2000000
-_PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")
+_WEAK_OPEN = (
+    "not prevented (weak containment): the script may write wherever the runner may on the "
+    "host (folders on PATH and other toolchain folders, other gradings' scratch folders "
+    "reached through /tmp or TMPDIR), and leave System V IPC objects and keys in the "
+    "runner's keyrings for later scripts"
+)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _unshare_call = _libc.unshare
@@ -63,23 +75,20 @@ _ioctl_call = _libc.ioctl
 _ioctl_call.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
 
 
-@dataclass(frozen=True, slots=True)
-class _Mount:
-    """One mount the child makes: a fresh tmpfs at `target`, with `options`."""
-
-    target: bytes
-    options: bytes
-
-
 @dataclass(slots=True)
 class Confinement:
     """The containment of one script run: made by `open`, entered by `command` + `preexec`,
     emptied by `kill`, removed by `close`.
 
-    `keep`: folders the script is given (its working folder, HOME, staged files, support
-    folders) that must stay reachable at their own paths when `/tmp`, `/var/tmp` or `/dev/shm`
-    is fresh. `view`, when given, mounts the script's working folder (a copy-on-write view,
-    see `interpreters.real.files.views`) first thing in its mount namespace.
+    `keep`: folders the script may write (its working folder, HOME); `readable`: folders it
+    reads (its own script's, its staged files'); `toolchain`: the folders its environment
+    names (folder → the variables naming it); `shared`: the support folders, which it may
+    change for itself alone. In `full` containment
+    the rest of the host is read-only, and these are given at their own paths (see `reach`);
+    copy-on-write layers go in a root-only folder in `layers_in` (default: the temporary
+    folder), removed by `close`. `view`, when given, mounts the script's working folder (a
+    copy-on-write view, see `interpreters.real.files.views`) first thing in its mount
+    namespace.
     """
 
     mechanisms: Mechanisms
@@ -88,9 +97,15 @@ class Confinement:
     pids: int = DEFAULT_PIDS
     memory: int | None = None
     view: Callable[[], None] | None = None
+    readable: Iterable[Path] = ()
+    toolchain: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    shared: Iterable[Path] = ()
+    layers_in: Path | None = None
     notes: list[str] = field(default_factory=list)
     _groups: list[Path] = field(default_factory=list)
-    _keep: list[bytes] = field(default_factory=list)
+    _mounts: Mounts | None = None
+    _layers: Path | None = None
+    _opened: bool = False
     _cwd: bytes = b""
 
     @property
@@ -99,16 +114,44 @@ class Confinement:
         return self.mechanisms.namespaces
 
     def open(self, cwd: Path | None = None) -> None:
-        """Make the run's cgroups and find the folders to keep; raises `OSError`, or
-        `ContainmentRefused` when a memory limit is asked for and cannot be applied."""
+        """Make the run's cgroups, plan its mount namespace and clear the runner's keyrings;
+        raises `OSError`, or `ContainmentRefused` when a memory limit is asked for and cannot
+        be applied."""
         if not self.contained:
             if self.memory is not None:
                 self.notes.append("warning: weak containment: the memory limit is not applied")
+            self.notes.append(_WEAK_OPEN)
             return
         if cwd is not None:
             self._cwd = os.fsencode(cwd)
         self._open_cgroups()
-        self._keep = [os.fsencode(folder) for folder in _outermost(self.keep)]
+        size = self.mechanisms.tmp_size
+        reach = plan(
+            writable=self.keep,
+            readable=self.readable,
+            toolchain=self.toolchain,
+            shared=self.shared,
+            parent=scratch_parent(),
+            tmp_options=b"mode=1777,size=%d,nr_inodes=%d" % (size, max(1024, size >> 12)),
+            runner=(self.runner.uid, self.runner.gid),
+            layers=self._layer_folder,
+        )
+        self.notes.extend(reach.lines)
+        self._mounts = reach.mounts()
+        self._opened = True
+        self._clear_keyrings("before")
+
+    def _layer_folder(self) -> Path:
+        """The run's root-only folder of copy-on-write layers, made on first use."""
+        if self._layers is None:
+            self._layers = Path(tempfile.mkdtemp(prefix="toolchain-", dir=self.layers_in))
+        return self._layers
+
+    def _clear_keyrings(self, when: str) -> None:
+        if isolated(self.runner) and os.geteuid() == 0:
+            why = clear_keyrings(self.runner, self.mechanisms.init)
+            if why is not None:
+                raise OSError(f"the runner's keyrings not cleared {when} the script: {why}")
 
     def _open_cgroups(self) -> None:
         cgroups = self.mechanisms.cgroups
@@ -151,10 +194,8 @@ class Confinement:
         procs = [os.fsencode(group / "cgroup.procs") for group in self._groups]
         full = self.contained
         network = full and self.mechanisms.network == "loopback"
-        size = self.mechanisms.tmp_size
-        data = b"mode=1777,size=%d,nr_inodes=%d" % (size, max(1024, size >> 12))
-        mounts = [_Mount(os.fsencode(t), data) for t in _PRIVATE if os.path.isdir(t)]
-        keep, cwd, view = list(self._keep), self._cwd, self.view
+        mounts, cwd, view = self._mounts, self._cwd, self.view
+        spaces = _CLONE_NEWNS | _CLONE_NEWIPC | (_CLONE_NEWNET if network else 0)
         ifreq = ctypes.create_string_buffer(b"lo", 40)
         flags = ctypes.c_short.from_buffer(ifreq, 16)
 
@@ -174,27 +215,18 @@ class Confinement:
                     finally:
                         os.close(fd)
                 step = "network namespace" if network else "mount namespace"
-                _check(_unshare_call(_CLONE_NEWNS | (_CLONE_NEWNET if network else 0)))
+                _check(_unshare_call(spaces))
                 if network:
                     step = "loopback of the network namespace"
                     _loopback_up(ifreq, flags)
                 step = "mount namespace"
                 _check(_mount_call(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
-                if view is not None:  # before the folders kept are held: they hold the view
+                if view is not None:  # before the folders given are cloned: they hold it
                     step = "copy-on-write view"
                     view()
-                # Held from inside the new namespace (a bind source must belong to it), before
-                # the fresh /tmp hides them; closed when unshare starts.
-                fds = [(os.open(f, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), f) for f in keep]
-                for mount in mounts:
-                    step = f"private {mount.target.decode()}"
-                    fstype, how = b"tmpfs", _MS_NOSUID | _MS_NODEV
-                    _check(_mount_call(fstype, mount.target, fstype, how, mount.options))
-                    for fd, folder in fds:
-                        if folder.startswith(mount.target + b"/"):
-                            os.makedirs(folder, 0o755, exist_ok=True)
-                            source = b"/proc/self/fd/%d" % fd
-                            _check(_mount_call(source, folder, None, _MS_BIND | _MS_REC, None))
+                if mounts is not None:
+                    step = "mounts"
+                    mounts()
                 step = "working folder"
                 if cwd:
                     os.chdir(cwd)  # the working folder as the script will see it
@@ -237,13 +269,24 @@ class Confinement:
                         os.kill(int(pid), signal.SIGKILL)
 
     def close(self) -> None:
-        """Remove the run's cgroups (killing what is still in them); problems become notes."""
+        """Remove the run's cgroups (killing what is still in them) and its copy-on-write
+        layers, and clear the runner's keyrings; problems become notes."""
         deadline = time.monotonic() + SWEEP_SECONDS
         while self._groups:
             group = self._groups.pop()
             why = empty_group(group, deadline)
             if why is not None:
                 self.notes.append(f"warning: cgroup {group} not removed: {why}")
+        layers, self._layers = self._layers, None
+        if layers is not None:
+            remove_tree(layers)
+        opened, self._opened = self._opened, False
+        if not opened:
+            return
+        try:
+            self._clear_keyrings("after")
+        except OSError as exc:
+            self.notes.append(f"warning: {exc}")
 
 
 def _check(status: int) -> None:
@@ -270,21 +313,3 @@ def _children(pid: int) -> list[int]:
             return [int(child) for child in listing.read().split()]
     except OSError:
         return []
-
-
-def _outermost(folders: Iterable[Path]) -> list[str]:
-    """The folders under `/tmp`, `/var/tmp` or `/dev/shm`, resolved, without those inside
-    another."""
-    found = sorted(
-        {
-            os.path.realpath(folder)
-            for folder in folders
-            if any(os.path.realpath(folder).startswith(t + "/") for t in _PRIVATE)
-            and os.path.isdir(folder)
-        }
-    )
-    kept: list[str] = []
-    for folder in found:
-        if not any(folder.startswith(outer + "/") for outer in kept):
-            kept.append(folder)
-    return kept

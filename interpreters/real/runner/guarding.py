@@ -22,7 +22,7 @@ from interpreters.real.files import remove_tree
 from interpreters.real.runner import guardian
 from interpreters.real.runner.account import TOOL_ENV
 
-__all__ = ["release_scratch", "scratch_folder"]
+__all__ = ["release_scratch", "scratch_folder", "scratch_parent"]
 
 
 @dataclass(slots=True)
@@ -120,6 +120,14 @@ def scratch_folder(kind: str = "") -> Path:
     guard = _guardian()
     prefix = f"ssegrade-{kind}-" if kind else "ssegrade-"
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{guard.tag}-", dir=guard.parent))
+
+
+def scratch_parent() -> str:
+    """The folder this process makes its scratch folders in (resolved): its guardian's, else
+    the temporary folder. Scripts never see it (see `reach`)."""
+    with _lock:
+        found = _guardians.get(os.getpid())
+    return found.parent if found is not None else os.path.realpath(tempfile.gettempdir())
 
 
 def release_scratch(folder: Path) -> None:

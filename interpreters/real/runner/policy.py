@@ -4,9 +4,10 @@
 Interpreter layer (plain data; `probe` decides, `containment` applies). Two modes:
 
 - `full`: a PID namespace (everything the script starts dies with it), a mount namespace
-  with a private, size-limited `/tmp`, `/var/tmp` and `/dev/shm`, a network namespace with
-  only loopback up (unless `network="host"`), and a pids cgroup; all of it, or the script
-  does not run;
+  where the host is read-only, with a private, size-limited `/tmp`, `/var/tmp` and
+  `/dev/shm` (see `reach`), an IPC namespace, a network namespace with only loopback up
+  (unless `network="host"`), a pids cgroup, and the runner's keyrings cleared around it; all
+  of it, or the script does not run;
 - `weak`: its own session and process group, and the sweep of its markers; chosen with
   `--containment weak`, and what runs when ssegrade is not root.
 """
@@ -82,11 +83,14 @@ class Mechanisms:
                 "sweep of what carries its run marker; /tmp, /var/tmp, /dev/shm and the network "
                 "are shared, no pids limit"
             )
-        spaces = "PID, mount and network" if self.network == "loopback" else "PID and mount"
+        spaces = (
+            "PID, mount, IPC and network" if self.network == "loopback" else "PID, mount and IPC"
+        )
         groups = self.cgroups.describe() if self.cgroups else "no cgroup"
         return (
-            f"containment: full ({spaces} namespaces; private /tmp, /var/tmp and /dev/shm of "
-            f"{size_text(self.tmp_size)} each; {groups})"
+            f"containment: full ({spaces} namespaces; the host read-only; private /tmp, "
+            f"/var/tmp and /dev/shm of {size_text(self.tmp_size)} each; {groups}; the "
+            "runner's keyrings cleared before and after)"
         )
 
     def network_line(self) -> str:

@@ -72,8 +72,9 @@ def run_script(
     if missing, owned by the runner) and `PATH` = `path` when given. Output is spooled in
     `spool` (default: the system's temporary folder), never next to the log. Contained as
     `containment` asks (default: `full` as root, else `weak`; see `probe.choose`); `keep`
-    names more folders the script must reach (support folders), besides `cwd`, `home` and the
-    folders of its absolute arguments; `memory` (bytes) and `pids` limit its cgroup. `view`
+    names the support folders, which it may change for itself alone (in `full` containment, a
+    copy-on-write layer of the run's own), besides `cwd` and `home` (writable) and the folders
+    of its absolute arguments (read-only); `memory` (bytes) and `pids` limit its cgroup. `view`
     mounts `cwd` (a copy-on-write view) in the script's own mount namespace, which `full`
     containment alone gives; `workspace` says in the log what `cwd` is.
 
@@ -104,10 +105,14 @@ def run_script(
     confinement = Confinement(
         mechanisms,
         runner,
-        keep=[cwd, home, *_argument_folders(argv), *_environment_folders(variables), *keep],
+        keep=[cwd, home],
         pids=pids,
         memory=memory,
         view=view,
+        readable=_argument_folders(argv),
+        toolchain=_environment_folders(variables),
+        shared=keep,
+        layers_in=spool,
     )
     with (
         tempfile.TemporaryFile(dir=spool) as out,
@@ -162,30 +167,27 @@ def run_script(
 
 
 def _argument_folders(argv: Sequence[str]) -> list[Path]:
-    """The folders of the absolute paths among `argv` (one common folder when they share
-    one below the top of the tree)."""
-    folders = [Path(arg).parent for arg in argv if arg.startswith("/") and os.path.exists(arg)]
-    if len(folders) > 1:
-        common = Path(os.path.commonpath(folders))
-        if len(common.parts) > 3:
-            return [common]
-    return folders
+    """The folders of the absolute paths among `argv` (each its own: a folder they share may
+    hold other gradings' scratch folders)."""
+    return [Path(arg).parent for arg in argv if arg.startswith("/") and os.path.exists(arg)]
 
 
 _SHELL_STATE = frozenset({"PWD", "OLDPWD"})
 """Variables a shell keeps about where it was: they name no folder a script needs."""
 
 
-def _environment_folders(variables: dict[str, str]) -> list[Path]:
+def _environment_folders(variables: dict[str, str]) -> dict[str, list[str]]:
     """Folders the environment names by absolute path (a toolchain's `KVC_HOME`, `GOPATH`,
-    an entry of `PATH`): a private `/tmp` must not hide them from the script."""
-    found: list[Path] = []
+    an entry of `PATH`), each with the names of the variables naming it."""
+    found: dict[str, list[str]] = {}
     for name, value in variables.items():
         if name in _SHELL_STATE:
             continue
         for part in value.split(os.pathsep):
             if part.startswith("/") and os.path.isdir(part):
-                found.append(Path(part))
+                names = found.setdefault(os.path.normpath(part), [])
+                if name not in names:
+                    names.append(name)
     return found
 
 
