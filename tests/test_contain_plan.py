@@ -331,3 +331,27 @@ def test_the_scratch_folders_folder_is_hidden_also_outside_tmp(tmp_path: Path) -
         assert scratch not in listed[0]
     finally:
         remove_tree(parent)
+
+
+MODULE_RUN = """#!/bin/sh
+# A PoC that is a module, built where it lies (a Rust harness crate's target/, `go build -o`).
+here="$(dirname "$1")"
+mkdir -p "$here/target" && echo built > "$here/target/poc" || { echo "cannot build" >&2; exit 7; }
+grep -q fixed out.txt || { echo "PoC $1 triggered the bug" >&2; exit 1; }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CONTAINED, reason="needs root and full containment")
+def test_a_poc_module_builds_where_it_is_staged(work: Path) -> None:
+    """The staged PoC folder is the run's own: a run script that builds the PoC module beside
+    it must work, or a correct fix is graded `failed` (`cannot build`)."""
+    made = make_task(work / "t", pocs=1)
+    made.script("run.sh", MODULE_RUN)
+    made.set_value("fixed")
+    done = subprocess.run(
+        evaluating(made), capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    result = (made.results / "result.json").read_text()
+    assert '"status":"passed"' in result, log_of(made.results, "poc", 1)

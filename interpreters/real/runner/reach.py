@@ -8,7 +8,9 @@ it, fresh tmpfs mounts hide what one grading could leave for another or reach of
 gradings' scratch folders are made in (their parent). Then, at their own paths:
 
 - writable: the script's working folder and its HOME;
-- read-only: the folders of its arguments (its own script, its staged files);
+- the folders of its arguments (its own script, its staged files): writable when they are
+  the run's own staged folders (the runner's, among the scratch folders: a PoC module built
+  where it lies, as a Rust harness crate or `go build` does), else read-only;
 - the task's support folders: a copy-on-write layer of the run's own (what the script
   writes there, where the runner may write, goes when it ends; no other grading sees it);
 - each folder its environment names (`PATH` entries, `GOPATH`, `CARGO_HOME`, …): read-only, or,
@@ -206,9 +208,18 @@ def plan(
     for path in _resolved(readable):
         seen = any(_under(path, (p.path,)) for p in places)
         if not seen and _under(path, roots) and not _holds(path, guarded):
-            places.append(Place(path, "read-only"))
+            staged = _under(path, scratch) and _owned_by(path, runner[0])
+            places.append(Place(path, "writable" if staged else "read-only"))
     reach.places = sorted(places, key=lambda place: place.path.count("/"))
     return reach
+
+
+def _owned_by(path: str, uid: int) -> bool:
+    """Whether `path` is a folder (not a link) owned by `uid`."""
+    try:
+        return os.lstat(path).st_uid == uid
+    except OSError:
+        return False
 
 
 def _toolchain(
