@@ -14,9 +14,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 from returns.result import Failure, Result, Success
 
 Status = Literal["passed", "failed", "error"]
+ErrorKind = Literal["timeout", "task", "infrastructure", "grader"]
+"""Why a grading is `error` (SPEC §3): its time limit (`timeout`), a broken task (`task`), the
+host, the engine or a lost worker (`infrastructure`), an exception in ssegrade (`grader`)."""
 
 __all__ = [
     "WITHOUT_LOG",
+    "ErrorKind",
     "EvaluationResult",
     "PatchResult",
     "ResultError",
@@ -37,8 +41,9 @@ def status_of(
     intent_test_success: bool | None,
     unfinished: bool = False,
 ) -> Status:
-    """Apply the status rule: `error` when nothing ran or grading did not finish, else
-    `failed` when any check that ran failed, else `passed`.
+    """Apply the status rule: `failed` when any check that ran failed, whether grading
+    finished or not (a failed check is decisive), else `error` when nothing ran or grading
+    did not finish, else `passed`.
 
     >>> status_of(build_success=True, pov_passed=1, pov_total=2,
     ...           func_test_success=None, intent_test_success=None)
@@ -49,17 +54,22 @@ def status_of(
     >>> status_of(build_success=True, pov_passed=None, pov_total=None,
     ...           func_test_success=True, intent_test_success=None)
     'passed'
+    >>> status_of(build_success=True, pov_passed=0, pov_total=1, func_test_success=None,
+    ...           intent_test_success=None, unfinished=True)
+    'failed'
     """
-    ran = (build_success, pov_total, func_test_success, intent_test_success)
-    if unfinished or all(field is None for field in ran):
-        return "error"
     failed = (
         build_success is False
         or (pov_total is not None and pov_passed != pov_total)
         or func_test_success is False
         or intent_test_success is False
     )
-    return "failed" if failed else "passed"
+    if failed:
+        return "failed"
+    ran = (build_success, pov_total, func_test_success, intent_test_success)
+    if unfinished or all(field is None for field in ran):
+        return "error"
+    return "passed"
 
 
 WITHOUT_LOG: Final[Mapping[str, object]] = MappingProxyType({"error_log": "unread"})
@@ -125,7 +135,8 @@ class PatchResult(BaseModel):
 
 
 class RuntimeResult(BaseModel):
-    """How the agent and the evaluator ran."""
+    """How the agent and the evaluator ran; `error_kind` says why a grading is `error` (null
+    for any other grade)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
@@ -133,6 +144,7 @@ class RuntimeResult(BaseModel):
     agent_timeout: bool = False
     evaluator_timeout: bool = False
     agent_exit_code: int | None = None
+    error_kind: ErrorKind | None = None
 
 
 class EvaluationResult(BaseModel):

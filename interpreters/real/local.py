@@ -11,6 +11,7 @@ folder goes through `ResultsWriter`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -26,7 +27,14 @@ from interpreters.real import files, git
 from interpreters.real.ahead import WorkAhead
 from interpreters.real.objects import answer_observation
 from interpreters.real.results import ResultsWriter
-from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
+from interpreters.real.runner import (
+    EnvPolicy,
+    LogWriteError,
+    Runner,
+    kill_session,
+    new_session,
+    run_script,
+)
 from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
 from interpreters.real.workspaces import Workspaces
@@ -366,6 +374,15 @@ class LocalSystem:
                 view=self._trees.mount(effect.workspace),
                 workspace=self._trees.describe(effect.workspace),
             )
+        except LogWriteError as exc:
+            if exc.result is None or exc.result.not_started is not None:
+                raise
+            # The script ended: its exit code is its check's outcome, whatever became of the
+            # log (a full disk, perhaps of the script's own making, must not undo a failure).
+            with contextlib.suppress(OSError):
+                self._writer.note(f"{exc}: the outcome of {effect.label} stands without it")
+            said = f"\nssegrade: {exc}; the exit code stands\n"
+            result = replace(exc.result, stderr=exc.result.stderr + said)
         finally:
             self._restore_support()
         return result
