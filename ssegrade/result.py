@@ -18,7 +18,10 @@ ErrorKind = Literal["timeout", "task", "infrastructure", "grader"]
 """Why a grading is `error` (SPEC §3): its time limit (`timeout`), a broken task (`task`), the
 host, the engine or a lost worker (`infrastructure`), an exception in ssegrade (`grader`)."""
 
+ERROR_KINDS: Final[tuple[ErrorKind, ...]] = ("timeout", "task", "infrastructure", "grader")
+
 __all__ = [
+    "ERROR_KINDS",
     "WITHOUT_LOG",
     "ErrorKind",
     "EvaluationResult",
@@ -26,6 +29,7 @@ __all__ = [
     "ResultError",
     "RuntimeResult",
     "Status",
+    "error_kind_of",
     "parse_result",
     "result_schema",
     "status_of",
@@ -70,6 +74,33 @@ def status_of(
     if unfinished or all(field is None for field in ran):
         return "error"
     return "passed"
+
+
+def error_kind_of(status: object, error_msg: object, error_kind: object) -> ErrorKind | None:
+    """The kind of an `error` grade (None for any other): the `runtime_result.error_kind` it
+    carries, or, for a document written before kinds (or by another tool), what its
+    `error_msg` says.
+
+    >>> error_kind_of("error", "Exception: boom", "infrastructure")
+    'infrastructure'
+    >>> error_kind_of("error", "Timeout (60s)", None), error_kind_of("failed", "Build failed", None)
+    ('timeout', None)
+    >>> error_kind_of("error", "Exception: cannot start scripts/b.sh: no such file", None)
+    'task'
+    """
+    if status != "error":
+        return None
+    for kind in ERROR_KINDS:
+        if error_kind == kind:
+            return kind
+    message = error_msg if isinstance(error_msg, str) else ""
+    if message.startswith("Timeout ("):
+        return "timeout"
+    if message.startswith("Exception: cannot start ") or message == "No check ran":
+        return "task"
+    if message.startswith("Interrupted ("):
+        return "infrastructure"
+    return "grader"
 
 
 WITHOUT_LOG: Final[Mapping[str, object]] = MappingProxyType({"error_log": "unread"})

@@ -26,7 +26,13 @@ from interpreters.batch.engines import (
     Work,
     make_engine,
 )
-from interpreters.batch.folders import SUMMARY, Found, RunFolders, summary_status
+from interpreters.batch.folders import (
+    SUMMARY,
+    Found,
+    RunFolders,
+    summary_error_kind,
+    summary_status,
+)
 from interpreters.batch.jobs import Planned
 from interpreters.batch.progress import Reporter
 from interpreters.real.holding import FolderHeld, Hold
@@ -35,7 +41,8 @@ from interpreters.real.results import GUARD_NAME, parse_guard
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
-from ssegrade.batch.summary import RunKind, next_attempt
+from ssegrade.batch.summary import RETRY_KINDS, RunKind, next_attempt
+from ssegrade.result import ErrorKind
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]
 
@@ -68,12 +75,13 @@ class JobOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Which finished runs are graded again: all with `force`, an `error` one while it took
-    fewer than `max_attempts` attempts unless `retry` is off."""
+    """Which finished runs are graded again: all with `force`, an `error` one of the `kinds`
+    while it took fewer than `max_attempts` attempts unless `retry` is off."""
 
     force: bool = False
     retry: bool = True
     max_attempts: int = 2
+    kinds: frozenset[ErrorKind] = RETRY_KINDS
 
 
 def _attempts(summary: Mapping[str, Any]) -> int:
@@ -124,6 +132,8 @@ class BatchGrader:
                     force=again.force,
                     retry=again.retry,
                     max_attempts=again.max_attempts,
+                    kind=summary_error_kind(found.summary),
+                    kinds=again.kinds,
                 )
                 if attempt is None:
                     self.finish(job, "skipped", status)

@@ -14,10 +14,11 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from ssegrade.result import Status
+from ssegrade.result import ErrorKind, Status
 
 __all__ = [
     "KINDS",
+    "RETRY_KINDS",
     "BatchCounts",
     "BatchRuns",
     "BatchSummary",
@@ -145,16 +146,31 @@ def batch_summary(
     )
 
 
+RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
+"""The kinds of `error` resume grades again by default: the host's and ssegrade's. A patch
+that ran out of time (`timeout`) or a broken task (`task`) would only do it again."""
+
+
 def next_attempt(
-    status: Status, attempts: int, *, force: bool, retry: bool, max_attempts: int
+    status: Status,
+    attempts: int,
+    *,
+    force: bool,
+    retry: bool,
+    max_attempts: int,
+    kind: ErrorKind | None = None,
+    kinds: frozenset[ErrorKind] = RETRY_KINDS,
 ) -> int | None:
     """The attempt number of a new grading of a run already graded `status` in `attempts`
     attempts, or None to keep it: `force` grades any run again (attempt 1, a new series); an
-    `error` is graded again while fewer than `max_attempts` attempts were made, unless
-    `retry` is off; any other grade is kept.
+    `error` of one of the `kinds` (its `kind`; unknown: `grader`) is graded again while
+    fewer than `max_attempts` attempts were made, unless `retry` is off; any other grade is
+    kept.
 
-    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2)
+    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2, kind="grader")
     2
+    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2, kind="timeout") is None
+    True
     >>> next_attempt("error", 2, force=False, retry=True, max_attempts=2) is None
     True
     >>> next_attempt("passed", 1, force=True, retry=False, max_attempts=1)
@@ -162,6 +178,7 @@ def next_attempt(
     """
     if force:
         return 1
-    if status == "error" and retry and attempts < max_attempts:
+    wanted = (kind or "grader") in kinds
+    if status == "error" and retry and wanted and attempts < max_attempts:
         return attempts + 1
     return None
