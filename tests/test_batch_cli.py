@@ -320,6 +320,7 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume_when_asked(
     jobs = write_jobs(tmp_path, made, {"a": fix_to("fixed"), "b": fix_to("other")})
     results = tmp_path / "results"
     command = ["batch", str(jobs), "--results", str(results), "--workers", "1", "--timeout", "8"]
+    command += ["--script-timeout", "3600"]  # the grading's own limit ends the slow build
     env = {"BATCH_STATE": str(state)}
     first = ssegrade(*command, "--label", "first", env=env, timeout=600)
     assert first.returncode == 1, first.stderr

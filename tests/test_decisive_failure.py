@@ -192,3 +192,32 @@ def test_a_poc_filling_the_disk_while_it_triggers_is_failed(tmp_path: Path) -> N
     first = next(r for r in records if r["name"] == "poc")
     assert (first["passed"], first["exit_code"], first["log_file"]) == (False, 1, None)
     assert "the outcome of poc-1 stands without it" in notes
+
+
+HANGS_IN_FUNCTION = """#!/bin/sh
+if [ ! -f tests/intent.sh ]; then sleep 600; fi
+for t in tests/*.sh; do sh "$t" || { echo "$t failed" >&2; exit 1; }; done
+"""
+
+
+def test_a_hanging_script_is_a_failed_check_and_the_later_checks_still_run(
+    tmp_path: Path,
+) -> None:
+    """By default a script's own limit keeps time for the checks after it: the functional
+    test's script sleeps forever, is killed at its limit (a failed check, exit -1) before the
+    grading's, and the intent check still runs and passes. The grade is `failed` (Function
+    test failed), the time limit of the grading never reached."""
+    made = make_task(tmp_path / "hang-func", pocs=1)
+    made.script("test.sh", HANGS_IN_FUNCTION)
+    result = _evaluate(made, fix_to("fixed"), "--timeout", "30")
+    patch, runtime = result["patch_result"], result["runtime_result"]
+    assert (patch["status"], patch["error_msg"]) == ("failed", "Function test failed")
+    assert (patch["pov_passed"], patch["func_test_success"], patch["intent_test_success"]) == (
+        1,
+        False,
+        True,
+    )
+    assert (runtime["evaluator_timeout"], runtime["error_kind"]) == (False, None)
+    lines = (made.results / "checks.jsonl").read_text().splitlines()
+    (function,) = [r for r in map(json.loads, lines) if r["name"] == "function_test"]
+    assert (function["killed"], function["exit_code"]) == (True, -1)

@@ -44,6 +44,7 @@ from ssegrade import (
     run,
 )
 from ssegrade.bencher import fresh_copies
+from ssegrade.checks import scripts_after
 from ssegrade.program import Seen
 from ssegrade.verdict import Crashed, not_graded
 
@@ -130,6 +131,7 @@ def _grade(
         script_timeout=scripts.timeout,
         ahead=True,
         copies=fresh_copies(task),
+        later=lambda label: scripts_after(task.checks, len(task.files.poc), label),
         env=scripts.env,
         memory=scripts.memory,
         containment=scripts.containment,
