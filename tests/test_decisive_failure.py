@@ -20,7 +20,28 @@ from typing import Any
 
 import pytest
 
+from interpreters.real.setup.graded import graded
+from ssegrade import (
+    BenchSession,
+    EvaluationResult,
+    GradeOptions,
+    RuntimeResult,
+    Task,
+    WriteResult,
+    bencher_interpreter,
+    grade,
+    run,
+)
+from ssegrade.program import Seen
+from ssegrade.task import Files, Scripts
+from ssegrade.testing import FakeWorld, Script, Throwing, matching
 from tests.realtask import CLI, RealTask, fix_to, make_task
+
+FULL = Task(
+    id="demo-1",
+    scripts=Scripts(build="scripts/build.sh", run="scripts/run.sh", test="scripts/test.sh"),
+    files=Files(poc=("pocs/a.bin",), future_test="tests/future.diff"),
+)
 
 ROOT = os.geteuid() == 0
 
@@ -221,3 +242,27 @@ def test_a_hanging_script_is_a_failed_check_and_the_later_checks_still_run(
     lines = (made.results / "checks.jsonl").read_text().splitlines()
     (function,) = [r for r in map(json.loads, lines) if r["name"] == "function_test"]
     assert (function["killed"], function["exit_code"]) == (True, -1)
+
+
+def test_a_result_the_grader_cannot_write_after_a_failed_check_is_failed(tmp_path: Path) -> None:
+    """The grading program finished, a PoC had triggered, and writing result.json fails (the
+    disk filled up): the exception escapes the program, and the evaluator writes the grade
+    itself from the checks it saw finish: `failed` with the PoC, not an `error`."""
+    world = FakeWorld(patch=b"diff --git a/x b/x\n", scripts={"poc-1": Script(code=1)})
+    full = Throwing(world, {0: OSError(28, "No space left on device")}, matching(WriteResult))
+    options = GradeOptions(task=FULL, folder="/task")
+    seen = Seen()
+    session = BenchSession(task=FULL, folder="/task")
+
+    def grading() -> EvaluationResult:
+        return run(grade(options, seen), bencher_interpreter(session, full))
+
+    (tmp_path / "results").mkdir()
+    result = graded(tmp_path / "results", RuntimeResult(), grading, seen)
+    assert (result.patch_result.status, result.patch_result.error_msg) == (
+        "failed",
+        "PoC failed: /task/pocs/a.bin",
+    )
+    assert result.runtime_result.error_kind is None
+    written = json.loads((tmp_path / "results" / "result.json").read_bytes())
+    assert written["patch_result"]["status"] == "failed"
