@@ -144,9 +144,15 @@ def test_resume_grades_again_the_kinds_of_error_asked_for(tmp_path: Path) -> Non
             for name, d in docs.items()
         }
 
+    def errors() -> Any:
+        return json.loads((tmp_path / "results" / "batch.json").read_bytes())["errors"]
+
     batch(tmp_path)
     assert kinds() == {"hang": ("error", "timeout", 1), "once": ("error", "infrastructure", 1)}
+    run = "shell-001/unknown/unknown"
+    assert errors() == {"infrastructure": [f"{run}/once"], "timeout": [f"{run}/hang"]}
     batch(tmp_path)
     assert kinds() == {"hang": ("error", "timeout", 1), "once": ("passed", None, 2)}
+    assert errors() == {"timeout": [f"{run}/hang"]}  # kept as it was: skipped, still an error
     batch(tmp_path, retry_kinds={"timeout"}, max_attempts=3)
     assert kinds() == {"hang": ("error", "timeout", 2), "once": ("passed", None, 2)}

@@ -60,6 +60,8 @@ class JobOutcome:
     status: Status | None
     cached_from: str | None = None
     line: int = 0
+    error_kind: ErrorKind | None = None
+    """The kind of its `error`, when it is one."""
     """Its line in the jobs file (or its number among the jobs given in Python)."""
 
     @property
@@ -136,7 +138,8 @@ class BatchGrader:
                     kinds=again.kinds,
                 )
                 if attempt is None:
-                    self.finish(job, "skipped", status)
+                    kind = summary_error_kind(found.summary)
+                    self.finish(job, "skipped", status, error_kind=kind)
                     continue
                 self.attempts[job.line] = attempt
             fresh.append(job)
@@ -254,7 +257,8 @@ class BatchGrader:
         finally:
             held.release()
         status = done.result.patch_result.status
-        self.finish(job, "graded", status, seconds=done.seconds, attempt=attempt)
+        kind = summary_error_kind(doc)
+        self.finish(job, "graded", status, seconds=done.seconds, attempt=attempt, error_kind=kind)
         if status == "error" and waiting:
             return [self.work(waiting.popleft())]
         while waiting:
@@ -333,12 +337,13 @@ class BatchGrader:
         seconds: float | None = None,
         cached_from: str | None = None,
         attempt: int = 1,
+        error_kind: ErrorKind | None = None,
     ) -> None:
-        """Count one finished job and say so: its verdict, its run folder, how long it took
-        (or where its grade comes from)."""
+        """Count one finished job and say so: its verdict (and the kind of its error), its
+        run folder, how long it took (or where its grade comes from)."""
         self.tally.add(outcome, status)
         self.outcomes.append(
-            JobOutcome(job.label, job.folder, outcome, status, cached_from, line=job.line)
+            JobOutcome(job.label, job.folder, outcome, status, cached_from, job.line, error_kind)
         )
         if outcome == "graded":
             again = f", attempt {attempt}" if attempt > 1 else ""

@@ -261,6 +261,11 @@ def _write_summary(
             for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
             if (kind := outcome.kind) is not None
         ],
+        errors=[
+            (outcome.folder.relative_to(root).as_posix(), error)
+            for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
+            if (error := outcome.error_kind) is not None and outcome.kind is not None
+        ],
     )
     batch.folders.write_top(BATCH_SUMMARY, summary.to_json())
 

@@ -85,6 +85,8 @@ class BatchSummary(_Frozen):
     interrupted: bool
     counts: BatchCounts
     runs: BatchRuns
+    errors: dict[ErrorKind, tuple[str, ...]] = {}
+    """The `error` runs (graded by this batch or found so) by the kind of their error."""
 
     @model_validator(mode="after")
     def _counted(self) -> BatchSummary:
@@ -116,8 +118,10 @@ def batch_summary(
     ended_at: AwareDatetime,
     interrupted: bool,
     outcomes: Iterable[tuple[str, RunKind]],
+    errors: Iterable[tuple[str, ErrorKind]] = (),
 ) -> BatchSummary:
-    """The summary of a batch whose jobs ended as `outcomes` (run folder, kind), in order.
+    """The summary of a batch whose jobs ended as `outcomes` (run folder, kind), in order,
+    with the `errors` among them (run folder, kind of error; a skipped run's too).
 
     >>> from datetime import datetime, timezone
     >>> now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
@@ -143,7 +147,15 @@ def batch_summary(
         interrupted=interrupted,
         counts=BatchCounts(**{kind: len(found) for kind, found in lists.items()}),
         runs=BatchRuns(**{kind: tuple(found) for kind, found in lists.items()}),
+        errors=_by_kind(errors),
     )
+
+
+def _by_kind(errors: Iterable[tuple[str, ErrorKind]]) -> dict[ErrorKind, tuple[str, ...]]:
+    found: dict[ErrorKind, list[str]] = {}
+    for folder, kind in errors:
+        found.setdefault(kind, []).append(folder)
+    return {kind: tuple(folders) for kind, folders in sorted(found.items())}
 
 
 RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
