@@ -138,7 +138,8 @@ def test_exceptions_thrown_into_the_program_are_replayed(
     else:
         assert trace.result is None
         assert trace.raised == raised_of(outcome)
-        assert replayed.result.patch_result.status == "error"
+        # `error`, unless a check seen to finish had failed: that decides the grade.
+        assert replayed.result.patch_result.status in ("error", "failed")
 
 
 def test_a_changed_answer_changes_the_verdict() -> None:
