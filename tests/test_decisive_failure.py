@@ -230,7 +230,7 @@ def test_a_hanging_script_is_a_failed_check_and_the_later_checks_still_run(
     test failed), the time limit of the grading never reached."""
     made = make_task(tmp_path / "hang-func", pocs=1)
     made.script("test.sh", HANGS_IN_FUNCTION)
-    result = _evaluate(made, fix_to("fixed"), "--timeout", "30")
+    result = _evaluate(made, fix_to("fixed"), "--timeout", "40")  # 4 s kept for the intent check
     patch, runtime = result["patch_result"], result["runtime_result"]
     assert (patch["status"], patch["error_msg"]) == ("failed", "Function test failed")
     assert (patch["pov_passed"], patch["func_test_success"], patch["intent_test_success"]) == (
