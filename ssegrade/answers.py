@@ -148,7 +148,7 @@ PrepareError = ApplyError | CaptureError
 class CheckRecord:
     """One line of `checks.jsonl`: a check that ran, with the containment its script ran in,
     or (`name == "prepare"`) how the patch was prepared, with the paths the capture left
-    out."""
+    out, or (`name == "end"`) how a grading that did not run to its end ended."""
 
     name: str
     poc: str | None
@@ -159,6 +159,10 @@ class CheckRecord:
     passed: bool
     left_out: tuple[str, ...] = ()
     containment: Containment | None = None
+    ended: str | None = None
+    """For the `end` record of a grading that did not run to its end: how it ended."""
+    error_kind: str | None = None
+    """For the `end` record: the kind of the grade's `error`, if it is one."""
 
     @staticmethod
     def of_run(name: str, poc: str | None, result: ScriptResult) -> CheckRecord:

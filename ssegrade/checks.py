@@ -26,6 +26,7 @@ __all__ = [
     "grading_order",
     "preview_order",
     "preview_precedence",
+    "scripts_after",
     "spec",
     "spec_of_action",
 ]
@@ -161,6 +162,22 @@ def grading_order() -> tuple[CheckSpec, ...]:
     ['build', 'poc', 'function_test', 'intent_test']
     """
     return CHECKS
+
+
+def scripts_after(has: frozenset[Check], pocs: int, label: str) -> int:
+    """How many task scripts grading runs after the run labelled `label` (`build`, `poc-N`
+    from 1, `function_test`, `intent_test`) for a task with the checks `has` and `pocs` PoCs;
+    0 for a label it does not run.
+
+    >>> scripts_after(frozenset({"build", "poc", "intent_test"}), 2, "poc-1")
+    2
+    >>> scripts_after(frozenset({"build"}), 0, "intent_test")
+    0
+    """
+    order = ["build"] if "build" in has else []
+    order += [f"poc-{n}" for n in range(1, pocs + 1)] if "poc" in has else []
+    order += [name for name in ("function_test", "intent_test") if name in has]
+    return len(order) - order.index(label) - 1 if label in order else 0
 
 
 def spec(check: Check) -> CheckSpec:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from returns.pipeline import is_successful
 
 from ssegrade.bencher import task_path
-from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.checks import Check, CheckSpec, grading_order
 from ssegrade.effects import (
     ApplyError,
     Archive,
@@ -29,7 +29,7 @@ from ssegrade.effects import (
     WriteResult,
 )
 from ssegrade.guarding import guard_step
-from ssegrade.result import EvaluationResult, RuntimeResult
+from ssegrade.result import ErrorKind, EvaluationResult, RuntimeResult
 from ssegrade.task import Task
 from ssegrade.verdict import (
     ApplyFailed,
@@ -40,10 +40,11 @@ from ssegrade.verdict import (
     Interrupted,
     Outcomes,
     TimedOut,
-    decide,
+    document,
+    ended,
 )
 
-__all__ = ["GradeOptions", "GradingInterrupted", "grade"]
+__all__ = ["GradeOptions", "GradingInterrupted", "Seen", "crashed", "grade"]
 
 
 class GradingInterrupted(Exception):
@@ -66,14 +67,41 @@ class GradeOptions:
 
 
 @dataclass(slots=True)
-class _Log:
+class Seen:
+    """What a grading has observed so far, kept by whoever runs it: when an exception escapes
+    the grading program (so that it returns no document), the checks that finished still
+    decide the grade (`ssegrade.verdict.not_graded`)."""
+
+    has: frozenset[Check] = frozenset()
+    pocs: tuple[str, ...] = ()
     runs: list[CheckOutcome] = field(default_factory=list)
     apply_failed: ApplyFailed | None = None
     patch: bytes | None = None  # the patch graded, once prepared
 
+    def outcomes(self, ending: Ending | None = None) -> Outcomes:
+        """The outcomes seen, ended by `ending` (none: grading ran to its end)."""
+        return Outcomes(
+            has=self.has,
+            pocs=self.pocs,
+            runs=tuple(self.runs),
+            apply_failed=self.apply_failed,
+            ending=ending if ending is not None else Finished(),
+        )
+
+
+def crashed(exc: BaseException) -> Crashed:
+    """The ending an unexpected exception gives, with its traceback: an `OSError` (a full
+    disk, a lost file system) is the host's (`infrastructure`), anything else ssegrade's
+    (`grader`); a task script that cannot start is the task's."""
+    if isinstance(exc, ScriptNotStarted):  # a broken task: its log says why, not a traceback
+        return Crashed(str(exc), exc.log, kind="task")
+    detail = "".join(traceback.format_exception(exc))
+    kind: ErrorKind = "infrastructure" if isinstance(exc, OSError) else "grader"
+    return Crashed(str(exc) or type(exc).__name__, detail, kind=kind)
+
 
 async def _check(
-    log: _Log, check: CheckSpec, poc: str | None = None, poc_path: str | None = None
+    log: Seen, check: CheckSpec, poc: str | None = None, poc_path: str | None = None
 ) -> bool:
     await CheckStarted(check.name, poc_path)
     result = await Bench(check.action, poc)
@@ -99,7 +127,7 @@ def _prepare_record(
     )
 
 
-async def _checks(options: GradeOptions, log: _Log) -> Ending:
+async def _checks(options: GradeOptions, log: Seen) -> Ending:
     has = options.task.checks
     prepared = await PrepareGrading()
     if not is_successful(prepared):
@@ -125,15 +153,50 @@ async def _checks(options: GradeOptions, log: _Log) -> Ending:
     return Finished()
 
 
-async def grade(options: GradeOptions) -> EvaluationResult:
+def _end_record(result: EvaluationResult, how: str) -> CheckRecord:
+    """The `end` line of `checks.jsonl`: how a grading that did not run to its end ended, the
+    grade it got all the same, and the kind of its `error` if it is one."""
+    return CheckRecord(
+        name="end",
+        poc=None,
+        exit_code=0 if result.patch_result.status == "passed" else 1,
+        seconds=0.0,
+        killed=result.runtime_result.evaluator_timeout,
+        log_file=None,
+        passed=result.patch_result.status == "passed",
+        ended=how,
+        error_kind=result.runtime_result.error_kind,
+    )
+
+
+async def _say_end(result: EvaluationResult, ending: Ending) -> None:
+    """Record in `checks.jsonl` and the notes how grading ended, when it did not finish."""
+    how = ended(ending)
+    if how is None:
+        return
+    patch, kind = result.patch_result, result.runtime_result.error_kind
+    said = f"error ({kind})" if patch.status == "error" else f"{patch.status}: {patch.error_msg}"
+    try:
+        await Notify(f"grading ended early: {how}; the grade is {said}")
+        await CheckFinished(_end_record(result, how))
+    except Exception as exc:  # noqa: BLE001 - a full disk here must not undo the grade
+        with contextlib.suppress(Exception):
+            await Notify(f"the end of grading not recorded: {exc}")
+
+
+async def grade(options: GradeOptions, seen: Seen | None = None) -> EvaluationResult:
     """Grade the captured patch and write `result.json`; always returns the document written.
 
     A time limit, an interrupt or an exception during the checks keeps the checks that
-    finished; the archive and the result are written in every case, and a time limit or an
-    interrupt during them keeps the grade. The patch guard runs once the result is written,
-    and nothing it does or fails to do reaches the grade.
+    finished, and a failed one among them decides the grade; the archive and the result are
+    written in every case, and a time limit or an interrupt during them keeps the grade. The
+    patch guard runs once the result is written, and nothing it does or fails to do reaches
+    the grade. `seen` (the caller's) holds what grading observed, for the caller to grade
+    with when an exception escapes this program all the same.
     """
-    log = _Log()
+    log = seen if seen is not None else Seen()
+    log.has = options.task.checks
+    log.pocs = tuple(task_path(options.folder, p) for p in options.task.files.poc)
     ending: Ending
     try:
         ending = await _checks(options, log)
@@ -141,26 +204,16 @@ async def grade(options: GradeOptions) -> EvaluationResult:
         ending = TimedOut(spent.seconds)
     except GradingInterrupted as interrupt:
         ending = Interrupted(interrupt.signal)
-    except ScriptNotStarted as broken:  # a broken task: its log says why, not a traceback
-        ending = Crashed(str(broken), broken.log)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an `error` grade
-        detail = "".join(traceback.format_exception(exc))
-        ending = Crashed(str(exc) or type(exc).__name__, detail)
+        ending = crashed(exc)
     try:
         archived = await Archive()
         if not is_successful(archived):
             await Notify(f"source.tar.gz not written: {archived.failure().message}")
     except (GradingInterrupted, TimeLimitReached) as stopped:  # a finished grade is kept
         await Notify(f"source.tar.gz not written: {stopped}")
-    outcomes = Outcomes(
-        has=options.task.checks,
-        pocs=tuple(task_path(options.folder, p) for p in options.task.files.poc),
-        runs=tuple(log.runs),
-        apply_failed=log.apply_failed,
-        ending=ending,
-    )
-    runtime = options.runtime.model_copy(update={"evaluator_timeout": isinstance(ending, TimedOut)})
-    result = EvaluationResult(patch_result=decide(outcomes), runtime_result=runtime)
+    result = document(log.outcomes(ending), options.runtime)
+    await _say_end(result, ending)
     try:
         await WriteResult(result)
     except (GradingInterrupted, TimeLimitReached):  # perhaps not in place: once more, whole

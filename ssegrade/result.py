@@ -14,14 +14,22 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 from returns.result import Failure, Result, Success
 
 Status = Literal["passed", "failed", "error"]
+ErrorKind = Literal["timeout", "task", "infrastructure", "grader"]
+"""Why a grading is `error` (SPEC §3): its time limit (`timeout`), a broken task (`task`), the
+host, the engine or a lost worker (`infrastructure`), an exception in ssegrade (`grader`)."""
+
+ERROR_KINDS: Final[tuple[ErrorKind, ...]] = ("timeout", "task", "infrastructure", "grader")
 
 __all__ = [
+    "ERROR_KINDS",
     "WITHOUT_LOG",
+    "ErrorKind",
     "EvaluationResult",
     "PatchResult",
     "ResultError",
     "RuntimeResult",
     "Status",
+    "error_kind_of",
     "parse_result",
     "result_schema",
     "status_of",
@@ -37,8 +45,9 @@ def status_of(
     intent_test_success: bool | None,
     unfinished: bool = False,
 ) -> Status:
-    """Apply the status rule: `error` when nothing ran or grading did not finish, else
-    `failed` when any check that ran failed, else `passed`.
+    """Apply the status rule: `failed` when any check that ran failed, whether grading
+    finished or not (a failed check is decisive), else `error` when nothing ran or grading
+    did not finish, else `passed`.
 
     >>> status_of(build_success=True, pov_passed=1, pov_total=2,
     ...           func_test_success=None, intent_test_success=None)
@@ -49,17 +58,49 @@ def status_of(
     >>> status_of(build_success=True, pov_passed=None, pov_total=None,
     ...           func_test_success=True, intent_test_success=None)
     'passed'
+    >>> status_of(build_success=True, pov_passed=0, pov_total=1, func_test_success=None,
+    ...           intent_test_success=None, unfinished=True)
+    'failed'
     """
-    ran = (build_success, pov_total, func_test_success, intent_test_success)
-    if unfinished or all(field is None for field in ran):
-        return "error"
     failed = (
         build_success is False
         or (pov_total is not None and pov_passed != pov_total)
         or func_test_success is False
         or intent_test_success is False
     )
-    return "failed" if failed else "passed"
+    if failed:
+        return "failed"
+    ran = (build_success, pov_total, func_test_success, intent_test_success)
+    if unfinished or all(field is None for field in ran):
+        return "error"
+    return "passed"
+
+
+def error_kind_of(status: object, error_msg: object, error_kind: object) -> ErrorKind | None:
+    """The kind of an `error` grade (None for any other): the `runtime_result.error_kind` it
+    carries, or, for a document written before kinds (or by another tool), what its
+    `error_msg` says.
+
+    >>> error_kind_of("error", "Exception: boom", "infrastructure")
+    'infrastructure'
+    >>> error_kind_of("error", "Timeout (60s)", None), error_kind_of("failed", "Build failed", None)
+    ('timeout', None)
+    >>> error_kind_of("error", "Exception: cannot start scripts/b.sh: no such file", None)
+    'task'
+    """
+    if status != "error":
+        return None
+    for kind in ERROR_KINDS:
+        if error_kind == kind:
+            return kind
+    message = error_msg if isinstance(error_msg, str) else ""
+    if message.startswith("Timeout ("):
+        return "timeout"
+    if message.startswith("Exception: cannot start ") or message == "No check ran":
+        return "task"
+    if message.startswith("Interrupted ("):
+        return "infrastructure"
+    return "grader"
 
 
 WITHOUT_LOG: Final[Mapping[str, object]] = MappingProxyType({"error_log": "unread"})
@@ -125,7 +166,8 @@ class PatchResult(BaseModel):
 
 
 class RuntimeResult(BaseModel):
-    """How the agent and the evaluator ran."""
+    """How the agent and the evaluator ran; `error_kind` says why a grading is `error` (null
+    for any other grade)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="allow")
 
@@ -133,6 +175,7 @@ class RuntimeResult(BaseModel):
     agent_timeout: bool = False
     evaluator_timeout: bool = False
     agent_exit_code: int | None = None
+    error_kind: ErrorKind | None = None
 
 
 class EvaluationResult(BaseModel):

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from ssegrade.effects import Effect, TimeLimitReached
 
-__all__ = ["Deadline", "Interpreter", "Observer", "run"]
+__all__ = ["RESERVE", "Deadline", "Interpreter", "Observer", "run", "script_limit"]
 
 T = TypeVar("T")
 
@@ -69,6 +69,27 @@ class Deadline:
         """Raise `TimeLimitReached` when the limit is spent (for work that stops itself)."""
         if self.passed():
             raise TimeLimitReached(self.seconds)
+
+
+RESERVE = 0.1
+"""The share of the whole time limit a script's default limit keeps for each script after it."""
+
+
+def script_limit(left: float, seconds: float, later: int, given: float | None = None) -> float:
+    """The time limit of a script with `left` seconds of the grading's `seconds` left and
+    `later` scripts to run after it: `given` (`--script-timeout`) if shorter than the time
+    left; by default the time left but for a reserve kept for the later scripts (`RESERVE`
+    of the whole limit each, at most half the time left), so that a script that hangs is a
+    failed check (killed at its limit) and the checks after it still run.
+
+    >>> script_limit(3600, 3600, 0), script_limit(3600, 3600, 3), script_limit(100, 3600, 3)
+    (3600.0, 2520.0, 50.0)
+    >>> script_limit(3600, 3600, 3, given=60)
+    60
+    """
+    if given is not None:
+        return min(left, given)
+    return left - min(later * RESERVE * seconds, left / 2)
 
 
 def run(

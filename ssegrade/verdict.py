@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssegrade.checks import Check, grading_order, spec
-from ssegrade.result import PatchResult, status_of
+from ssegrade.result import ErrorKind, EvaluationResult, PatchResult, RuntimeResult, status_of
 
 __all__ = [
     "ApplyFailed",
@@ -22,7 +22,12 @@ __all__ = [
     "TimedOut",
     "bound_log",
     "decide",
+    "document",
+    "ended",
+    "error_kind",
     "escaped",
+    "kind_of",
+    "not_graded",
 ]
 
 LOG_LIMIT = 1 << 20
@@ -59,10 +64,13 @@ class TimedOut:
 
 @dataclass(frozen=True, slots=True)
 class Crashed:
-    """An unexpected exception ended grading."""
+    """An unexpected exception ended grading; `kind` says whose it is (SPEC §3): `grader`
+    (ssegrade's own), `task` (a script that cannot start), `infrastructure` (the host: a
+    full disk outside a check's own work, a lost worker)."""
 
     message: str
     detail: str | None = None
+    kind: ErrorKind = "grader"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +125,8 @@ def _single(runs: tuple[CheckOutcome, ...], check: Check) -> bool | None:
 
 def decide(outcomes: Outcomes) -> PatchResult:
     """Fold outcomes into the grade: first failure wins `error_msg`, checks the task lacks
-    stay null, an unfinished grading is `error` with the finished checks kept.
+    stay null, an unfinished grading is `error` with the finished checks kept, unless a
+    finished check failed: a failed check is decisive, whatever ended grading (SPEC §3).
 
     >>> decide(Outcomes(has=frozenset({"build"}), runs=(CheckOutcome("build", False, "oops"),)))
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -143,7 +152,11 @@ def decide(outcomes: Outcomes) -> PatchResult:
         )
     runs = tuple(run for run in outcomes.runs if run.check in outcomes.has)
     poc_runs = [run for run in runs if run.check == "poc"]
-    pocs_done = "poc" in outcomes.has and len(poc_runs) == len(outcomes.pocs)
+    # The PoC check is known once every PoC ran, or once one failed: a grading that stops
+    # in a later PoC then counts the PoCs that did not finish as not passed.
+    pocs_done = "poc" in outcomes.has and (
+        len(poc_runs) == len(outcomes.pocs) or not all(run.passed for run in poc_runs)
+    )
     fields: dict[str, Any] = {}
     for check in grading_order():
         if check.name == "poc":
@@ -153,31 +166,106 @@ def decide(outcomes: Outcomes) -> PatchResult:
         else:
             fields[check.fields[0]] = _single(runs, check.name)
     first = _first_failure(tuple(run for run in runs if run.check != "poc" or pocs_done))
-    error_msg = _message(first) if first else None
-    error_log = bound_log(first.log) if first else None
-    ending = outcomes.ending
-    if isinstance(ending, TimedOut):
-        error_msg, error_log = f"Timeout ({ending.seconds}s)", None
-    elif isinstance(ending, Crashed):
-        error_msg = f"Exception: {ending.message}"
-        error_log = bound_log(ending.detail) if ending.detail is not None else None
-    elif isinstance(ending, Interrupted):
-        error_msg, error_log = f"Interrupted ({ending.signal})", None
-    status = status_of(**fields, unfinished=not isinstance(ending, Finished))
+    status = status_of(**fields, unfinished=not isinstance(ending := outcomes.ending, Finished))
+    if first is not None:  # a failed check is decisive: it names the grade, whatever ended it
+        return PatchResult(
+            status=status, **fields, error_msg=_message(first), error_log=bound_log(first.log)
+        )
+    error_msg, error_log = _ended(ending)
     if status == "error" and error_msg is None:
         error_msg = "No check ran"
     return PatchResult(status=status, **fields, error_msg=error_msg, error_log=error_log)
 
 
-def escaped(ending: Crashed | Interrupted) -> PatchResult:
+def ended(ending: Ending) -> str | None:
+    """How grading ended, as `error_msg` says it (None when it ran to its end).
+
+    >>> ended(TimedOut(60)), ended(Finished())
+    ('Timeout (60s)', None)
+    """
+    return _ended(ending)[0]
+
+
+def _ended(ending: Ending) -> tuple[str | None, str | None]:
+    if isinstance(ending, TimedOut):
+        return f"Timeout ({ending.seconds}s)", None
+    if isinstance(ending, Crashed):
+        detail = bound_log(ending.detail) if ending.detail is not None else None
+        return f"Exception: {ending.message}", detail
+    if isinstance(ending, Interrupted):
+        return f"Interrupted ({ending.signal})", None
+    return None, None
+
+
+def kind_of(ending: Ending) -> ErrorKind:
+    """The kind of `error` an ending gives when no finished check failed: a time limit is
+    `timeout`, an interrupt (the host or the operator stopped grading) `infrastructure`, an
+    exception its own kind; a grading that ran to its end with nothing to grade is `task`.
+
+    >>> kind_of(TimedOut(5)), kind_of(Interrupted("SIGTERM")), kind_of(Crashed("x"))
+    ('timeout', 'infrastructure', 'grader')
+    """
+    if isinstance(ending, TimedOut):
+        return "timeout"
+    if isinstance(ending, Interrupted):
+        return "infrastructure"
+    if isinstance(ending, Crashed):
+        return ending.kind
+    return "task"
+
+
+def error_kind(outcomes: Outcomes) -> ErrorKind | None:
+    """The kind of the grade's `error` (None when it is not `error`)."""
+    return kind_of(outcomes.ending) if decide(outcomes).status == "error" else None
+
+
+def document(outcomes: Outcomes, runtime: RuntimeResult) -> EvaluationResult:
+    """The whole `result.json`: the grade `decide` gives, and the runtime facts with
+    `evaluator_timeout` (the time limit ended grading, even when a failed check decides the
+    grade) and `error_kind` (null unless the grade is `error`) set from the ending.
+
+    >>> run = CheckOutcome("poc", False, "boom", "/t/p")
+    >>> doc = document(Outcomes(frozenset({"poc"}), ("/t/p",), (run,), ending=TimedOut(9)),
+    ...                RuntimeResult())
+    >>> doc.patch_result.status, doc.patch_result.error_msg, doc.runtime_result.evaluator_timeout
+    ('failed', 'PoC failed: /t/p', True)
+    """
+    patch = decide(outcomes)
+    kind = kind_of(outcomes.ending) if patch.status == "error" else None
+    timed_out = isinstance(outcomes.ending, TimedOut)
+    facts = runtime.model_copy(update={"evaluator_timeout": timed_out, "error_kind": kind})
+    return EvaluationResult(patch_result=patch, runtime_result=facts)
+
+
+def escaped(ending: Crashed | Interrupted, seen: Outcomes | None = None) -> PatchResult:
     """The grade when an exception escapes the grading program itself, so that it returned no
-    document: `decide` over no outcomes (none is known), ended by `ending`. The evaluator
-    writes it (with the traceback as `Crashed.detail`), and a replay of such a grading derives
-    it again (without one).
+    document: `decide` over the outcomes seen so far (`seen`; none when unknown), ended by
+    `ending`. The evaluator writes it (with the traceback as `Crashed.detail`), and a replay
+    of such a grading derives it again (without one).
 
     >>> escaped(Interrupted("SIGTERM")).error_msg
     'Interrupted (SIGTERM)'
     >>> escaped(Crashed("disk full", "Traceback …")).model_dump(exclude_none=True)
     {'status': 'error', 'error_msg': 'Exception: disk full', 'error_log': 'Traceback …'}
     """
-    return decide(Outcomes(has=frozenset(), ending=ending))
+    return decide(_ending_at(ending, seen))
+
+
+def not_graded(
+    ending: Crashed | Interrupted, runtime: RuntimeResult, seen: Outcomes | None = None
+) -> EvaluationResult:
+    """The whole document of a grading that returned none (an exception escaped it, its
+    worker or its transit failed): `document` over the outcomes seen (none when unknown),
+    ended by `ending`. Every writer of such a document uses it, so that a check known to have
+    failed still decides the grade and every `error` has its kind.
+
+    >>> lost = not_graded(Crashed("lost", kind="infrastructure"), RuntimeResult())
+    >>> lost.runtime_result.error_kind
+    'infrastructure'
+    """
+    return document(_ending_at(ending, seen), runtime)
+
+
+def _ending_at(ending: Ending, seen: Outcomes | None) -> Outcomes:
+    base = seen if seen is not None else Outcomes(has=frozenset())
+    return Outcomes(base.has, base.pocs, base.runs, base.apply_failed, ending)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
+from ssegrade.verdict import Outcomes, TimedOut, document
 from tests.realtask import BUILD, fix_to
 
 
@@ -33,8 +34,14 @@ def verdict_grade(
     """A stand-in for grading: `passed` when the patch says `fixed`, `error` when it says
     `crash`, else `failed`; writes the files a grading writes. A patch naming `fault-once`
     meets a host fault (raises as a grading whose host broke down does) the first time it is
-    graded (a mark beside the task folder remembers it), and `fault-always` every time."""
+    graded (a mark beside the task folder remembers it), and `fault-always` every time. One
+    naming `hang` runs out of its time limit: an `error` of kind `timeout`."""
     data = patch if isinstance(patch, bytes) else patch.read_bytes()
+    if b"hang" in data:
+        (results / "logs").mkdir(parents=True, exist_ok=True)
+        hung = document(Outcomes(frozenset({"build"}), ending=TimedOut(timeout)), RuntimeResult())
+        (results / "result.json").write_bytes(hung.to_json())
+        return hung
     if b"crash" in data:
         raise RuntimeError("the grading crashed")
     if b"fault-" in data:

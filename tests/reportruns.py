@@ -40,17 +40,19 @@ MODES: tuple[RunsMode, ...] = ("latest", "all")
 
 @st.composite
 def patches(draw: st.DrawFn, task: str, *, error: bool | None = None) -> PatchResult:
-    """A patch result consistent with the task's checks (fields of absent checks stay null)."""
+    """A patch result consistent with the task's checks (fields of absent checks stay null);
+    an `error` one (`error=True`) has no failed check, which would decide its grade."""
     has, pocs = TASKS[task]
+    outcomes = st.just(True) if error else st.booleans()
 
     def maybe_bool(check: Check) -> bool | None:
-        return draw(st.none() | st.booleans()) if check in has else None
+        return draw(st.none() | outcomes) if check in has else None
 
     build = maybe_bool("build")
     total = passed = None
     if "poc" in has and draw(st.booleans()):
         total = pocs
-        passed = draw(st.integers(0, pocs))
+        passed = pocs if error else draw(st.integers(0, pocs))
     func = maybe_bool("function_test")
     intent = maybe_bool("intent_test")
     unfinished = draw(st.booleans()) if error is None else error

@@ -308,11 +308,12 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
     assert survivors == []
 
 
-def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume(
+def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume_when_asked(
     tmp_path: Path, state: Path
 ) -> None:
-    # The host is slow the first time only: the build of the fix outlives the grading's time
-    # limit (an `error` grade, as a broken or overloaded host gives), then is quick on resume.
+    # The host is slow the first time only: the build outlives the grading's time limit (an
+    # `error` of kind `timeout`, as an overloaded host or a hanging patch gives), then is
+    # quick on resume. A patch's own timeout is kept by default; `--retry-kinds` grades it.
     made = make_task(tmp_path / "t")
     made.script(
         "build.sh",
@@ -325,6 +326,7 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume(
     results = tmp_path / "results"
     command = ["batch", str(jobs), "--results", str(results), "--workers", "1", "--timeout", "8"]
     command += SCRIPT_ENV
+    command += ["--script-timeout", "3600"]  # the grading's own limit ends the slow build
     env = {"BATCH_STATE": str(state)}
     (state / "slow").touch()
     first = ssegrade(*command, "--label", "first", env=env, timeout=600)
@@ -338,7 +340,15 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume(
     assert (summary["label"], summary["interrupted"]) == ("first", False)
     assert summary["runs"]["error"] == ["shell-001/unknown/unknown/a"]
     assert summary["runs"]["failed"] == ["shell-001/unknown/unknown/b"]
-    second = ssegrade(*command, env=env, timeout=600)
+    assert spoiled["runtime_result"]["error_kind"] == "timeout"
+    kept = ssegrade(*command, env=env, timeout=600)
+    assert kept.returncode == 1, kept.stderr
+    assert kept.stderr.splitlines()[-1].startswith("0 graded, 0 passed, 0 failed, 0 error")
+    bad = ssegrade(*command, "--retry-kinds", "timeout,weather", env=env, timeout=600)
+    assert bad.returncode == 2
+    assert "'weather' is not one of timeout, task, infrastructure, grader" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    second = ssegrade(*command, "--retry-kinds", "timeout", env=env, timeout=600)
     assert second.returncode == 0, second.stderr
     lines = second.stderr.splitlines()
     assert re.fullmatch(

@@ -121,3 +121,38 @@ def test_force_grades_again_instead_of_reusing_an_earlier_grade(world: Path) -> 
     forced, _ = batch(world, force=True)
     assert (forced.tally.graded, forced.tally.cached) == (4, 1)
     assert summary(world, "good-too")["cached_from"] == "shell-001/unknown/unknown/good"
+
+
+def test_resume_grades_again_the_kinds_of_error_asked_for(tmp_path: Path) -> None:
+    """A run that ran out of its time limit (`timeout`) is the patch's doing: resume keeps
+    it by default and grades the host's faults (`infrastructure`) again; `retry_kinds`
+    chooses. Each summary carries its error's kind."""
+    make_task(tmp_path / "t")
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "hang.patch").write_text(saying("hang a"))
+    (tmp_path / "patches" / "once.patch").write_text(saying("fixed fault-once b"))
+    lines = [
+        {"task": "t/task", "patch": f"patches/{name}.patch", "repo": "t/source", "run_id": name}
+        for name in ("hang", "once")
+    ]
+    (tmp_path / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    def kinds() -> dict[str, tuple[str, str | None, int]]:
+        docs = {name: summary(tmp_path, name) for name in ("hang", "once")}
+        return {
+            name: (d["patch_result"]["status"], d["runtime_result"]["error_kind"], d["attempts"])
+            for name, d in docs.items()
+        }
+
+    def errors() -> Any:
+        return json.loads((tmp_path / "results" / "batch.json").read_bytes())["errors"]
+
+    batch(tmp_path)
+    assert kinds() == {"hang": ("error", "timeout", 1), "once": ("error", "infrastructure", 1)}
+    run = "shell-001/unknown/unknown"
+    assert errors() == {"infrastructure": [f"{run}/once"], "timeout": [f"{run}/hang"]}
+    batch(tmp_path)
+    assert kinds() == {"hang": ("error", "timeout", 1), "once": ("passed", None, 2)}
+    assert errors() == {"timeout": [f"{run}/hang"]}  # kept as it was: skipped, still an error
+    batch(tmp_path, retry_kinds={"timeout"}, max_attempts=3)
+    assert kinds() == {"hang": ("error", "timeout", 2), "once": ("passed", None, 2)}

@@ -43,6 +43,7 @@ TOP_KEYS = [
     "interrupted",
     "counts",
     "runs",
+    "errors",
 ]
 
 

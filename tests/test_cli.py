@@ -194,7 +194,9 @@ def test_script_that_hangs_is_killed_and_grading_goes_on(task: RealTask) -> None
 def test_overall_timeout_keeps_finished_checks(task: RealTask) -> None:
     task.script("run.sh", "#!/bin/sh\nsleep 60\n")
     started = time.monotonic()
-    done = evaluate(task, "--timeout", "3")
+    # A script limit past the grading's: the grading's own limit ends it (by default a
+    # script's limit keeps time for the checks after it).
+    done = evaluate(task, "--timeout", "3", "--script-timeout", "3600")
     assert time.monotonic() - started < 40
     assert done.stdout.strip() == "error: Timeout (3s)"
     doc = result_of(task)
@@ -211,6 +213,7 @@ def test_overall_timeout_keeps_finished_checks(task: RealTask) -> None:
     runtime = doc["runtime_result"]
     assert isinstance(runtime, dict)
     assert runtime["evaluator_timeout"] is True
+    assert runtime["error_kind"] == "timeout"
     archived = task.results / "source.tar.gz"  # written within the limit, or absent
     if archived.exists():
         subprocess.run(["gzip", "-t", str(archived)], check=True)
@@ -275,6 +278,7 @@ def test_agent_facts_from_the_environment(task: RealTask) -> None:
         "agent_timeout": True,
         "evaluator_timeout": False,
         "agent_exit_code": None,
+        "error_kind": None,
     }
 
 

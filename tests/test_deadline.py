@@ -36,6 +36,8 @@ def _evaluate(t: RealTask) -> tuple[subprocess.CompletedProcess[str], float]:
         sys.executable, "-c", "from interpreters.cli.entry import main; main()", "evaluate",
         "--task", str(t.task), "--source", str(t.source), "--baseline", str(t.baseline),
         "--results", str(t.results), "--timeout", str(LIMIT),
+        # Past the grading's limit: the grading's own limit is what these tests time.
+        "--script-timeout", "3600",
     ]  # fmt: skip
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)

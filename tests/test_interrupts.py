@@ -53,7 +53,7 @@ FULL = Task(
 
 
 @given(outcomes(), st.sampled_from(["SIGINT", "SIGTERM"]))
-def test_an_interrupted_grading_is_an_error_that_keeps_its_checks(
+def test_an_interrupted_grading_keeps_its_checks_and_a_failed_one_decides(
     observed: Outcomes, name: str
 ) -> None:
     finished = decide(observed)
@@ -62,7 +62,9 @@ def test_an_interrupted_grading_is_an_error_that_keeps_its_checks(
             observed.has, observed.pocs, observed.runs, observed.apply_failed, Interrupted(name)
         )
     )
-    if observed.apply_failed is None:
+    if any(not run.passed for run in observed.runs):  # a failed check is decisive
+        assert stopped == finished
+    elif observed.apply_failed is None:
         assert (stopped.status, stopped.error_msg, stopped.error_log) == (
             "error",
             f"Interrupted ({name})",

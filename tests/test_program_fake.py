@@ -226,6 +226,7 @@ def test_runtime_facts_are_written() -> None:
         "agent_timeout": True,
         "evaluator_timeout": False,
         "agent_exit_code": 3,
+        "error_kind": None,
     }
 
 

@@ -147,6 +147,7 @@ def test_every_check_is_recorded(task: Task, data: st.DataObject) -> None:
     one `prepare` record when the patch was prepared or refused by git."""
     world, _ = _grade(task, data)
     records = [e.record for e in world.trace if isinstance(e, CheckFinished)]
+    records = [r for r in records if r.name != "end"]  # how grading ended: tested below
     prepared = world.answers[0]
     recorded = isinstance(prepared, Success) or (
         isinstance(prepared, Failure) and isinstance(prepared.failure(), ApplyError)
@@ -177,20 +178,68 @@ def test_document_matches_what_was_observed(task: Task, data: st.DataObject) -> 
     assert patch.func_test_success == answers.get(("function_test", None))
     assert patch.intent_test_success == answers.get(("intent_test", None))
     poc_answers = [answers.get(("run_poc", p)) for p in task.files.poc]
-    if "poc" in task.checks and all(a is not None for a in poc_answers):
+    if "poc" in task.checks and (
+        all(a is not None for a in poc_answers) or any(a is False for a in poc_answers)
+    ):
         assert patch.pov_total == len(task.files.poc)
         assert patch.pov_passed == sum(bool(a) for a in poc_answers)
     else:
         assert patch.pov_total is None
     assert result.runtime_result.evaluator_timeout == limit_hit(world)
-    if limit_hit(world):
+    failed = any(not passed for passed in answers.values())
+    if failed:  # a failed check is decisive, whatever ended grading
+        assert patch.status == "failed"
+        assert result.runtime_result.error_kind is None
+    elif limit_hit(world):
         assert (patch.status, patch.error_msg) == ("error", "Timeout (60s)")
+        assert result.runtime_result.error_kind == "timeout"
     elif crashed(world):
         assert (patch.status, patch.error_msg) == ("error", "Exception: disk on fire")
+        assert result.runtime_result.error_kind == "infrastructure"
     elif isinstance(prepared, Failure):
         assert patch.status == "error"
         assert patch.error_msg is not None
         assert patch.error_msg.startswith("Exception: the captured patch")
+        assert result.runtime_result.error_kind == "grader"
+
+
+@given(tasks(), st.data())
+def test_a_failed_check_decides_whatever_ends_grading(task: Task, data: st.DataObject) -> None:
+    """Property: once a check finished failed, the grade is `failed` with that check as
+    error_msg, whatever comes after it (the time limit, an exception); a grading that did not
+    run to its end says how in an `end` record of checks.jsonl and in a note."""
+    world, result = _grade(task, data)
+    patch = result.patch_result
+    finished = checks_run(world)
+    first = next((b for b, a in finished if a.code != 0), None)
+    if first is not None:
+        assert patch.status == "failed"
+        if first.action == "run_poc":
+            assert patch.error_msg == f"PoC failed: /t/{first.poc}"
+        else:
+            assert (
+                patch.error_msg
+                == {
+                    "build": "Build failed",
+                    "function_test": "Function test failed",
+                    "intent_test": "Intent test failed",
+                }[first.action]
+            )
+    ends = [
+        e.record for e in world.trace if isinstance(e, CheckFinished) and e.record.name == "end"
+    ]
+    stopped = limit_hit(world) or crashed(world) or _capture_failed(world)
+    assert len(ends) == (1 if stopped else 0)
+    if stopped:
+        assert ends[0].error_kind == result.runtime_result.error_kind
+        assert ends[0].passed is (patch.status == "passed")
+        notes = [e.message for e in world.trace if isinstance(e, Notify)]
+        assert any(n.startswith(f"grading ended early: {ends[0].ended}") for n in notes)
+
+
+def _capture_failed(world: Recording) -> bool:
+    prepared = world.answers[0]
+    return isinstance(prepared, Failure) and isinstance(prepared.failure(), CaptureError)
 
 
 @given(tasks(), st.data())

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.report import (
+    ErrorCounts,
     Report,
     RunFolder,
     RunRecord,
@@ -170,14 +171,22 @@ def test_all_numbers_trials_in_order(recs: list[RunRecord]) -> None:
 
 @given(run_lists(), records(error=True, reference=False))
 def test_an_error_run_changes_no_share_under_all(recs: list[RunRecord], extra: RunRecord) -> None:
-    """Property: under `all`, adding an `error` run changes no row, no share and no kept run;
-    it is listed among the runs left out, with its error message."""
+    """Property: under `all`, adding an `error` run changes no share and no kept run; its
+    row (if it has one) counts it in its own column, by kind; it is listed among the runs
+    left out, with its error message."""
     assert extra.patch.status == "error"
     key = (extra.task, extra.model, extra.agent, extra.run_id)
     recs = [r for r in recs if (r.task, r.model, r.agent, r.run_id) != key]
     before = aggregate(recs, "all")
     after = aggregate([*recs, extra], "all")
-    assert (after.rows, after.by_task, after.tasks) == (before.rows, before.by_task, before.tasks)
+    assert (after.by_task, after.tasks) == (before.by_task, before.tasks)
+    kind = "timeout" if (extra.patch.error_msg or "").startswith("Timeout (") else "grader"
+    for old, new in zip(before.rows, after.rows, strict=True):
+        errors = old.errors.model_dump()
+        if new.key == (extra.model, extra.agent):
+            errors = {**errors, "total": errors["total"] + 1, kind: errors[kind] + 1}
+            errors["again"] += kind == "grader"
+        assert new == old.model_copy(update={"errors": ErrorCounts(**errors)})
     listed = [x for x in after.excluded if (x.task, x.model, x.agent, x.run_id) == key]
     assert len(listed) == 1
     assert listed[0].error_msg == extra.patch.error_msg

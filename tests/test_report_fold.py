@@ -24,8 +24,8 @@ from ssegrade.report import (
     summarize,
 )
 from ssegrade.report.compare import Outcomes
-from ssegrade.report.model import Interval, Row, RowKey, Share
-from ssegrade.report.rules import Rules, counted
+from ssegrade.report.model import ErrorCounts, Interval, Row, RowKey, Share
+from ssegrade.report.rules import Rules, counted, is_error
 from ssegrade.report.select import Selection
 from ssegrade.report.stats import clustered_wilson, mcnemar_exact, mean_pass_at_k, mean_pass_hat_k
 from ssegrade.report.tally import ExactSum
@@ -111,7 +111,21 @@ def test_rows_equal_those_counted_over_every_run(
         kept[(rec.model, rec.agent)].append(rec)
     assert {row.key for row in report.rows} == set(kept)
     for row in report.rows:
-        assert row == whole_row(row.key, kept[row.key], rules)
+        runs = [rec for _, rec in chosen.kept] + [*chosen.excluded]
+        counted_errors = whole_errors(row.key, runs, rules)
+        whole = whole_row(row.key, kept[row.key], rules)
+        assert row == whole.model_copy(update={"errors": counted_errors})
+
+
+def whole_errors(key: RowKey, runs: list[RunRecord], rules: Rules) -> ErrorCounts:
+    """A row's error runs, kept (as failed) or left out, counted by kind from their messages
+    (the runs drawn here carry no kind): a time limit is `timeout`, an exception `grader`."""
+    errors = [
+        r for r in runs if (r.model, r.agent) == key and not r.reference and is_error(r, rules)
+    ]
+    timeouts = sum((r.patch.error_msg or "").startswith("Timeout (") for r in errors)
+    grader = len(errors) - timeouts
+    return ErrorCounts(total=len(errors), timeout=timeouts, grader=grader, again=grader)
 
 
 @given(

@@ -62,7 +62,7 @@ def test_exact_bytes_of_a_document() -> None:
         b'"func_test_success":true,"intent_test_success":false,'
         b'"error_msg":"PoC failed: /ssebench/pocs/poc.go","error_log":"panic"},'
         b'"runtime_result":{"agent_duration":0,"agent_timeout":false,"evaluator_timeout":false,'
-        b'"agent_exit_code":null}}'
+        b'"agent_exit_code":null,"error_kind":null}}'
     )
 
 

@@ -157,5 +157,7 @@ def test_a_script_killed_at_the_deadline_times_the_grading_out() -> None:
     result = world.grade(FULL)
     assert result.patch_result.status == "error"
     assert result.patch_result.error_msg == "Timeout (60s)"
-    assert [c.name for c in world.checks] == ["prepare", "build", "poc"]  # poc-2 unrecorded
+    # poc-2 unrecorded; how grading ended is the last record
+    assert [c.name for c in world.checks] == ["prepare", "build", "poc", "end"]
+    assert (world.checks[-1].ended, world.checks[-1].error_kind) == ("Timeout (60s)", "timeout")
     assert world.result == result  # written after the limit

@@ -24,6 +24,7 @@ from ssegrade.guard import Flag, GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
 from ssegrade.ssebench import summary_problem, task_document, task_problems
 from ssegrade.task import Task, parse_task
+from ssegrade.verdict import Outcomes, TimedOut, document
 from tests.ssebench_models import RUN_CONFIG_FIELDS, TASK_FIELDS, RunSummary, TaskModel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -366,3 +367,15 @@ def test_a_summary_of_a_task_without_crash_reports_is_read() -> None:
     doc = summary_document(example("tlv"), Job(task="t", patch="p"), "r1", GRADE, "d" * 64)
     assert doc["task"]["task_description"]["crash_report"] is None
     assert summary_problem(json.dumps(doc).encode()) is None
+
+
+def test_an_error_with_its_kind_reads_as_ssebench_run_summary() -> None:
+    """`runtime_result.error_kind` is a key SSEBench's runtime model does not name: its model
+    ignores it (as it does `agent_exit_code`), so the summary of an `error` still reads."""
+    timed = document(Outcomes(frozenset({"build"}), ending=TimedOut(60)), RuntimeResult())
+    job = Job(task="t", patch="p", model="m", agent="a")
+    doc = json.loads(json.dumps(summary_document(example("tlv"), job, "r1", timed, "d" * 64)))
+    assert doc["runtime_result"]["error_kind"] == "timeout"
+    summary = RunSummary.model_validate(doc)
+    assert summary.patch_result.status == "error"
+    assert summary.runtime_result.evaluator_timeout is True

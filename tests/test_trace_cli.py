@@ -119,7 +119,7 @@ def test_a_recorded_grading_replays_to_its_verdict_and_an_edit_changes_it(
 def test_a_timed_out_grading_is_recorded_and_replayed(task: RealTask, tmp_path: Path) -> None:
     task.script("run.sh", "#!/bin/sh\nsleep 60\n")
     trace = tmp_path / "timeout.trace"
-    done = evaluate(task, trace, "--timeout", "3")
+    done = evaluate(task, trace, "--timeout", "3", "--script-timeout", "3600")
     assert done.stdout.strip() == "error: Timeout (3s)", done.stderr
     raised = [line["raised"] for line in records(trace) if "raised" in line]
     assert raised[:1] == [{"exception": "TimeLimitReached", "seconds": 3}]

@@ -7,43 +7,122 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import PatchResult, decide
-from ssegrade.testing.strategies import outcomes
+from ssegrade import PatchResult, RuntimeResult, decide
+from ssegrade.testing.strategies import endings, outcomes
 from ssegrade.verdict import (
     ApplyFailed,
     CheckOutcome,
     Crashed,
+    Ending,
     Finished,
     Interrupted,
     Outcomes,
     TimedOut,
     bound_log,
+    document,
+    ended,
     escaped,
+    kind_of,
+    not_graded,
 )
 
+any_ending: st.SearchStrategy[Ending] = st.one_of(
+    endings,
+    st.builds(Interrupted, st.sampled_from(["SIGINT", "SIGTERM"])),
+    st.builds(
+        Crashed,
+        st.text(min_size=1, max_size=20),
+        st.none() | st.text(max_size=20),
+        st.sampled_from(["task", "infrastructure", "grader"]),
+    ),
+)
+"""Every way a grading ends: finished, its time limit, an interrupt, an exception of any
+kind."""
 
-@given(outcomes())
-def test_any_failed_check_fails(o: Outcomes) -> None:
-    """Property: a finished grading with a failed check is `failed`, else `passed` if a check
-    ran, else `error` with "No check ran"."""
+
+def _ended_by(o: Outcomes, ending: Ending) -> Outcomes:
+    return Outcomes(o.has, o.pocs, o.runs, o.apply_failed, ending)
+
+
+def _failed(o: Outcomes) -> bool:
+    return any(not run.passed for run in o.runs)
+
+
+@given(outcomes(), any_ending)
+def test_a_finished_failed_check_fails_whatever_the_ending(o: Outcomes, ending: Ending) -> None:
+    """Property: a failed check that finished is decisive: `failed`, whatever ended grading
+    (a time limit, an exception, a full disk, an interrupt), with that check as error_msg and
+    its log as error_log, the same grade as had grading run to its end there."""
+    o = _ended_by(o, ending)
     result = decide(o)
-    if not isinstance(o.ending, Finished):
+    if _failed(o):
+        assert result.status == "failed"
+        assert result == decide(_ended_by(o, Finished()))
+        assert not result.error_msg.startswith(("Timeout", "Exception", "Interrupted"))  # type: ignore[union-attr]
+
+
+@given(outcomes(), any_ending)
+def test_only_a_grading_without_a_failed_check_can_be_error(o: Outcomes, ending: Ending) -> None:
+    """Property: `error` only when no finished check failed: nothing ran, or grading did
+    not run to its end; then error_msg says how it ended."""
+    o = _ended_by(o, ending)
+    result = decide(o)
+    if _failed(o):
+        assert result.status == "failed"
+    elif not isinstance(o.ending, Finished):
         assert result.status == "error"
+        assert result.error_msg == ended(o.ending)
     elif not o.runs:
         assert (result.status, result.error_msg) == ("error", "No check ran")
-    elif any(not run.passed for run in o.runs):
-        assert result.status == "failed"
     else:
         assert result.status == "passed"
         assert result.error_msg is None
 
 
+@given(outcomes(), any_ending, st.integers(0, 3), st.booleans())
+def test_every_error_has_a_kind_and_no_other_grade_has_one(
+    o: Outcomes, ending: Ending, agent_duration: int, agent_timeout: bool
+) -> None:
+    """Property: `document` gives `error_kind` exactly when the grade is `error` (the kind of
+    its ending: `timeout` for the time limit), keeps the agent's facts, and sets
+    `evaluator_timeout` whenever the time limit ended grading, even under a failed check."""
+    o = _ended_by(o, ending)
+    runtime = RuntimeResult(agent_duration=agent_duration, agent_timeout=agent_timeout)
+    doc = document(o, runtime)
+    assert doc.patch_result == decide(o)
+    assert doc.runtime_result.evaluator_timeout is isinstance(ending, TimedOut)
+    assert (doc.runtime_result.agent_duration, doc.runtime_result.agent_timeout) == (
+        agent_duration,
+        agent_timeout,
+    )
+    if doc.patch_result.status != "error":
+        assert doc.runtime_result.error_kind is None
+    else:
+        assert doc.runtime_result.error_kind == kind_of(ending)
+        if isinstance(ending, TimedOut):
+            assert doc.runtime_result.error_kind == "timeout"
+
+
+@given(
+    outcomes(),
+    st.sampled_from([Crashed("disk full", kind="infrastructure"), Interrupted("SIGTERM")]),
+)
+def test_an_escape_after_a_failed_check_is_failed(
+    o: Outcomes, ending: Crashed | Interrupted
+) -> None:
+    """Property: when an exception escapes the grading program itself, the outcomes it was
+    seen to finish still decide: `not_graded` is the document `document` gives for them."""
+    doc = not_graded(ending, RuntimeResult(), o)
+    assert doc == document(_ended_by(o, ending), RuntimeResult())
+    assert (doc.patch_result.status == "failed") == _failed(o)
+
+
 @given(outcomes())
 def test_first_failure_names_the_error(o: Outcomes) -> None:
-    """Property: on a finished grading, error_msg and error_log come from the first failure."""
+    """Property: whatever the ending, error_msg and error_log come from the first failure."""
     result = decide(o)
     first = next((run for run in o.runs if not run.passed), None)
-    if not isinstance(o.ending, Finished) or first is None:
+    if first is None:
         return
     expected = {
         "build": "Build failed",
@@ -57,13 +136,17 @@ def test_first_failure_names_the_error(o: Outcomes) -> None:
 
 @given(outcomes())
 def test_checks_the_task_lacks_stay_null(o: Outcomes) -> None:
-    """Property: a field is null whenever its check is not in the task or did not finish."""
+    """Property: a field is null whenever its check is not in the task or did not finish;
+    the PoC check is finished once every PoC ran or one failed."""
     result = decide(o)
     ran = {run.check for run in o.runs}
     assert (result.build_success is None) == ("build" not in ran)
     assert (result.func_test_success is None) == ("function_test" not in ran)
     assert (result.intent_test_success is None) == ("intent_test" not in ran)
-    pocs_finished = sum(run.check == "poc" for run in o.runs) == len(o.pocs) and "poc" in o.has
+    poc_runs = [run for run in o.runs if run.check == "poc"]
+    pocs_finished = "poc" in o.has and (
+        len(poc_runs) == len(o.pocs) or any(not run.passed for run in poc_runs)
+    )
     assert (result.pov_total is None) == (not pocs_finished)
 
 
@@ -89,13 +172,14 @@ def test_pov_counts_are_consistent(o: Outcomes) -> None:
 
 
 @given(outcomes(), st.integers(1, 9999))
-def test_timeout_is_error_and_keeps_finished_checks(o: Outcomes, seconds: int) -> None:
-    """Property: a timeout is `error` with "Timeout (Ns)" and the same check fields as if
-    grading had stopped there."""
+def test_timeout_keeps_finished_checks(o: Outcomes, seconds: int) -> None:
+    """Property: a timeout keeps the same check fields as if grading had stopped there; it is
+    `error` with "Timeout (Ns)" unless a finished check failed."""
     finished = decide(Outcomes(o.has, o.pocs, o.runs, None, Finished()))
     timed = decide(Outcomes(o.has, o.pocs, o.runs, None, TimedOut(seconds)))
-    assert timed.status == "error"
-    assert timed.error_msg == f"Timeout ({seconds}s)"
+    if not _failed(o):
+        assert timed.status == "error"
+        assert timed.error_msg == f"Timeout ({seconds}s)"
     fields = (
         "build_success",
         "pov_passed",
@@ -108,9 +192,25 @@ def test_timeout_is_error_and_keeps_finished_checks(o: Outcomes, seconds: int) -
 
 @given(outcomes(), st.text(min_size=1, max_size=30))
 def test_exception_is_error_with_its_message(o: Outcomes, message: str) -> None:
-    """Property: an exception is `error` with "Exception: <message>"."""
+    """Property: an exception after no failed check is `error` with "Exception: <message>"."""
     result = decide(Outcomes(o.has, o.pocs, o.runs, None, Crashed(message)))
-    assert (result.status, result.error_msg) == ("error", f"Exception: {message}")
+    if not _failed(o):
+        assert (result.status, result.error_msg) == ("error", f"Exception: {message}")
+
+
+def test_a_poc_that_triggered_decides_though_a_later_poc_never_ended() -> None:
+    """The first of two PoCs triggered, the second hung until the time limit: `failed`, the
+    first PoC named, the PoC not finished counted as not passed."""
+    o = Outcomes(
+        frozenset({"poc", "intent_test"}),
+        ("/t/a", "/t/b"),
+        (CheckOutcome("poc", False, "crash", "/t/a"),),
+        ending=TimedOut(60),
+    )
+    doc = document(o, RuntimeResult())
+    assert (doc.patch_result.status, doc.patch_result.error_msg) == ("failed", "PoC failed: /t/a")
+    assert (doc.patch_result.pov_passed, doc.patch_result.pov_total) == (0, 2)
+    assert (doc.runtime_result.evaluator_timeout, doc.runtime_result.error_kind) == (True, None)
 
 
 @given(st.text(max_size=30), st.none() | st.text(max_size=300))

@@ -36,6 +36,7 @@ from interpreters.real.private import (
 from interpreters.real.resultsfolder import AGENT_PHASE
 from interpreters.real.setup.folders import RESULTS_ENTRIES
 from ssegrade import Status
+from ssegrade.result import ErrorKind, error_kind_of
 
 __all__ = [
     "RUN_ENTRIES",
@@ -44,6 +45,7 @@ __all__ = [
     "FolderRefused",
     "Found",
     "RunFolders",
+    "summary_error_kind",
     "summary_status",
 ]
 
@@ -109,6 +111,14 @@ def summary_status(doc: Mapping[str, Any]) -> Status:
     patch = doc.get("patch_result")
     status = patch.get("status") if isinstance(patch, dict) else None
     return status if status in ("passed", "failed") else "error"
+
+
+def summary_error_kind(doc: Mapping[str, Any]) -> ErrorKind | None:
+    """The kind of the `error` a summary records (None when it records another grade)."""
+    patch, runtime = doc.get("patch_result"), doc.get("runtime_result")
+    message = patch.get("error_msg") if isinstance(patch, dict) else None
+    kind = runtime.get("error_kind") if isinstance(runtime, dict) else None
+    return error_kind_of(summary_status(doc), message, kind)
 
 
 def _document(data: bytes | None) -> dict[str, Any] | None:

@@ -26,7 +26,13 @@ from interpreters.batch.engines import (
     Work,
     make_engine,
 )
-from interpreters.batch.folders import SUMMARY, Found, RunFolders, summary_status
+from interpreters.batch.folders import (
+    SUMMARY,
+    Found,
+    RunFolders,
+    summary_error_kind,
+    summary_status,
+)
 from interpreters.batch.jobs import Planned
 from interpreters.batch.progress import Reporter
 from interpreters.real.holding import FolderHeld, Hold
@@ -35,7 +41,8 @@ from interpreters.real.results import GUARD_NAME, parse_guard
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
-from ssegrade.batch.summary import RunKind, next_attempt
+from ssegrade.batch.summary import RETRY_KINDS, RunKind, next_attempt
+from ssegrade.result import ErrorKind
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]
 
@@ -53,6 +60,8 @@ class JobOutcome:
     status: Status | None
     cached_from: str | None = None
     line: int = 0
+    error_kind: ErrorKind | None = None
+    """The kind of its `error`, when it is one."""
     """Its line in the jobs file (or its number among the jobs given in Python)."""
 
     @property
@@ -68,12 +77,13 @@ class JobOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Which finished runs are graded again: all with `force`, an `error` one while it took
-    fewer than `max_attempts` attempts unless `retry` is off."""
+    """Which finished runs are graded again: all with `force`, an `error` one of the `kinds`
+    while it took fewer than `max_attempts` attempts unless `retry` is off."""
 
     force: bool = False
     retry: bool = True
     max_attempts: int = 2
+    kinds: frozenset[ErrorKind] = RETRY_KINDS
 
 
 def _attempts(summary: Mapping[str, Any]) -> int:
@@ -124,9 +134,12 @@ class BatchGrader:
                     force=again.force,
                     retry=again.retry,
                     max_attempts=again.max_attempts,
+                    kind=summary_error_kind(found.summary),
+                    kinds=again.kinds,
                 )
                 if attempt is None:
-                    self.finish(job, "skipped", status)
+                    kind = summary_error_kind(found.summary)
+                    self.finish(job, "skipped", status, error_kind=kind)
                     continue
                 self.attempts[job.line] = attempt
             fresh.append(job)
@@ -244,7 +257,8 @@ class BatchGrader:
         finally:
             held.release()
         status = done.result.patch_result.status
-        self.finish(job, "graded", status, seconds=done.seconds, attempt=attempt)
+        kind = summary_error_kind(doc)
+        self.finish(job, "graded", status, seconds=done.seconds, attempt=attempt, error_kind=kind)
         if status == "error" and waiting:
             return [self.work(waiting.popleft())]
         while waiting:
@@ -323,12 +337,13 @@ class BatchGrader:
         seconds: float | None = None,
         cached_from: str | None = None,
         attempt: int = 1,
+        error_kind: ErrorKind | None = None,
     ) -> None:
-        """Count one finished job and say so: its verdict, its run folder, how long it took
-        (or where its grade comes from)."""
+        """Count one finished job and say so: its verdict (and the kind of its error), its
+        run folder, how long it took (or where its grade comes from)."""
         self.tally.add(outcome, status)
         self.outcomes.append(
-            JobOutcome(job.label, job.folder, outcome, status, cached_from, line=job.line)
+            JobOutcome(job.label, job.folder, outcome, status, cached_from, job.line, error_kind)
         )
         if outcome == "graded":
             again = f", attempt {attempt}" if attempt > 1 else ""

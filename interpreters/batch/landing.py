@@ -26,7 +26,8 @@ from interpreters.batch.transit import CHUNK, Piece
 from interpreters.batch.work import Work
 from interpreters.real.holding import INCOMPLETE, LOCK, Hold
 from interpreters.real.private import FolderRefused, open_below
-from ssegrade import EvaluationResult, PatchResult, RuntimeResult
+from ssegrade import EvaluationResult, RuntimeResult
+from ssegrade.verdict import Crashed, not_graded
 
 __all__ = ["Arrival", "Landing", "TransitError"]
 
@@ -123,10 +124,7 @@ class Arrival:
         """The grading did not arrive whole: its folder cleared, and an `error` result
         saying `why` written in it (as far as the folder can be written)."""
         self.close()
-        result = EvaluationResult(
-            patch_result=PatchResult(status="error", error_msg=f"Exception: {why}"),
-            runtime_result=self.runtime,
-        )
+        result = not_graded(Crashed(why, kind="infrastructure"), self.runtime)
         with contextlib.suppress(OSError):
             self.hold.clear()
             with contextlib.suppress(FileExistsError):

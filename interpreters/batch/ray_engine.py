@@ -24,7 +24,7 @@ from typing import Any
 from interpreters.batch.landing import Arrival, Landing, TransitError
 from interpreters.batch.transit import IN_FLIGHT, grade_on_node
 from interpreters.batch.work import Done, GradeFunction, Work
-from ssegrade import EvaluationResult, PatchResult
+from ssegrade.verdict import Crashed, not_graded
 
 __all__ = ["NO_RAY", "EngineUnavailable", "RayEngine", "check_reachable"]
 
@@ -112,12 +112,8 @@ class RayEngine:
         folder: that grading is an `error` at once)."""
         arrival = self.landing.arrival(work)
         if arrival is None:
-            result = EvaluationResult(
-                patch_result=PatchResult(
-                    status="error", error_msg=f"Exception: {work.results}: not held"
-                ),
-                runtime_result=work.runtime,
-            )
+            lost = Crashed(f"{work.results}: not held", kind="infrastructure")
+            result = not_graded(lost, work.runtime)
             self._ready.append(Done(work.key, result, 0.0))
             return
         stream = self._remote.remote(self.grade, work, self.landing.token)
@@ -174,10 +170,7 @@ class RayEngine:
         message = f"lost on its Ray node: {why}"
         seconds = time.monotonic() - flow.start
         if flow.arrival is None:
-            result = EvaluationResult(
-                patch_result=PatchResult(status="error", error_msg=f"Exception: {message}"),
-                runtime_result=flow.work.runtime,
-            )
+            result = not_graded(Crashed(message, kind="infrastructure"), flow.work.runtime)
             return Done(flow.work.key, result, seconds)
         return Done(flow.work.key, flow.arrival.lost(message), seconds)
 

@@ -48,7 +48,8 @@ from interpreters.real.private import FolderRefused
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import Job, Tally
-from ssegrade.batch.summary import JobsFile, batch_summary
+from ssegrade.batch.summary import RETRY_KINDS, JobsFile, batch_summary
+from ssegrade.result import ErrorKind
 
 __all__ = ["BATCH_SUMMARY", "INCOMPLETE", "BatchReport", "JobOutcome", "run_batch"]
 
@@ -105,6 +106,7 @@ def run_batch(
     force: bool = False,
     retry: bool = True,
     max_attempts: int = 2,
+    retry_kinds: Iterable[ErrorKind] = RETRY_KINDS,
     timeout: int = 3600,
     script_timeout: int | None = None,
     runner_user: str | None = None,
@@ -118,8 +120,9 @@ def run_batch(
 
     `jobs` is a JSON Lines jobs file (paths relative to it) or job lines given in Python
     (paths relative to `base`, default the current folder). A run already graded is skipped,
-    unless `force` (every run is graded again) or its grade is `error` and it took fewer
-    than `max_attempts` attempts (unless `retry` is off). Raises `BadJobs` (one line per
+    unless `force` (every run is graded again) or its grade is an `error` of one of the
+    `retry_kinds` (default: `infrastructure`, `grader`) and it took fewer than
+    `max_attempts` attempts (unless `retry` is off). Raises `BadJobs` (one line per
     problem, every problem of every job at once) before anything runs when a job is invalid,
     its folder holds a grade with another digest (unless `force`) or is not a run folder, or
     `results` is not private (a link, another user's, writable by group or others);
@@ -161,7 +164,7 @@ def run_batch(
             workers,
             ray_address,
             cache,
-            Retry(force=force, retry=retry, max_attempts=max_attempts),
+            Retry(force, retry, max_attempts, frozenset(retry_kinds)),
             label,
             scripts,
         )
@@ -257,6 +260,11 @@ def _write_summary(
             (outcome.folder.relative_to(root).as_posix(), kind)
             for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
             if (kind := outcome.kind) is not None
+        ],
+        errors=[
+            (outcome.folder.relative_to(root).as_posix(), error)
+            for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
+            if (error := outcome.error_kind) is not None and outcome.kind is not None
         ],
     )
     batch.folders.write_top(BATCH_SUMMARY, summary.to_json())

@@ -16,7 +16,10 @@ from typing import Any, Protocol
 
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade import EvaluationResult, PatchResult, RuntimeResult
+from interpreters.real.setup import InputError
+from ssegrade import EvaluationResult, RuntimeResult
+from ssegrade.program import crashed
+from ssegrade.verdict import Crashed, not_graded
 
 __all__ = ["Done", "Engine", "GradeFunction", "Work", "run_work"]
 
@@ -122,10 +125,10 @@ def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
             **_options(work.scripts),
         )
     except Exception as exc:  # noqa: BLE001 - the job's error belongs in its result.json
-        result = EvaluationResult(
-            patch_result=PatchResult(status="error", error_msg=f"Exception: {exc}"),
-            runtime_result=work.runtime,
-        )
+        # What escapes `grade` never reached the grading program (input it refused: the
+        # task's), or its grade could not be written (the host's): no check is known.
+        ending = Crashed(str(exc), kind="task") if isinstance(exc, InputError) else crashed(exc)
+        result = not_graded(Crashed(ending.message, kind=ending.kind), work.runtime)
         results.mkdir(parents=True, exist_ok=True)
         files.atomic_write(results / "result.json", result.to_json())
         return result

@@ -31,7 +31,9 @@ from interpreters.cli.options import (
 from interpreters.real import logs
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.setup import InputError
+from ssegrade.batch.summary import RETRY_KINDS
 from ssegrade.guard import Flag
+from ssegrade.result import ERROR_KINDS, ErrorKind
 from ssegrade.text import inert_text
 
 __all__ = ["batch", "verify"]
@@ -243,6 +245,18 @@ def _flag_line(flag: Flag) -> str:
     return f"the reference patch raises the guard's {flag.kind} flag: {flag.why}{where}"
 
 
+def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[ErrorKind]:
+    """`--retry-kinds`: a comma-separated set of error kinds (empty: none)."""
+    del ctx, param
+    kinds: set[ErrorKind] = set()
+    for word in filter(None, (part.strip() for part in value.split(","))):
+        kind = next((k for k in ERROR_KINDS if k == word), None)
+        if kind is None:
+            raise click.BadParameter(f"{word!r} is not one of {', '.join(ERROR_KINDS)}")
+        kinds.add(kind)
+    return frozenset(kinds)
+
+
 @click.command()
 @click.argument("jobs", type=click.Path(path_type=Path))
 @click.option(
@@ -267,6 +281,13 @@ def _flag_line(flag: Flag) -> str:
     help="Grade a run graded `error` again on resume, up to this many attempts in all.",
 )
 @click.option("--no-retry", is_flag=True, help="Keep runs graded `error` as they are.")
+@click.option(
+    "--retry-kinds",
+    default=",".join(sorted(RETRY_KINDS)),
+    show_default=True,
+    callback=_kinds,
+    help=f"Kinds of `error` graded again on resume, comma-separated ({', '.join(ERROR_KINDS)}).",
+)
 @click.option("--label", help="A name for this batch, written in RESULTS/batch.json.")
 @click.option(
     "-v", "--verbose", is_flag=True, help="Also say each check of each grading, with its log."
@@ -285,6 +306,7 @@ def batch(
     force: bool,
     max_attempts: int,
     no_retry: bool,
+    retry_kinds: frozenset[ErrorKind],
     label: str | None,
     verbose: bool,
     quiet: bool,
@@ -320,6 +342,7 @@ def batch(
             force=force,
             retry=not no_retry,
             max_attempts=max_attempts,
+            retry_kinds=retry_kinds,
             label=label,
             timeout=timeout,
             script_timeout=script_timeout,

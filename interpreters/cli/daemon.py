@@ -33,7 +33,7 @@ from interpreters.real import logs
 from interpreters.real.results import ResultsWriter
 from interpreters.real.setup import InputError, Inputs, graded
 from ssegrade.preview import INTERNAL_FAILURE, preview
-from ssegrade.program import GradeOptions, grade
+from ssegrade.program import GradeOptions, Seen, grade
 from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import Deadline, run
@@ -234,7 +234,10 @@ def evaluate_through_daemon(
         writer = ResultsWriter(inputs.source, results, check=deadline.check)
         interpreter = RemoteGrading(client, writer, deadline, script_timeout=script_timeout)
         options = GradeOptions(task=inputs.task, folder=str(inputs.task_dir), runtime=runtime)
-        return graded(results, runtime, lambda: run(grade(options), interpreter, deadline))
+        seen = Seen()  # a check that failed decides the grade, even if grading breaks after
+        return graded(
+            results, runtime, lambda: run(grade(options, seen), interpreter, deadline), seen
+        )
 
 
 # ---------------------------------------------------------------------------- test-patch

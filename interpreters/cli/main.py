@@ -216,7 +216,8 @@ def _agent_int(
     "--script-timeout",
     type=int,
     callback=positive,
-    help="Time limit of each script, seconds (default: the time left).",
+    help="Time limit of each script, seconds (default: the time left, less 10% of --timeout "
+    "for each script after it).",
 )
 @scripts_options
 @click.option(

@@ -38,13 +38,15 @@ from ssegrade import (
     Deadline,
     EvaluationResult,
     GradeOptions,
-    PatchResult,
     RuntimeResult,
     bencher_interpreter,
     grade,
     run,
 )
 from ssegrade.bencher import fresh_copies
+from ssegrade.checks import scripts_after
+from ssegrade.program import Seen
+from ssegrade.verdict import Crashed, not_graded
 
 __all__ = [
     "HeldGrade",
@@ -95,6 +97,7 @@ def grade_here(
     """
     runtime = runtime if runtime is not None else RuntimeResult()
     scripts = _Scripts(script_timeout, env, memory, containment)
+    seen = Seen()
     with grading_setup(inputs, sources, results) as ready:
         return graded(
             results,
@@ -104,9 +107,10 @@ def grade_here(
                 sources.patch,
                 Deadline.starting(timeout, time.monotonic),
                 scripts,
-                runtime,
+                (runtime, seen),
                 record,
             ),
+            seen,
         )
 
 
@@ -115,10 +119,11 @@ def _grade(
     recorded: bytes | None,
     deadline: Deadline,
     scripts: _Scripts,
-    runtime: RuntimeResult,
+    facts: tuple[RuntimeResult, Seen],
     record: TraceRecorder | None,
 ) -> EvaluationResult:
     task, folder = ready.inputs.task, str(ready.inputs.task_dir)
+    runtime, seen = facts
     system = LocalSystem(
         ready.places,
         ready.inputs.runner,
@@ -126,6 +131,7 @@ def _grade(
         script_timeout=scripts.timeout,
         ahead=True,
         copies=fresh_copies(task),
+        later=lambda label: scripts_after(task.checks, len(task.files.poc), label),
         env=scripts.env,
         memory=scripts.memory,
         containment=scripts.containment,
@@ -137,10 +143,10 @@ def _grade(
             BenchSession(task, folder, recorded=recorded), system, deadline
         )
         if record is None:
-            return run(grade(options), interpret, deadline)
+            return run(grade(options, seen), interpret, deadline)
         record.begin(options)
         try:
-            result = run(grade(options), interpret, deadline, record.observe)
+            result = run(grade(options, seen), interpret, deadline, record.observe)
         except Exception as exc:
             record.end(error=exc)
             raise
@@ -270,10 +276,7 @@ class HeldGrade:
                     containment=containment,
                 )
         except ResultsUnavailable as exc:
-            return EvaluationResult(
-                patch_result=PatchResult(status="error", error_msg=f"Exception: {exc}"),
-                runtime_result=runtime or RuntimeResult(),
-            )
+            return not_graded(Crashed(str(exc), kind="infrastructure"), runtime or RuntimeResult())
 
 
 def read_patch(path: Path) -> bytes:

@@ -11,10 +11,11 @@ folder goes through `ResultsWriter`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
@@ -26,7 +27,14 @@ from interpreters.real import files, git
 from interpreters.real.ahead import WorkAhead
 from interpreters.real.objects import answer_observation
 from interpreters.real.results import ResultsWriter
-from interpreters.real.runner import EnvPolicy, Runner, kill_session, new_session, run_script
+from interpreters.real.runner import (
+    EnvPolicy,
+    LogWriteError,
+    Runner,
+    kill_session,
+    new_session,
+    run_script,
+)
 from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
 from interpreters.real.workspaces import Workspaces
@@ -56,6 +64,7 @@ from ssegrade import (
     WriteArtifact,
 )
 from ssegrade.effects import ResultsEffect, WorkEffect
+from ssegrade.run import script_limit
 
 __all__ = ["LocalSystem", "Places"]
 
@@ -78,7 +87,9 @@ class Places:
 @dataclass(slots=True)
 class LocalSystem:
     """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
-    the whole evaluation's `deadline` (none: no limit), each script at most `script_timeout`.
+    the whole evaluation's `deadline` (none: no limit), each script at most `script_timeout`,
+    by default its share of the time left that keeps time for the `later` scripts after it
+    (`later(label)`: how many; `ssegrade.run.script_limit`).
 
     With `ahead`, work that does not depend on a script's outcome is done in the background
     (see the module's docstring); `close` must then be called at the end.
@@ -92,6 +103,8 @@ class LocalSystem:
     memory: int | None = None
     containment: ContainmentPolicy | None = None
     ahead: bool = False
+    later: Callable[[str], int] = lambda label: 0
+    """How many task scripts grading runs after the one of a label (`scripts_after`)."""
     copies: int | None = None
     """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
     so that none is made ahead in vain."""
@@ -345,16 +358,23 @@ class LocalSystem:
         for path in self._support.restore():
             self._writer.note(f"restored the support folder {path}: a script had changed it")
 
+    def _limit(self, label: str) -> float:
+        """The script's time limit: its share of the time left (`ssegrade.run.script_limit`)."""
+        left = self._left()
+        if left is None or self.deadline is None:
+            return self.script_timeout if self.script_timeout is not None else math.inf
+        return script_limit(left, self.deadline.seconds, self.later(label), self.script_timeout)
+
     def _run(self, effect: RunScript) -> ScriptResult:
         self._restore_support()
-        limits = [x for x in (self._left(), self.script_timeout) if x is not None]
+        limit = self._limit(effect.label)
         try:
             result = run_script(
                 self.runner,
                 [effect.script, *effect.args],
                 Path(effect.workspace.path),
                 home=self._home(),
-                limit=min(limits, default=math.inf),
+                limit=limit,
                 log_path=self._log_path(effect.label),
                 label=effect.label,
                 session=self._token,
@@ -366,6 +386,15 @@ class LocalSystem:
                 view=self._trees.mount(effect.workspace),
                 workspace=self._trees.describe(effect.workspace),
             )
+        except LogWriteError as exc:
+            if exc.result is None or exc.result.not_started is not None:
+                raise
+            # The script ended: its exit code is its check's outcome, whatever became of the
+            # log (a full disk, perhaps of the script's own making, must not undo a failure).
+            with contextlib.suppress(OSError):
+                self._writer.note(f"{exc}: the outcome of {effect.label} stands without it")
+            said = f"\nssegrade: {exc}; the exit code stands\n"
+            result = replace(exc.result, stderr=exc.result.stderr + said)
         finally:
             self._restore_support()
         return result

@@ -76,6 +76,9 @@ def describe_check(record: CheckRecord) -> str:
         applies = "ready" if record.passed else "does not apply to the grading repo"
         left = f"; {len(record.left_out)} paths left out" if record.left_out else ""
         return f"patch: {applies}{left}{log}"
+    if record.name == "end":
+        kind = f"error ({record.error_kind})" if record.error_kind else "a failed check decides"
+        return f"end: {record.ended}; {kind}"
     verdict = "passed" if record.passed else "FAILED"
     how = " (killed at its time limit)" if record.killed else ""
     code = "" if record.passed else f", exit {record.exit_code}"

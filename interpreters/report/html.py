@@ -40,6 +40,7 @@ from interpreters.report.io import RunFiles
 from interpreters.report.links import Linker
 from interpreters.report.output import Ending, Reasons, Spool, write_report
 from interpreters.report.render import SHARES
+from interpreters.report.rows_text import errors_cell
 from interpreters.report.text import minutes, money, p_value, percent
 from ssegrade.checks import grading_order
 from ssegrade.guard.model import KINDS
@@ -334,6 +335,7 @@ class HtmlSink:
             "interval_name": INTERVAL_NAME,
             "clustered_name": CLUSTERED_NAME,
             "test_name": TEST_NAME,
+            "errors": errors_cell,
             "pct": percent,
             "money": money,
             "minutes": minutes,

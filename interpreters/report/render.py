@@ -22,7 +22,7 @@ from interpreters.report.guard import UNFLAGGED, guard_columns, guard_header
 from interpreters.report.io import RunFiles
 from interpreters.report.output import Ending, Spool, write_report
 from ssegrade.checks import grading_order
-from ssegrade.report import Comparison, Report, Share, TaskPart, TaskRow
+from ssegrade.report import Comparison, ErrorCounts, Report, Share, TaskPart, TaskRow
 
 __all__ = ["ACTIVE", "SHARES", "CsvSink", "JsonSink", "inert", "render_csv", "render_json"]
 
@@ -170,7 +170,8 @@ def render_csv(report: Report) -> str:
     """One CSV line per (model, agent) row: counts, share and Wilson bounds of every check,
     then cost per passed run, pass@k and pass^k for the k the report has, then the patch
     guard's columns (`report_guard.guard_header`: the unflagged share, passed runs per kind,
-    runs without a record)."""
+    runs without a record), then the `error` runs: in all, by kind, and those a batch resume
+    grades again (`errors_total`, `errors_timeout`, …, `errors_again`)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     top_k = max((row.trials for row in report.rows), default=0)
@@ -181,6 +182,7 @@ def render_csv(report: Report) -> str:
     header += [f"pass@{k}" for k in range(1, top_k + 1)]
     header += [f"pass^{k}" for k in range(1, top_k + 1)]
     header += guard_header()
+    header += [f"errors_{name}" for name in ErrorCounts.model_fields]
     writer.writerow(header)
     for row in report.rows:
         line: list[object] = [
@@ -200,5 +202,6 @@ def render_csv(report: Report) -> str:
         line += [_r(row.pass_at_k.get(k)) for k in range(1, top_k + 1)]
         line += [_r(row.pass_hat_k.get(k)) for k in range(1, top_k + 1)]
         line += guard_columns(row)
+        line += list(row.errors.model_dump().values())
         writer.writerow(["" if v is None else inert(v) for v in line])
     return out.getvalue()

@@ -24,7 +24,7 @@ from interpreters.report.text import (
     table,
     wrap,
 )
-from ssegrade.report import Comparison, Report, Share
+from ssegrade.report import Comparison, ErrorCounts, Report, Share
 from ssegrade.report import Row as ReportRow
 from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
@@ -39,6 +39,27 @@ def _share(share: Share, sep: str = " ") -> str:
     if sep == "\n":
         return f"{percent(share.share)}\n{share.passed}/{share.of}\n{interval}"
     return f"{percent(share.share)} {share.passed}/{share.of} ({interval})"
+
+
+_SHORT = {"timeout": "timeout", "task": "task", "infrastructure": "infra", "grader": "grader"}
+"""The error kinds as the text table names them (`infra`: the host, the engine, a worker)."""
+
+
+def errors_cell(errors: ErrorCounts, sep: str = " ") -> str:
+    """A row's error runs: `—` for none, else the count, each kind's, and how many a batch
+    resume grades again (`3: 2 timeout, 1 infra; 1 again`, or one part a line).
+
+    >>> errors_cell(ErrorCounts(total=3, timeout=2, infrastructure=1, again=1))
+    '3: 2 timeout, 1 infra; 1 again'
+    """
+    if not errors.total:
+        return "—"
+    kinds = [f"{getattr(errors, kind)} {short}" for kind, short in _SHORT.items()]
+    kinds = [k for k in kinds if not k.startswith("0 ")]
+    again = [f"{errors.again} again"] if errors.again else []
+    if sep == "\n":
+        return "\n".join([str(errors.total), *kinds, *again])
+    return f"{errors.total}: {', '.join(kinds)}" + (f"; {again[0]}" if again else "")
 
 
 def _label(model: str, agent: str) -> str:
@@ -64,8 +85,12 @@ def _share_of(row: ReportRow, key: str, sep: str = " ") -> str:
 
 def rows_table(report: Report, width: int) -> list[str]:
     """The main table: one line per row when it fits, else each row's label on a line of its
-    own (with its runs, spend, minutes and cost) above its shares, stacked."""
+    own (with its runs, spend, minutes and cost) above its shares, stacked. Once a row has an
+    `error` run, an Errors column follows the shares (in the label's line when the stacked
+    shares leave it no room)."""
     shares = _shares(report)
+    errors = any(row.errors.total for row in report.rows)
+    error_column = [Column("Errors")] if errors else []
     wide_columns = [
         Column("Model"),
         Column("Agent"),
@@ -74,6 +99,7 @@ def rows_table(report: Report, width: int) -> list[str]:
         Column("Min", right=True),
         Column("$/pass", right=True),
         *(Column(title) for _, title in shares),
+        *error_column,
     ]
     wide_rows = [
         Row(
@@ -85,23 +111,40 @@ def rows_table(report: Report, width: int) -> list[str]:
                 minutes(row.minutes),
                 money(row.cost_per_pass),
                 *(_share_of(row, key) for key, _ in shares),
+                *([errors_cell(row.errors)] if errors else []),
             ]
         )
         for row in report.rows
     ]
     if fits(wide_columns, wide_rows, width):
         return table(wide_columns, wide_rows, width)
-    columns = [Column(title) for _, title in shares]
+    columns = [*(Column(title) for _, title in shares), *error_column]
     rows = [
         Row(
-            [_share_of(row, key, "\n") for key, _ in shares],
-            head=f"{_label(row.model, row.agent)}: {row.runs} run{'s' if row.runs != 1 else ''}, "
-            f"spend {money(row.spend)}, {minutes(row.minutes)} agent min, "
-            f"{money(row.cost_per_pass)} per pass",
+            [
+                *(_share_of(row, key, "\n") for key, _ in shares),
+                *([errors_cell(row.errors, "\n")] if errors else []),
+            ],
+            head=_head(row),
         )
         for row in report.rows
     ]
+    if errors and not fits(columns, rows, width):  # too narrow: the errors in the label's line
+        columns = columns[:-1]
+        rows = [
+            Row(r.cells[:-1], head=f"{r.head}, errors {errors_cell(row.errors)}")
+            for r, row in zip(rows, report.rows, strict=True)
+        ]
     return table(columns, rows, width)
+
+
+def _head(row: ReportRow) -> str:
+    """A stacked row's label: model and agent, runs, spend, agent minutes, cost per pass."""
+    return (
+        f"{_label(row.model, row.agent)}: {row.runs} run{'s' if row.runs != 1 else ''}, "
+        f"spend {money(row.spend)}, {minutes(row.minutes)} agent min, "
+        f"{money(row.cost_per_pass)} per pass"
+    )
 
 
 def rules_note(report: Report) -> str:
@@ -111,13 +154,25 @@ def rules_note(report: Report) -> str:
             f"{INTERVAL_NAME}, over every kept run of the row, as SSEBench's report counts; "
             "PoCs: every PoC ran and passed (PoCs that never ran, or a task without any, count "
             "as not passed). In SSEBench's order. $/pass: spend per passed run."
+            + _errors_note(report)
             + _guard_note(report)
         )
     return (
         f"Each share: percent, passed/of and (low–high), the {INTERVAL_NAME}, over the kept "
         "runs whose task has the check; PoCs: every PoC passed (not run: not passed). Sorted "
-        "by pass share. $/pass: spend per passed run." + _guard_note(report)
+        "by pass share. $/pass: spend per passed run." + _errors_note(report) + _guard_note(report)
     )
+
+
+def _errors_note(report: Report) -> str:
+    return _ERRORS_NOTE if any(row.errors.total for row in report.rows) else ""
+
+
+_ERRORS_NOTE = (
+    " Errors: runs graded `error` (neither passed nor failed: out of every share), by "
+    "kind (timeout, task, infra: the host or a worker, grader: ssegrade); again: those a "
+    "batch resume grades again."
+)
 
 
 def _guard_note(report: Report) -> str:

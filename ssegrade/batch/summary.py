@@ -14,10 +14,11 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from ssegrade.result import Status
+from ssegrade.result import ErrorKind, Status
 
 __all__ = [
     "KINDS",
+    "RETRY_KINDS",
     "BatchCounts",
     "BatchRuns",
     "BatchSummary",
@@ -84,6 +85,8 @@ class BatchSummary(_Frozen):
     interrupted: bool
     counts: BatchCounts
     runs: BatchRuns
+    errors: dict[ErrorKind, tuple[str, ...]] = {}
+    """The `error` runs (graded by this batch or found so) by the kind of their error."""
 
     @model_validator(mode="after")
     def _counted(self) -> BatchSummary:
@@ -115,8 +118,10 @@ def batch_summary(
     ended_at: AwareDatetime,
     interrupted: bool,
     outcomes: Iterable[tuple[str, RunKind]],
+    errors: Iterable[tuple[str, ErrorKind]] = (),
 ) -> BatchSummary:
-    """The summary of a batch whose jobs ended as `outcomes` (run folder, kind), in order.
+    """The summary of a batch whose jobs ended as `outcomes` (run folder, kind), in order,
+    with the `errors` among them (run folder, kind of error; a skipped run's too).
 
     >>> from datetime import datetime, timezone
     >>> now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
@@ -142,19 +147,42 @@ def batch_summary(
         interrupted=interrupted,
         counts=BatchCounts(**{kind: len(found) for kind, found in lists.items()}),
         runs=BatchRuns(**{kind: tuple(found) for kind, found in lists.items()}),
+        errors=_by_kind(errors),
     )
 
 
+def _by_kind(errors: Iterable[tuple[str, ErrorKind]]) -> dict[ErrorKind, tuple[str, ...]]:
+    found: dict[ErrorKind, list[str]] = {}
+    for folder, kind in errors:
+        found.setdefault(kind, []).append(folder)
+    return {kind: tuple(folders) for kind, folders in sorted(found.items())}
+
+
+RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
+"""The kinds of `error` resume grades again by default: the host's and ssegrade's. A patch
+that ran out of time (`timeout`) or a broken task (`task`) would only do it again."""
+
+
 def next_attempt(
-    status: Status, attempts: int, *, force: bool, retry: bool, max_attempts: int
+    status: Status,
+    attempts: int,
+    *,
+    force: bool,
+    retry: bool,
+    max_attempts: int,
+    kind: ErrorKind | None = None,
+    kinds: frozenset[ErrorKind] = RETRY_KINDS,
 ) -> int | None:
     """The attempt number of a new grading of a run already graded `status` in `attempts`
     attempts, or None to keep it: `force` grades any run again (attempt 1, a new series); an
-    `error` is graded again while fewer than `max_attempts` attempts were made, unless
-    `retry` is off; any other grade is kept.
+    `error` of one of the `kinds` (its `kind`; unknown: `grader`) is graded again while
+    fewer than `max_attempts` attempts were made, unless `retry` is off; any other grade is
+    kept.
 
-    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2)
+    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2, kind="grader")
     2
+    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2, kind="timeout") is None
+    True
     >>> next_attempt("error", 2, force=False, retry=True, max_attempts=2) is None
     True
     >>> next_attempt("passed", 1, force=True, retry=False, max_attempts=1)
@@ -162,6 +190,7 @@ def next_attempt(
     """
     if force:
         return 1
-    if status == "error" and retry and attempts < max_attempts:
+    wanted = (kind or "grader") in kinds
+    if status == "error" and retry and wanted and attempts < max_attempts:
         return attempts + 1
     return None

@@ -127,11 +127,14 @@ def observed_outcomes(task: Task, folder: str, run: ControlRun) -> dict[str, boo
     """What one run showed for each outcome `expected_outcomes` names; None: it did not run.
 
     PoCs are read from the run's check records (matched by the PoC's path in `folder`), or,
-    when the grade says all or none of them passed, from the grade alone.
+    when the grade says all or none of them passed, from the grade alone. A grading did not
+    finish when it is `error` or its records hold an `end` (a failed check decides the grade
+    of a grading that did not finish).
     """
     patch = run.patch
+    ended = any(r.name == "end" for r in run.checks)  # a failed grade may not have finished
     seen: dict[str, bool | None] = {
-        _FINISHED: patch.status != "error",
+        _FINISHED: patch.status != "error" and not ended,
         _APPLY: patch.error_msg != "Patch apply failed",
     }
     for check in grading_order():
@@ -185,7 +188,8 @@ def _witness(task: Task, folder: str, key: str, about: str, run: ControlRun) -> 
     """The evidence of `about` (an outcome `key`) in `run`: the check's record there."""
     records = run.checks
     if key == _FINISHED:  # the check that was running when grading stopped, if any
-        found = records[-1] if records else None
+        checks = [r for r in records if r.name not in ("end", "guard")]
+        found = checks[-1] if checks else None
         return Evidence(about, run.control, run.n, "grading", found.log_file if found else None)
     if key == _APPLY:
         name, poc = "prepare", None

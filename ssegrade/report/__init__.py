@@ -25,6 +25,7 @@ from ssegrade.report.guard import GuardTally, RowGuard, exclude_flagged, row_gua
 from ssegrade.report.model import (
     Comparison,
     Containment,
+    ErrorCounts,
     Excluded,
     Interval,
     Report,
@@ -62,6 +63,7 @@ __all__ = [
     "Z95",
     "Comparison",
     "Containment",
+    "ErrorCounts",
     "Excluded",
     "Fold",
     "GuardTally",

@@ -46,6 +46,7 @@ from ssegrade.report.rules import Rules, is_error
 from ssegrade.report.select import Selection, Selector
 from ssegrade.report.summary import RunRecord
 from ssegrade.report.tally import RowTally, new_counts
+from ssegrade.result import error_kind_of
 from ssegrade.task import Check
 
 __all__ = ["Fold", "TaskPart", "aggregate", "parts_of", "summarize"]
@@ -171,6 +172,7 @@ def _excluded(rec: RunRecord, errors_as_failures: bool, rules: Rules) -> Exclude
         started_at=rec.started_at,
         flags=rec.flags,
         containment=_mode(rec),
+        error_kind=error_kind_of(patch.status, patch.error_msg, rec.error_kind),
     )
 
 
@@ -257,12 +259,13 @@ class Fold:
         passed: dict[RowKey, bool] = {}
         counts = new_counts()
         for key, recs in by_row.items():
-            tally = self._tallies.get(key)
-            if tally is None:
-                tally = self._tallies[key] = RowTally(self.rules)
-            passed[key] = 2 * tally.add(recs, has, counts) > len(recs)
+            passed[key] = 2 * self._tally(key).add(recs, has, counts) > len(recs)
             self._models.setdefault(key[0], len(self._models))
             self._agents.setdefault(key[1], len(self._agents))
+        # Every error run is counted beside its row's shares, kept (as failed) or not.
+        for rec in (*(rec for _, rec in kept), *excluded):
+            if not rec.reference and is_error(rec, self.rules):
+                self._tally((rec.model, rec.agent)).add_error(rec)
         row = None
         if kept:
             self.outcomes.add(passed)
@@ -283,6 +286,12 @@ class Fold:
             excluded=tuple(_excluded(rec, self.errors_as_failures, self.rules) for rec in excluded),
         )
 
+    def _tally(self, key: RowKey) -> RowTally:
+        tally = self._tallies.get(key)
+        if tally is None:
+            tally = self._tallies[key] = RowTally(self.rules)
+        return tally
+
     def _row_order(self, row: Row) -> tuple[object, ...]:
         """ssegrade's rows by pass share (highest first), then (model, agent); SSEBench's by
         the order in which models, then agents, first appear among the kept runs sorted by
@@ -294,7 +303,9 @@ class Fold:
     def report(self) -> Report:
         """The report of every task added so far: its rows, sorted, and its counts; the
         per-task rows and the runs are in the parts `add` gave."""
-        rows = sorted((t.row(key) for key, t in self._tallies.items()), key=self._row_order)
+        # A (model, agent) with error runs only has no row (its runs are listed as left out).
+        made = (t.row(key) for key, t in self._tallies.items() if t.runs)
+        rows = sorted(made, key=self._row_order)
         return Report(
             runs=self.runs,
             rows=tuple(rows),

@@ -14,11 +14,12 @@ from pydantic import BaseModel, ConfigDict
 
 from ssegrade.report.rules import Rules
 from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
-from ssegrade.result import Status
+from ssegrade.result import ErrorKind, Status
 from ssegrade.task import Check
 
 __all__ = [
     "Comparison",
+    "ErrorCounts",
     "Excluded",
     "Interval",
     "Report",
@@ -69,6 +70,19 @@ class Share(_Out):
         return Share(passed=passed, of=of, share=passed / of, low=bounds[0], high=bounds[1])
 
 
+class ErrorCounts(_Out):
+    """A row's `error` runs, by kind (SPEC §3): an error is neither a pass nor a failure, so
+    it is counted beside the shares, never silently dropped. `again` is how many of them a
+    batch resume grades again by default (`infrastructure` and `grader`)."""
+
+    total: int = 0
+    timeout: int = 0
+    task: int = 0
+    infrastructure: int = 0
+    grader: int = 0
+    again: int = 0
+
+
 class Interval(_Out):
     """A 95 % interval around a share."""
 
@@ -90,6 +104,11 @@ class Row(_Out):
     passed and raised no flag, over the same runs as `passed` (None when no run carries a
     guard record); `flagged`, how many passed runs raised each kind; `unguarded`, the runs
     without a guard record.
+
+    `errors` counts the row's `error` runs by kind: those left out of the shares (the latest
+    run of their task under `--runs latest`), and those counted as failed with
+    `--errors-as-failures`. A (model, agent) whose runs are all errors has no row: its runs
+    are listed among those left out.
     """
 
     model: str
@@ -111,6 +130,7 @@ class Row(_Out):
     unflagged: Share | None = None
     flagged: dict[str, int] = {}
     unguarded: int = 0
+    errors: ErrorCounts = ErrorCounts()
 
     @property
     def key(self) -> RowKey:
@@ -138,7 +158,8 @@ class TaskRow(_Out):
 
 class Excluded(_Out):
     """A run left out of the shares: a reference run, an `error` run (under `latest`, the
-    latest run of its task, model and agent), or a run `--exclude-flagged` took out."""
+    latest run of its task, model and agent; `error_kind` its kind), or a run
+    `--exclude-flagged` took out."""
 
     task: str
     model: str
@@ -158,6 +179,7 @@ class Excluded(_Out):
     started_at: datetime | None = None
     flags: tuple[str, ...] | None = None
     containment: Containment = "unknown"
+    error_kind: ErrorKind | None = None
 
 
 class TaskRun(_Out):

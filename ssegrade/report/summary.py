@@ -79,6 +79,7 @@ class _RunConfig(TypedDict, total=False):
 
 class _Runtime(TypedDict, total=False):
     agent_duration: float | None
+    error_kind: object  # informative: a value of another type is read as no kind
 
 
 _Grade = TypeVar("_Grade")
@@ -171,7 +172,8 @@ class RunRecord(NamedTuple):
     grade a batch reused for this run; `status_given` whether the grade said its status (else
     it was derived); `containment` the mode its scripts ran in (`full`, `weak`), None when its
     summary does not say. `flags` are the kinds of flag the patch guard raised (empty: none),
-    None when the run carries no guard record.
+    None when the run carries no guard record. `error_kind` is `runtime_result.error_kind` as
+    written (None: not said; `ssegrade.result.error_kind_of` reads it with the grade).
     """
 
     task: str
@@ -189,6 +191,7 @@ class RunRecord(NamedTuple):
     status_given: bool = True
     flags: tuple[str, ...] | None = None
     containment: str | None = None
+    error_kind: object = None
 
 
 _KNOWN = frozenset(KINDS)
@@ -345,6 +348,7 @@ def parse_run(
             status_given=given,
             flags=guard_flags(doc.get("guard")),
             containment=mode if (mode := doc.get("containment")).__class__ is str else None,
+            error_kind=runtime.get("error_kind"),
         )
     )
 

@@ -16,12 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
+from ssegrade.batch.summary import RETRY_KINDS
 from ssegrade.checks import grading_order
 from ssegrade.report.guard import GuardTally
-from ssegrade.report.model import Interval, Row, RowKey, Share
+from ssegrade.report.model import ErrorCounts, Interval, Row, RowKey, Share
 from ssegrade.report.rules import Rules, counted
 from ssegrade.report.stats import clustered_wilson, pass_at_k, pass_hat_k
 from ssegrade.report.summary import RunRecord
+from ssegrade.result import error_kind_of
 from ssegrade.task import Check
 
 __all__ = ["CheckCounts", "ExactSum", "RowTally", "count_checks", "new_counts"]
@@ -109,7 +111,16 @@ _ONE = 1 << _SCALE
 class RowTally:
     """What a `Row` needs, counted task by task (see the module's docstring)."""
 
-    __slots__ = ("_checks", "_guard", "_minutes", "_rules", "_spend", "_tasks", "runs")
+    __slots__ = (
+        "_checks",
+        "_errors",
+        "_guard",
+        "_minutes",
+        "_rules",
+        "_spend",
+        "_tasks",
+        "runs",
+    )
 
     def __init__(self, rules: Rules) -> None:
         self._rules: Rules = rules
@@ -118,7 +129,15 @@ class RowTally:
         self._minutes = ExactSum()
         self._tasks: Counter[tuple[int, int]] = Counter()
         self._guard = GuardTally()
+        self._errors: Counter[str] = Counter()
         self.runs = 0
+
+    def add_error(self, rec: RunRecord) -> None:
+        """Count one `error` run of the row, by its kind."""
+        patch = rec.patch
+        kind = error_kind_of("error", patch.error_msg, rec.error_kind) or "grader"
+        self._errors[kind] += 1
+        self._errors["again"] += kind in RETRY_KINDS
 
     def add(
         self, kept: Sequence[RunRecord], has: frozenset[Check], task: CheckCounts | None = None
@@ -175,7 +194,18 @@ class RowTally:
             unflagged=guard.unflagged,
             flagged=guard.flagged,
             unguarded=guard.unguarded,
+            errors=self._error_counts(),
         )
+
+    def _error_counts(self) -> ErrorCounts:
+        errors = self._errors
+        if not errors:
+            return _NO_ERRORS
+        total = sum(n for kind, n in errors.items() if kind != "again")
+        return ErrorCounts(total=total, **errors)
+
+
+_NO_ERRORS = ErrorCounts()
 
 
 def _mean(

@@ -8,6 +8,7 @@ name and message), a union discriminated by `exception`; `raised_of` makes the r
 
 from __future__ import annotations
 
+import builtins
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -22,6 +23,7 @@ __all__ = [
     "NotStartedRaised",
     "Raised",
     "RecordedError",
+    "RecordedOSError",
     "TimeLimitRaised",
     "exception_of",
     "raised_of",
@@ -35,6 +37,18 @@ class RecordedError(Exception):
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(message)
         self.type = type_name
+
+
+class RecordedOSError(RecordedError, OSError):
+    """A recorded `OSError` (a full disk, a lost file system), raised again as one: the kind
+    of `error` it gives (`infrastructure`) is the recorded run's."""
+
+
+def _recorded(type_name: str, message: str) -> RecordedError:
+    known = getattr(builtins, type_name, None)
+    if isinstance(known, type) and issubclass(known, OSError):
+        return RecordedOSError(type_name, message)
+    return RecordedError(type_name, message)
 
 
 class TimeLimitRaised(BaseModel):
@@ -100,7 +114,9 @@ def exception_of(raised: Raised) -> Exception:
     """The exception to throw into the program again for a recorded one.
 
     >>> exception_of(raised_of(OSError("disk full")))
-    RecordedError('disk full')
+    RecordedOSError('disk full')
+    >>> exception_of(raised_of(KeyError("k")))
+    RecordedError("'k'")
     """
     match raised:
         case TimeLimitRaised(seconds=seconds):
@@ -110,4 +126,4 @@ def exception_of(raised: Raised) -> Exception:
         case NotStartedRaised(message=message, log=log):
             return ScriptNotStarted(message, log)
         case ErrorRaised(type=type_name, message=message):
-            return RecordedError(type_name, message)
+            return _recorded(type_name, message)

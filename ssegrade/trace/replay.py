@@ -10,19 +10,19 @@ recorded one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ssegrade.effects import Effect, ObserveGuard, WriteGuard
 from ssegrade.guard.facts import GuardFacts
-from ssegrade.program import grade
+from ssegrade.program import Seen, crashed, grade
 from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import run
 from ssegrade.trace.changes import verdict_changes
 from ssegrade.trace.codec import answer_type
 from ssegrade.trace.document import Trace
-from ssegrade.trace.raised import ErrorRaised, InterruptRaised, Raised, exception_of, raised_of
-from ssegrade.verdict import Crashed, Interrupted, escaped
+from ssegrade.trace.raised import InterruptRaised, Raised, exception_of, raised_of
+from ssegrade.verdict import Interrupted, Outcomes, not_graded
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]
 
@@ -90,16 +90,16 @@ class Replay:
             )
 
 
-def escaped_result(raised: Raised, runtime: RuntimeResult) -> EvaluationResult:
-    """The `error` document the evaluator writes itself when an exception escapes the
-    grading program (as `interpreters.real.setup.graded` does), without the traceback the trace
-    does not keep."""
+def escaped_result(
+    raised: Raised, runtime: RuntimeResult, seen: Outcomes | None = None
+) -> EvaluationResult:
+    """The document the evaluator writes itself when an exception escapes the grading
+    program (as `interpreters.real.setup.graded` does: decided by a failed check among those
+    `seen` to finish, else an `error`), without the traceback the trace does not keep."""
     if isinstance(raised, InterruptRaised):
-        return EvaluationResult(
-            patch_result=escaped(Interrupted(raised.signal)), runtime_result=runtime
-        )
-    message = raised.message if isinstance(raised, ErrorRaised) else str(exception_of(raised))
-    return EvaluationResult(patch_result=escaped(Crashed(message)), runtime_result=runtime)
+        return not_graded(Interrupted(raised.signal), runtime, seen)
+    ending = crashed(exception_of(raised))
+    return not_graded(replace(ending, detail=None), runtime, seen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +112,14 @@ class Replayed:
     changes: tuple[str, ...]
 
 
-def _document(result: EvaluationResult | None, raised: Raised | None, trace: Trace) -> Any:
+def _document(
+    result: EvaluationResult | None, raised: Raised | None, trace: Trace, seen: Seen
+) -> Any:
     if result is not None:
         return result
     if raised is None:
         raise ValueError("the trace holds neither a document nor an exception")
-    return escaped_result(raised, trace.options.runtime)
+    return escaped_result(raised, trace.options.runtime, seen.outcomes())
 
 
 def replay(trace: Trace) -> Replayed:
@@ -126,11 +128,12 @@ def replay(trace: Trace) -> Replayed:
     interpreter = Replay(trace)
     result: EvaluationResult | None = None
     raised: Raised | None = None
+    seen = Seen()  # the same steps as the recorded run: what it saw, it sees
     try:
-        result = run(grade(trace.options), interpreter)
+        result = run(grade(trace.options, seen), interpreter)
     except Exception as exc:  # noqa: BLE001 - escaped the program, as in the recorded run
         raised = raised_of(exc)
     interpreter.done()
-    now = _document(result, raised, trace)
-    before = _document(trace.result, trace.raised, trace)
+    now = _document(result, raised, trace, seen)
+    before = _document(trace.result, trace.raised, trace, seen)
     return Replayed(now, before, verdict_changes(before, now))

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import IO
 
+from ssegrade.answers import ScriptResult
+
 __all__ = [
     "KEPT_HEAD",
     "KEPT_TAIL",
@@ -34,7 +36,10 @@ OUTPUT_KEPT = KEPT_HEAD + KEPT_TAIL
 
 
 class LogWriteError(OSError):
-    """The log file of a script run could not be written (e.g. the results disk is full)."""
+    """The log file of a script run could not be written (e.g. the results disk is full);
+    `result` is how the script ended all the same, when it ran (`run_script` sets it)."""
+
+    result: ScriptResult | None = None
 
 
 def cut_line(count: int) -> bytes:

@@ -16,6 +16,7 @@ import shlex
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from interpreters.real.runner.account import Runner, who
@@ -27,6 +28,7 @@ from interpreters.real.runner.output import (
     KEPT_TAIL,
     LOG_HEAD,
     LOG_TAIL,
+    LogWriteError,
     bounded,
     ends_with_newline,
     write_log,
@@ -86,7 +88,7 @@ def run_script(
     `not_started` (one with a `#!` line but no exec bit is run through its interpreter, with a
     warning in the log). A script killed by a signal answers 128 + its number, as shells do.
     Never raises for what the script does; raises `LogWriteError` (an `OSError`) when the log
-    cannot be written.
+    cannot be written, holding how the script ended.
     """
     ensure_subreaper()
     run_id = secrets.token_hex(8)
@@ -153,17 +155,21 @@ def run_script(
             *confinement.notes,
             *run.notes,
         ]
-        log_file = write_log(log_path, header, out, err)
-        return ScriptResult(
+        ended = ScriptResult(
             code=code,
             stdout=bounded(out, KEPT_HEAD, KEPT_TAIL).decode(errors="replace"),
             stderr=bounded(err, KEPT_HEAD, KEPT_TAIL).decode(errors="replace"),
             seconds=round(seconds, 3),
             killed=killed,
-            log_file=log_file,
             not_started=None if start_error is None else start_error.removeprefix("ssegrade: "),
             containment=None if refused else mechanisms.mode,
         )
+        try:
+            log_file = write_log(log_path, header, out, err)
+        except LogWriteError as exc:
+            exc.result = ended  # how the script ended is known: the caller may keep it
+            raise
+        return replace(ended, log_file=log_file)
 
 
 def _argument_folders(argv: Sequence[str]) -> list[Path]:

@@ -8,7 +8,6 @@ the grading program.
 from __future__ import annotations
 
 import signal
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from interpreters.real import files, holding
 from interpreters.real.setup.errors import Interrupted, NotWritten
 from interpreters.real.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, verdict
-from ssegrade.program import GradingInterrupted
+from ssegrade.program import GradingInterrupted, Seen, crashed
 
 __all__ = ["graded", "interrupts_raise", "verdict_line"]
 
@@ -56,22 +55,26 @@ def interrupts_raise() -> Iterator[_Signals]:
 
 
 def graded(
-    results: Path, runtime: RuntimeResult, grade: Callable[[], EvaluationResult]
+    results: Path,
+    runtime: RuntimeResult,
+    grade: Callable[[], EvaluationResult],
+    seen: Seen | None = None,
 ) -> EvaluationResult:
     """Run `grade`; SIGTERM/SIGINT become `GradingInterrupted`, which the grading program
-    turns into an `error` grade, and whatever escapes it still leaves an `error` result.json
-    behind (`NotWritten` when even that cannot be written). After an interrupt, raises
-    `Interrupted` (exit 130 or 143) once the result is written."""
+    turns into an ending of its grade, and whatever escapes it still leaves a result.json
+    behind (`NotWritten` when even that cannot be written): an `error`, unless a check the
+    grading saw finish (`seen`, which `grade` fills) had failed, which decides the grade.
+    After an interrupt, raises `Interrupted` (exit 130 or 143) once the result is written."""
     with interrupts_raise() as signals:
         try:
             result = grade()
         except Exception as exc:  # noqa: BLE001 - the grade must still be written
             if isinstance(exc, GradingInterrupted):
-                patch = verdict.escaped(verdict.Interrupted(exc.signal))
+                ending: verdict.Crashed | verdict.Interrupted = verdict.Interrupted(exc.signal)
             else:
-                detail = "".join(traceback.format_exception(exc))
-                patch = verdict.escaped(verdict.Crashed(str(exc), detail))
-            result = EvaluationResult(patch_result=patch, runtime_result=runtime)
+                ending = crashed(exc)
+            outcomes = seen.outcomes() if seen is not None else None
+            result = verdict.not_graded(ending, runtime, outcomes)
             try:
                 files.atomic_write(results / "result.json", result.to_json())
             except OSError as write_error:
