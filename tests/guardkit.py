@@ -104,6 +104,13 @@ def c_paths(draw: st.DrawFn) -> str:
 
 
 @st.composite
+def plain_paths(draw: st.DrawFn) -> str:
+    """The path of a file the guard reads line by line, not as code (a script, Java)."""
+    suffix = draw(st.sampled_from(["sh", "java", "txt", "js"]))
+    return f"{draw(folders)}/{draw(identifiers)}.{suffix}"
+
+
+@st.composite
 def neutral_edits(draw: st.DrawFn) -> Edit:
     """An edit of a C file, away from every pattern the guard flags."""
     removed = tuple(draw(st.lists(c_lines(), max_size=4)))

@@ -286,7 +286,7 @@ def test_the_daemon_serves_the_facts_on_the_admin_socket_only() -> None:
     reply = made.admin.post("/guard/observe")
     assert reply.status_code == 200
     body = reply.json()
-    assert set(body) == {"pocs", "hidden_tests", "objects"}
+    assert set(body) == {"pocs", "hidden_tests", "objects", "sources"}
     assert [(p["path"], base64.urlsafe_b64decode(p["data"])) for p in body["pocs"]] == [
         ("pocs/a.bin", b"\xff\x00poc"),
         ("pocs/b.bin", b"second"),

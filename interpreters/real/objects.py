@@ -1,5 +1,6 @@
 """What the patch guard observes on disk: which sanitizer runtimes the objects a grading build
-produced carry (`ScanObjects`), and the bytes of task files (`ReadTaskFile`).
+produced carry (`ScanObjects`), the bytes of task files (`ReadTaskFile`) and of the grading
+repo's files a patch changes (`ReadRepoFiles`).
 
 Interpreter side (files), read-only. The build ran as the runner, which is hostile, so the copy
 it left is walked with directory descriptors only: each folder opened relative to its parent
@@ -31,8 +32,8 @@ from typing import assert_never
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import ReadTaskFile, ScanObjects
-from ssegrade.guard import ObjectScan, SanitizerRuntime
+from ssegrade.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
+from ssegrade.guard import ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.run import Deadline
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "Reads",
     "answer_observation",
     "elf_markers",
+    "read_repo_file",
     "read_start",
     "scan_objects",
 ]
@@ -328,15 +330,47 @@ def read_start(path: str, limit: int) -> Result[bytes, str]:
         os.close(fd)
 
 
+def read_repo_file(repo: Path, rel: str, limit: int) -> bytes | None:
+    """The bytes of the regular file at `rel` in `repo` when it holds at most `limit`, each
+    folder on the way opened with O_NOFOLLOW (no link is followed); None otherwise."""
+    parts = rel.split("/")
+    if not rel or any(part in ("", ".", "..") for part in parts):
+        return None
+    try:
+        at = os.open(repo, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            below = os.open(part, _DIR_FLAGS, dir_fd=at)
+            os.close(at)
+            at = below
+        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=at)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+                return None
+            data = _read_at(fd, limit + 1, 0)
+            return data if len(data) <= limit else None
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(at)
+
+
 def answer_observation(
-    effect: ReadTaskFile | ScanObjects, repo: Path, deadline: Deadline | None
-) -> Result[bytes, str] | ObjectScan:
+    effect: ReadTaskFile | ReadRepoFiles | ScanObjects, repo: Path, deadline: Deadline | None
+) -> Result[bytes, str] | ObjectScan | tuple[SourceFile, ...]:
     """Answer the guard's system effects: a task file's bytes, or a scan of a build's copy
     (against the grading repo `repo`, for at most `SCAN_SECONDS` or the time `deadline`
     leaves)."""
     match effect:
         case ReadTaskFile(path=path, limit=limit):
             return read_start(path, limit)
+        case ReadRepoFiles(paths=paths, limit=limit):
+            return tuple(SourceFile(path, read_repo_file(repo, path, limit)) for path in paths)
         case ScanObjects(workspace=workspace, runtimes=runtimes, skip=skip):
             seconds = SCAN_SECONDS if deadline is None else min(SCAN_SECONDS, deadline.left())
             # The grade is written by now: a scan begun at the limit still gets a moment.

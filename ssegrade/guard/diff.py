@@ -16,7 +16,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_BINARY", "FileChange", "diff_paths", "parse_diff"]
+__all__ = ["MAX_BINARY", "FileChange", "apply_delta", "diff_paths", "parse_diff"]
 
 MAX_BINARY = 16 << 20
 """The most bytes a binary literal of a patch is inflated to (a patch may be hostile)."""
@@ -53,6 +53,10 @@ class FileChange:
     literal: bytes | None = None
     encoded: list[bytes] | None = field(default=None, repr=False, compare=False)
     """The base85 lines of the new content of a binary file, until `content` inflates them."""
+    hunks: list[tuple[int, list[bytes]]] = field(default_factory=list, repr=False, compare=False)
+    """Each text hunk: its first old line (1-based) and its lines, each with its mark."""
+    delta: list[bytes] | None = field(default=None, repr=False, compare=False)
+    """The base85 lines of a binary file's forward delta (`delta N`), for `after`."""
 
     def content(self) -> bytes | None:
         """The new content of a binary file when the patch carries it whole (`literal`,
@@ -75,6 +79,103 @@ class FileChange:
     def added(self) -> tuple[bytes, ...]:
         """Every added line, in order."""
         return tuple(line for run in self.runs for line in run)
+
+    def after(self, before: bytes | None, limit: int = MAX_BINARY) -> bytes | None:
+        """The file's content after the patch, given its content `before` (None: absent), or
+        None when the patch does not say it (a hunk that does not fit, a binary change
+        without its data) or it would exceed `limit` bytes."""
+        if self.new_path is None:
+            return None
+        if self.binary:
+            whole = self.content()
+            if whole is not None or self.delta is None or before is None:
+                return whole
+            data, _ = _literal_bytes(self.delta, 0)
+            try:
+                return apply_delta(before, zlib.decompressobj().decompress(data, limit), limit)
+            except (zlib.error, ValueError):
+                return None
+        return _apply_hunks(before or b"", self.hunks, limit)
+
+
+def _apply_hunks(before: bytes, hunks: list[tuple[int, list[bytes]]], limit: int) -> bytes | None:
+    """Text hunks applied to `before` at the lines they name; None when one does not fit."""
+    old = before.split(b"\n")
+    out: list[bytes] = []
+    at = 0
+    size = 0
+    for start, lines in hunks:
+        first = max(start - 1, 0) if any(line[:1] in (b" ", b"-") for line in lines) else start
+        if first < at or first > len(old):
+            return None
+        out += old[at:first]
+        at = first
+        for line in lines:
+            mark, body = line[:1], line[1:]
+            if mark in (b" ", b"-", b""):
+                if at >= len(old) or old[at].rstrip(b"\r") != body.rstrip(b"\r"):
+                    return None
+                if mark != b"-":
+                    out.append(old[at])
+                at += 1
+            elif mark == b"+":
+                out.append(body)
+                size += len(body) + 1
+        if size > limit:
+            return None
+    out += old[at:]
+    return b"\n".join(out)[:limit]
+
+
+def apply_delta(base: bytes, delta: bytes, limit: int = MAX_BINARY) -> bytes:
+    """A git binary delta (`delta N` of a `GIT binary patch`) applied to `base`.
+
+    >>> apply_delta(b"hello world", bytes([11, 8, 0x91, 0, 5, 3]) + b"!!!")
+    b'hello!!!'
+    """
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            if pos >= len(delta):
+                raise ValueError("truncated delta")
+            byte = delta[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    if varint() != len(base):
+        raise ValueError("the delta is for another base")
+    size = varint()
+    if size > limit:
+        raise ValueError("too large")
+    out = bytearray()
+    while pos < len(delta):
+        op = delta[pos]
+        pos += 1
+        if op & 0x80:
+            fields = [0] * 7
+            for bit in range(7):
+                if op & (1 << bit):
+                    fields[bit] = delta[pos]
+                    pos += 1
+            offset = fields[0] | fields[1] << 8 | fields[2] << 16 | fields[3] << 24
+            count = (fields[4] | fields[5] << 8 | fields[6] << 16) or 0x10000
+            out += base[offset : offset + count]
+        elif op:
+            out += delta[pos : pos + op]
+            pos += op
+        else:
+            raise ValueError("reserved delta opcode")
+        if len(out) > size:
+            raise ValueError("the delta overruns its size")
+    if len(out) != size:
+        raise ValueError("the delta's size differs")
+    return bytes(out)
 
 
 def _unquote(text: str) -> str:
@@ -220,10 +321,16 @@ class _Reader:
         change = self.current
         assert change is not None
         run: list[bytes] = []
+        found = _HUNK.match(self.lines[i])
+        start = int(found.group(0).split(b" ")[1][1:].split(b",")[0]) if found else 0
+        body: list[bytes] = []
+        change.hunks.append((start, body))
         i += 1
         while i < len(self.lines) and (old > 0 or new > 0):
             line = self.lines[i]
             mark = line[:1]
+            if mark in (b"+", b"-", b" ", b""):
+                body.append(line or b" ")
             if mark == b"+":
                 run.append(line[1:])
                 new -= 1
@@ -275,9 +382,18 @@ class _Reader:
                 if line.startswith(b"literal ") and self.current.binary:
                     end = _skip_block(lines, i + 1)
                     change = self.current
-                    wanted = change.literal is None and change.encoded is None
+                    wanted = (
+                        change.literal is None and change.encoded is None and change.delta is None
+                    )
                     if self.literals and wanted and change.new_path is not None:
                         change.encoded = lines[i + 1 : end]  # the new side's: inflated on use
+                    i = end
+                    continue
+                if line.startswith(b"delta ") and self.current.binary:
+                    end = _skip_block(lines, i + 1)
+                    change = self.current
+                    if self.literals and change.delta is None and change.literal is None:
+                        change.delta = lines[i + 1 : end]
                     i = end
                     continue
             i += 1
