@@ -156,6 +156,11 @@ def _signal(node: Node | None) -> str | None:
     return "?"
 
 
+def _folded(node: Node) -> str:
+    """An argument's text with adjacent string literals joined (`"ASAN_" "OPTIONS"`)."""
+    return re.sub(r'"\s*"', "", text(node))
+
+
 def _crash_call(reading: Reading, node: Node, name: str, args: list[Node], code: str) -> None:
     if name in _SIGNAL_CALLS:
         sig = _signal(args[0] if args else None)
@@ -180,7 +185,7 @@ def _read_c(root: Node, reading: Reading, code: str) -> None:
             _crash_call(reading, node, name, args, code)
             if _HOOK_CALLS.search(name):
                 reading.add("sanitizer", f"call {name}", node)
-            if name in ("setenv", "putenv") and args and "SAN_OPTIONS" in text(args[0]):
+            if name in ("setenv", "putenv") and args and "SAN_OPTIONS" in _folded(args[0]):
                 reading.add("sanitizer", f"{name} sanitizer options", node)
         elif kind == "function_declarator":
             name = _name(node.child_by_field_name("declarator"))

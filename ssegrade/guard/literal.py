@@ -191,8 +191,10 @@ def _hits(index: dict[bytes, str], data: bytes, least: int) -> Iterator[str]:
 
 
 def _short(wanted: list[tuple[str, bytes]], least: int) -> list[tuple[str, bytes]]:
-    """The needles shorter than `least` that are matched whole."""
-    return [(p, n) for p, n in wanted if SHORTEST <= len(n) < least and len(set(n)) >= 3]
+    """The needles shorter than `least` that are matched whole (without a final NUL or line
+    end, which a C string or a line of text supplies itself)."""
+    trimmed = ((p, n.rstrip(b"\0\r\n")) for p, n in wanted if len(n) < least)
+    return [(p, n) for p, n in trimmed if len(n) >= SHORTEST and len(set(n)) >= 3]
 
 
 def poc_in_literals(
