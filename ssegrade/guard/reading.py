@@ -20,6 +20,7 @@ from ssegrade.guard.code import Finding, Reading, new_findings, read_code
 from ssegrade.guard.diff import FileChange, parse_diff
 from ssegrade.guard.facts import SOURCE_BYTES, SOURCE_FILES, GuardFacts
 from ssegrade.guard.model import Flag, Kind
+from ssegrade.guard.rules import VENDOR_FOLDERS
 from ssegrade.guard.syntax import available, language_of
 
 __all__ = [
@@ -36,6 +37,10 @@ CONFIGS = frozenset(
      "go.mod", "CMakeLists.txt", "CTestCustom.cmake", "CTestConfig.cmake")
 )  # fmt: skip
 """Files read on both sides for their settings."""
+
+CODE_BYTES = 8 << 20
+"""The most bytes of code one patch has read as syntax trees (both sides, the patch's own
+files first); the rest is read line by line, as files that are not code."""
 
 _WHY: dict[Kind, str] = {
     "crash-handler": "the code the patch adds installs a catcher that can swallow the crash",
@@ -93,6 +98,10 @@ def read_sides(changes: Iterable[FileChange], facts: GuardFacts | None) -> list[
     return out
 
 
+def _vendored(path: str) -> bool:
+    return any(part in VENDOR_FOLDERS for part in path.split("/")[:-1])
+
+
 def _flag(kind: Kind, path: str, found: Sequence[Finding]) -> Flag:
     keys = "; ".join(dict.fromkeys(f"{f.key} (line {f.line})" for f in found[:5]))
     return Flag(
@@ -107,9 +116,13 @@ def code_flags(sides: Sequence[Sides]) -> tuple[list[Flag], dict[str, set[bytes]
     literals: dict[str, set[bytes]] = {}
     if not available():
         return flags, literals
-    for side in sides:
+    budget = CODE_BYTES
+    for side in sorted(sides, key=lambda s: _vendored(s.path)):
         if side.language is None or side.after is None:
             continue
+        budget -= len(side.after) + len(side.before or b"")
+        if budget < 0:
+            break
         after = read_code(side.language, side.path, side.after)
         before: Reading | None = None
         if side.before:
