@@ -34,6 +34,7 @@ from returns.result import Failure, Result, Success
 
 from ssegrade.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
 from ssegrade.guard import ObjectScan, SanitizerRuntime, SourceFile
+from ssegrade.guard.sanitizers import HOOK_SYMBOLS
 from ssegrade.run import Deadline
 
 __all__ = [
@@ -69,6 +70,9 @@ _MAX_DEPTH = 128
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 2, 6, 11
+_HOOKS = tuple(name.encode() + b"\0" for name in HOOK_SYMBOLS)
+"""The hooks, whole names (`\0`-ended): looked for in relocatable objects only, since a
+sanitizer's runtime linked into a program defines its own weak defaults."""
 
 
 def _read_at(fd: int, size: int, offset: int) -> bytes:
@@ -99,10 +103,11 @@ class Reads:
         return self.left <= 0
 
 
-def _headers(fd: int, reads: Reads) -> tuple[struct.Struct, int, int, int] | None:
+def _headers(fd: int, reads: Reads, base: int = 0) -> tuple[struct.Struct, int, int, int] | None:
     """The section header's layout, and where the section table is, its entry size and its
-    entry count, of the ELF file open at `fd`; None when it is not one."""
-    head = reads.read(fd, 64, 0)
+    entry count, of the ELF file open at `fd` (from `base`: an archive's member); None when
+    it is not one."""
+    head = reads.read(fd, 64, base)
     if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
         return None
     order = "<" if head[5] == 1 else ">"
@@ -110,9 +115,9 @@ def _headers(fd: int, reads: Reads) -> tuple[struct.Struct, int, int, int] | Non
         if len(head) < 64:
             return None
         shoff, shentsize, shnum = struct.unpack_from(f"{order}Q10xHH", head, 40)
-        return struct.Struct(f"{order}IIQQQQII"), shoff, shentsize, shnum
+        return struct.Struct(f"{order}IIQQQQII"), base + shoff, shentsize, shnum
     shoff, shentsize, shnum = struct.unpack_from(f"{order}I10xHH", head, 32)
-    return struct.Struct(f"{order}IIIIIIII"), shoff, shentsize, shnum
+    return struct.Struct(f"{order}IIIIIIII"), base + shoff, shentsize, shnum
 
 
 def _sections(
@@ -149,16 +154,19 @@ def _table_holds(
     return found
 
 
-def elf_markers(fd: int, needles: tuple[bytes, ...], reads: Reads) -> set[bytes] | None:
+def elf_markers(
+    fd: int, needles: tuple[bytes, ...], reads: Reads, base: int = 0
+) -> set[bytes] | None:
     """The needles some entry starts with in the string tables the symbol tables and the
     dynamic section of the ELF file open at `fd` use; None when it is not an ELF file.
     Every byte read (header, section table, string tables) is counted in `reads`, which
-    stops it when spent; at most `CHUNK` bytes are held at once."""
-    layout = _headers(fd, reads)
+    stops it when spent; at most `CHUNK` bytes are held at once. `base`: where the ELF file
+    starts in `fd` (a member of an archive)."""
+    layout = _headers(fd, reads, base)
     if layout is None:
         return None
     entry, shoff, shentsize, shnum = layout
-    if not shoff or shnum == 0 or shentsize < entry.size:
+    if shoff == base or shnum == 0 or shentsize < entry.size:
         return set()
     linked = bytearray(shnum)  # one flag a section: at most 64 KiB
     for _, fields in _sections(fd, reads, entry, shoff, shentsize, shnum):
@@ -168,10 +176,36 @@ def elf_markers(fd: int, needles: tuple[bytes, ...], reads: Reads) -> set[bytes]
     last = linked.rfind(1)
     for index, fields in _sections(fd, reads, entry, shoff, shentsize, last + 1):
         if linked[index]:
-            found |= _table_holds(fd, reads, fields[4], fields[5], needles)
+            found |= _table_holds(fd, reads, base + fields[4], fields[5], needles)
         if reads.spent() or len(found) == len(needles):
             break
     return found
+
+
+_ARCHIVE = b"!<arch>\n"
+_MAX_MEMBERS = 4096
+
+
+def archive_members(fd: int, reads: Reads) -> Iterator[tuple[int, bool]]:
+    """Where each member of the `ar` archive open at `fd` starts (a static library, a Rust
+    `.rlib`), and whether it is a relocatable object; at most `_MAX_MEMBERS` of them."""
+    offset = len(_ARCHIVE)
+    for _ in range(_MAX_MEMBERS):
+        header = reads.read(fd, 60, offset)
+        if len(header) < 60 or header[58:60] != b"`\n":
+            return
+        try:
+            size = int(header[48:58].strip() or b"0")
+        except ValueError:
+            return
+        start = offset + 60
+        if header.startswith(b"#1/"):  # a BSD name stored before the data
+            with contextlib.suppress(ValueError):
+                start += int(header[3:16].strip())
+        magic = reads.read(fd, 18, start)
+        if magic[:4] == b"\x7fELF":
+            yield start, magic[16:18] in (b"\x01\x00", b"\x00\x01")
+        offset += 60 + size + (size & 1)
 
 
 @dataclass
@@ -185,6 +219,7 @@ class _Scan:
     budget: int = MAX_READ
     reads: Reads = field(init=False)
     carrying: dict[str, str] = field(default_factory=dict)
+    hooks: dict[str, str] = field(default_factory=dict)
     stopped: str | None = None
 
     def __post_init__(self) -> None:
@@ -224,7 +259,17 @@ class _Scan:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size < 52 or self.unchanged(rel, info):
                 return
-            found = elf_markers(fd, self.needles(), self.reads)
+            head = self.reads.read(fd, 18, 0)
+            if head.startswith(_ARCHIVE):
+                members = list(archive_members(fd, self.reads))
+            else:
+                members = [(0, head[16:18] in (b"\x01\x00", b"\x00\x01"))]
+            found: set[bytes] | None = None
+            for base, relocatable in members:
+                hooks = _HOOKS if relocatable else ()
+                seen = elf_markers(fd, self.needles() + hooks, self.reads, base)
+                if seen is not None:
+                    found = (found or set()) | seen
         except OSError:
             return
         finally:
@@ -232,6 +277,8 @@ class _Scan:
         if found is None:
             return
         self.examined += 1
+        for hook in found & set(_HOOKS):
+            self.hooks.setdefault(hook[:-1].decode(), rel)
         for runtime in self.runtimes:
             if runtime.name not in self.carrying and found & {m.encode() for m in runtime.markers}:
                 self.carrying[runtime.name] = rel
@@ -309,7 +356,8 @@ def scan_objects(
         scan.done()
     carrying = tuple((r.name, scan.carrying[r.name]) for r in runtimes if r.name in scan.carrying)
     stopped = None if len(carrying) == len(runtimes) else scan.stopped
-    return ObjectScan(examined=scan.examined, carrying=carrying, stopped=stopped)
+    hooks = tuple(sorted(scan.hooks.items()))
+    return ObjectScan(examined=scan.examined, carrying=carrying, stopped=stopped, hooks=hooks)
 
 
 def read_start(path: str, limit: int) -> Result[bytes, str]:
