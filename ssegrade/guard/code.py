@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ssegrade.guard.literal import decode_escapes
@@ -394,9 +393,3 @@ def read_code(language: str, path: str, data: bytes) -> Reading:
             _read_python(root, reading)
     _literals(root, reading)
     return reading
-
-
-def findings_text(findings: list[Finding]) -> Iterator[str]:
-    """Each finding as `key (line N)`."""
-    for finding in findings:
-        yield f"{finding.key} (line {finding.line})"
