@@ -14,6 +14,7 @@ import pytest
 from interpreters.real.objects import read_repo_file, scan_objects
 from ssegrade import Task
 from ssegrade.guard import GuardFacts, guard, runtimes_for
+from tests.guardkit import fake_elf
 
 ASAN = runtimes_for("address")
 HOOK = """#define J(a, b) a##b
@@ -69,3 +70,23 @@ def test_a_repo_file_is_read_whole_never_through_a_link(tmp_path: Path) -> None:
     for rel in ("src/link.c", "up/secret", "../secret", "src/missing.c", "src"):
         assert read_repo_file(repo, rel, 100) is None
     assert read_repo_file(repo, "src/a.c", 3) is None  # larger than the limit
+
+
+def test_a_cargo_build_s_objects_are_reached_before_its_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cargo leaves thousands of cache files beside its objects: a bounded scan must reach
+    `target/<triple>/<profile>/deps` before it stops."""
+    repo, copy = tmp_path / "repo", tmp_path / "copy"
+    repo.mkdir()
+    for folder in ("incremental", ".fingerprint", *(f"cache{n}" for n in range(30))):
+        cache = copy / "target" / folder
+        cache.mkdir(parents=True)
+        for i in range(30):
+            (cache / f"f{i}.bin").write_bytes(b"x" * 60)
+    deps = copy / "target" / "x86_64-unknown-linux-gnu" / "debug" / "deps"
+    deps.mkdir(parents=True)
+    (deps / "rle-0123").write_bytes(fake_elf(b"__asan_init"))
+    monkeypatch.setattr("interpreters.real.objects.MAX_ENTRIES", 20)
+    scan = scan_objects(copy, repo, ASAN)
+    assert scan.carrying == (("address", "target/x86_64-unknown-linux-gnu/debug/deps/rle-0123"),)

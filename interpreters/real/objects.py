@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import struct
 import time
@@ -208,6 +209,26 @@ def archive_members(fd: int, reads: Reads) -> Iterator[tuple[int, bool]]:
         offset += 60 + size + (size & 1)
 
 
+_OUTPUTS = frozenset(
+    ("target", "deps", "build", "_build", "out", "bin", "lib", ".libs", "obj", "debug", "release")
+)
+_TRIPLE = re.compile(r"^[a-z0-9_]+-(?:unknown|pc|apple|linux|none|w64)-")
+_LAST = frozenset(("incremental", ".fingerprint", ".git", "node_modules", "doc"))
+
+
+def _outputs_first(entries: Iterator[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    """A folder's entries, where builds put their objects first (cargo's `target/<profile>/`
+    and `target/<triple>/<profile>/deps`, `build/`, `.libs/`), caches and histories last: a
+    scan bounded in time and entries reaches the objects before it stops."""
+
+    def rank(entry: os.DirEntry[str]) -> int:
+        if entry.name in _OUTPUTS or _TRIPLE.match(entry.name):
+            return 0
+        return 2 if entry.name in _LAST else 1
+
+    return sorted(entries, key=rank)
+
+
 @dataclass
 class _Scan:
     pristine: Path
@@ -296,7 +317,7 @@ class _Scan:
         """Depth first from the folder `root`, holding one descriptor per level."""
         stack: list[tuple[int, str, Iterator[os.DirEntry[str]]]] = []
         try:
-            stack.append((root, "", iter(list(os.scandir(root)))))
+            stack.append((root, "", iter(_outputs_first(os.scandir(root)))))
             while stack and not self.done():
                 dir_fd, rel, entries = stack[-1]
                 entry = next(entries, None)
@@ -322,7 +343,7 @@ class _Scan:
                 except OSError:
                     continue  # swapped for a link, or gone
                 try:
-                    listed = list(os.scandir(sub))
+                    listed = _outputs_first(os.scandir(sub))
                 except OSError:
                     os.close(sub)
                     continue
