@@ -52,6 +52,7 @@ KERNEL = [
     "ssegrade.guard.facts",
     "ssegrade.guard.literal",
     "ssegrade.guard.model",
+    "ssegrade.guard.patching",
     "ssegrade.guard.reading",
     "ssegrade.guard.rules",
     "ssegrade.guard.sanitizers",

@@ -3,6 +3,7 @@
 Pure core, advisory: nothing here is read by the verdict. One concept per module:
 
 - `ssegrade.guard.diff`: a patch's bytes → the files it touches and how (`parse_diff`);
+- `ssegrade.guard.patching`: a file's patch applied to its bytes (text hunks, binary deltas);
 - `ssegrade.guard.rules`: the one table of rules (`RULES`), data only;
 - `ssegrade.guard.sanitizers`: sanitizer names and the runtime marks objects carry;
 - `ssegrade.guard.literal`: whether added lines or literals spell out a PoC's bytes;
