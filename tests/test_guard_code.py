@@ -73,3 +73,14 @@ def test_an_older_guard_json_still_reads() -> None:
     report = GuardReport.model_validate_json(old)
     (read,) = report.flags
     assert (read.confidence, read.where, report.notes) == ("pattern", None, ())
+
+
+def test_the_checks_record_says_how_sure_each_flag_is_and_where() -> None:
+    from interpreters.real.results import guard_record
+
+    patch = make_patch([Edit("src/x.c", (), (b"void f(void) { signal(SIGSEGV, h); }",))])
+    record = guard_record(guard_report(patch, TASK, None), "/results/guard.json")
+    assert record["flags"] == ["crash-handler"]
+    assert record["seen"] == [
+        {"kind": "crash-handler", "confidence": "pattern", "where": "src/x.c:1"}
+    ]
