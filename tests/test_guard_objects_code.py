@@ -90,3 +90,21 @@ def test_a_cargo_build_s_objects_are_reached_before_its_caches(
     monkeypatch.setattr("interpreters.real.objects.MAX_ENTRIES", 20)
     scan = scan_objects(copy, repo, ASAN)
     assert scan.carrying == (("address", "target/x86_64-unknown-linux-gnu/debug/deps/rle-0123"),)
+
+
+@needs_gcc
+def test_a_hook_is_found_in_an_object_after_the_runtime_was(tmp_path: Path) -> None:
+    """The scan does not stop at the first object carrying the runtime: the hook may be in
+    another one."""
+    repo, copy = _trees(tmp_path)
+    (copy / "build").mkdir()
+    (copy / "zz").mkdir()
+    (copy / "plain.c").write_text("int f(int *p) { return *p; }\n")
+    for source, out in (("plain.c", "build/m.o"), ("m.c", "zz/h.o")):
+        subprocess.run(
+            ["gcc", "-fsanitize=address", "-c", "-o", str(copy / out), str(copy / source)],
+            check=True,
+        )
+    scan = scan_objects(copy, repo, ASAN)
+    assert scan.carrying == (("address", "build/m.o"),)
+    assert scan.hooks == (("__asan_default_options", "zz/h.o"),)

@@ -16,10 +16,11 @@ dynamic section use holds an entry starting with one of the runtime's markers (`
 chunk at a time (`CHUNK`): a file whose header claims huge or many tables (a sparse file of
 terabytes) costs the scan its byte budget, never its memory. The scan is bounded: in time
 (`seconds`), in entries walked, in bytes read of all files together (`MAX_READ`, every byte
-counted); it stops as soon as every runtime asked for is found. Folders where builds put
-objects are walked first (`target/<triple>/<profile>/deps`, `build/`), caches last. A
-relocatable object that names a sanitizer hook (`__asan_default_options`, …) is reported too
-(`ObjectScan.hooks`): the runtime's own weak defaults live in programs, not there.
+counted). Folders where builds put objects are walked first (`target/<triple>/<profile>/deps`,
+`build/`), caches last. A relocatable object that names a sanitizer hook
+(`__asan_default_options`, …) is reported too (`ObjectScan.hooks`): the runtime's own weak
+defaults live in programs, not there; once every runtime asked for is found, the scan goes on
+for at most `HOOK_SECONDS`, reading relocatable objects only, to find them.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from ssegrade.run import Deadline
 
 __all__ = [
     "CHUNK",
+    "HOOK_SECONDS",
     "MAX_ENTRIES",
     "MAX_READ",
     "MIN_SECONDS",
@@ -69,6 +71,9 @@ SCAN_SECONDS = 30.0
 
 MIN_SECONDS = 2.0
 """The shortest: the guard runs once the grade is written, even when the limit is spent."""
+
+HOOK_SECONDS = 5.0
+"""The longest a scan goes on looking for sanitizer hooks once every runtime is found."""
 
 MAX_ENTRIES = 500_000
 """The most folder entries a scan walks."""
@@ -113,14 +118,22 @@ class _Scan:
     reads: Reads = field(init=False)
     carrying: dict[str, str] = field(default_factory=dict)
     hooks: dict[str, str] = field(default_factory=dict)
+    hunt_until: float | None = None
     stopped: str | None = None
 
     def __post_init__(self) -> None:
         self.reads = Reads(self.budget)
 
+    def hunting(self) -> bool:
+        """Whether every runtime is found, so only hooks are still looked for."""
+        return len(self.carrying) == len(self.runtimes)
+
     def done(self) -> bool:
-        if len(self.carrying) == len(self.runtimes):
-            return True
+        if self.hunting():
+            if self.hunt_until is None:
+                self.hunt_until = min(self.until, time.monotonic() + HOOK_SECONDS)
+            left = time.monotonic() < self.hunt_until and self.entries < MAX_ENTRIES
+            return not left or self.reads.spent()
         if self.stopped is None:
             if time.monotonic() >= self.until:
                 self.stopped = "out of time"
@@ -154,9 +167,11 @@ class _Scan:
                 return
             head = self.reads.read(fd, 18, 0)
             if head.startswith(ARCHIVE):
-                members = list(archive_members(fd, self.reads))
+                members = [] if self.hunting() else list(archive_members(fd, self.reads))
             else:
                 members = [(0, head[16:18] in (b"\x01\x00", b"\x00\x01"))]
+                if self.hunting() and not members[0][1]:
+                    members = []  # only relocatable objects can name a hook of their own
             found: set[bytes] | None = None
             for base, relocatable in members:
                 hooks = _HOOKS if relocatable else ()
