@@ -137,6 +137,7 @@ def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
             where=path,
         )
         for symbol, path in scan.hooks
+        if not is_test_path(path)  # a test or fuzz harness may set its own options
     ]
     if scan.examined == 0:
         return flags  # nothing found to examine: a note (`_notes`), never a flag
