@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -96,3 +97,12 @@ def test_a_hook_in_a_test_harness_object_is_no_evidence() -> None:
     cheat = (("__asan_default_options", "build/src/main.o"),)
     facts = GuardFacts(objects=ObjectScan(3, (("address", "build/a.o"),), hooks=cheat))
     assert [(f.kind, f.confidence) for f in guard(b"", TASK, facts)] == [("sanitizer", "evidence")]
+
+
+def test_a_rust_regression_test_beside_the_fix_is_not_the_fix(tmp_path: Path) -> None:
+    """Rust keeps tests in the file they test: a `#[cfg(test)]` module holding the PoC's bytes
+    and catching its panic is a regression test, not a catcher nor a special case."""
+    from tests.guardkit import CASES, case_facts, case_patch, load_case
+
+    case = load_case(CASES / "fix_rust_regression_test.case")
+    assert guard(case_patch(case, tmp_path / "repo"), TASK, case_facts(case)) == ()

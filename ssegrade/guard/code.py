@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ssegrade.guard.literal import decode_escapes
@@ -107,8 +108,8 @@ def _byte_value(node: Node) -> int | None:
     return number if 0 <= number <= 255 else None
 
 
-def _literals(root: Node, reading: Reading) -> None:
-    for node in nodes(root):
+def _literals(root: Node, reading: Reading, prune: Callable[[Node], bool] | None) -> None:
+    for node in nodes(root, prune):
         kind = node.type
         if kind == "concatenated_string" or (
             kind in _STRINGS
@@ -286,9 +287,25 @@ def _rust_uses(root: Node) -> dict[str, str]:
     return names
 
 
+_RUST_TEST = re.compile(r"^#\[(?:cfg\(test\)|(?:\w+::)*test)\]$")
+
+
+def rust_test(node: Node) -> bool:
+    """Whether `node` is a Rust item only tests build: a `#[cfg(test)]` module or item, a
+    `#[test]` function (a regression test may hold the PoC and catch its panic)."""
+    if node.type not in ("mod_item", "function_item", "impl_item", "const_item", "static_item"):
+        return False
+    before = node.prev_named_sibling
+    while before is not None and before.type == "attribute_item":
+        if _RUST_TEST.match(re.sub(r"\s+", "", text(before))):
+            return True
+        before = before.prev_named_sibling
+    return False
+
+
 def _read_rust(root: Node, reading: Reading, code: str) -> None:
     aliases = _rust_uses(root)
-    for node in nodes(root):
+    for node in nodes(root, rust_test):
         if node.type == "call_expression":
             callee = node.child_by_field_name("function")
             name = _resolved(callee, aliases, "::").removeprefix("::")
@@ -391,5 +408,5 @@ def read_code(language: str, path: str, data: bytes) -> Reading:
             _read_rust(root, reading, code)
         else:
             _read_python(root, reading)
-    _literals(root, reading)
+    _literals(root, reading, rust_test if language == "rust" else None)
     return reading

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
@@ -85,11 +85,14 @@ def parse(language: str, data: bytes) -> Node:
     return _parser(language).parse(data.replace(b"\0", b" ")).root_node
 
 
-def nodes(root: Node) -> Iterator[Node]:
-    """Every node under `root`, depth first, in source order (no recursion)."""
+def nodes(root: Node, prune: Callable[[Node], bool] | None = None) -> Iterator[Node]:
+    """Every node under `root`, depth first, in source order (no recursion); a node `prune`
+    holds true of is left out with everything under it."""
     stack = [root]
     while stack:
         node = stack.pop()
+        if prune is not None and prune(node):
+            continue
         yield node
         stack.extend(reversed(node.children))
 
