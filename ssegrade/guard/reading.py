@@ -80,8 +80,10 @@ def read_sides(changes: Iterable[FileChange], facts: GuardFacts | None) -> list[
     """Both sides of each changed file the guard reads (see the module's docstring)."""
     known = {} if facts is None else {s.path: s for s in facts.sources}
     out = []
-    for change in changes:
-        if not _read(change) or change.new_path is None:
+    room = 2 * CODE_BYTES  # what one patch's sides may hold: the rest is read line by line
+    order = sorted(changes, key=lambda c: (language_of(c.path) is not None, _vendored(c.path)))
+    for change in order:
+        if not _read(change) or change.new_path is None or room <= 0:
             continue
         language = language_of(change.path)
         source = known.get(change.old_path or "")
@@ -90,11 +92,14 @@ def read_sides(changes: Iterable[FileChange], facts: GuardFacts | None) -> list[
         if change.old_path is None or (source is not None and before is not None):
             after = change.after(before, SOURCE_BYTES * 4)
         if after is not None:
-            out.append(Sides(change.path, before, after, True, language))
+            side = Sides(change.path, before, after, True, language)
         else:
             removed = b"\n".join(change.removed)
             added = b"\n".join(change.added) if not change.binary else change.content()
-            out.append(Sides(change.path, removed, added, False, language))
+            side = Sides(change.path, removed, added, False, language)
+        room -= len(side.before or b"") + len(side.after or b"")
+        if room >= 0:
+            out.append(side)
     return out
 
 
