@@ -62,7 +62,27 @@ class Sides:
 
 
 def _read(change: FileChange) -> bool:
-    return language_of(change.path) is not None or PurePosixPath(change.path).name in CONFIGS
+    named = language_of(change.path) is not None or PurePosixPath(change.path).name in CONFIGS
+    return named or change.binary  # a binary change may be source its suffix does not name
+
+
+_C_WORDS = re.compile(rb"#\s*include\b|\b(?:int|void|char|static|struct)\b[^;{}]*[;{]")
+
+
+def _text_language(data: bytes | None) -> str | None:
+    """`c` for bytes that read as C text (a NUL byte or two aside), else None: a file git
+    called binary is still code when its content says so.
+
+    >>> _text_language(b"#include <signal.h>\\n/* \\0 */ int f(void);"), _text_language(b"\\x89PNG")
+    ('c', None)
+    """
+    if not data:
+        return None
+    head = data[: 64 << 10]
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in head)
+    if printable < 0.95 * len(head) or _C_WORDS.search(head) is None:
+        return None
+    return "c"
 
 
 def source_paths(patch: bytes) -> tuple[str, ...]:
@@ -91,6 +111,8 @@ def read_sides(changes: Iterable[FileChange], facts: GuardFacts | None) -> list[
         before = None if source is None else source.before
         if change.old_path is None or (source is not None and before is not None):
             after = change.after(before, SOURCE_BYTES * 4)
+        if language is None and change.binary:
+            language = _text_language(after if after is not None else change.content())
         if after is not None:
             side = Sides(change.path, before, after, True, language)
         else:
