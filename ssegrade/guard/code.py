@@ -43,6 +43,7 @@ _NO_SANITIZE = re.compile(
 )
 _CATCHERS = {"set_terminate", "SetUnhandledExceptionFilter", "AddVectoredExceptionHandler"}
 _BROAD = {"Exception", "BaseException", "builtins.Exception", "builtins.BaseException"}
+_QUOTES = (b'"""', b"'''", b'"', b"'", b"`")
 _PREFIX = re.compile(r"^(?:[bBrRuUfF]{0,2}|L|u8|u|U)(?=[\"'`])")
 
 
@@ -80,16 +81,19 @@ def new_findings(before: Reading | None, after: Reading) -> list[Finding]:
 
 
 def _string(node: Node) -> bytes:
+    """A string or char literal's bytes: prefix and quotes off, escapes decoded unless raw
+    (Python's `r"…"`, Go's backquotes, Rust's `r#"…"#`)."""
     raw = bytes(node.text or b"")
     found = _PREFIX.match(raw.decode("latin-1"))
-    body = raw[found.end() if found else 0 :]
-    for quote in (b'"""', b"'''", b'"', b"'", b"`"):
+    prefix, body = raw[: found.end() if found else 0], raw[found.end() if found else 0 :]
+    verbatim = b"r" in prefix.lower() or body[:1] == b"`" or node.type == "raw_string_literal"
+    if node.type == "raw_string_literal":
+        body = body.lstrip(b"r#").rstrip(b"#")
+    for quote in _QUOTES:
         if body.startswith(quote) and body.endswith(quote) and len(body) >= 2 * len(quote):
             body = body[len(quote) : -len(quote)]
             break
-    if raw[:1] in (b"r", b"R") or (body == bytes(node.text or b"")[1:-1] and raw[:1] == b"`"):
-        return body
-    return decode_escapes(body)
+    return body if verbatim else decode_escapes(body)
 
 
 _STRINGS = {"string_literal", "interpreted_string_literal", "raw_string_literal", "string"}
@@ -97,6 +101,7 @@ _ITEMS = {"char_literal", "number_literal", "int_literal", "rune_literal", "inte
 
 
 def _byte_value(node: Node) -> int | None:
+    """The byte a char or number literal of an array spells, or None (not a byte)."""
     if node.type in ("char_literal", "rune_literal"):
         value = _string(node)
         return value[0] if len(value) == 1 else None
@@ -109,6 +114,8 @@ def _byte_value(node: Node) -> int | None:
 
 
 def _literals(root: Node, reading: Reading, prune: Callable[[Node], bool] | None) -> None:
+    """Record the code's literals: strings (adjacent ones, or Go's `"a" + "b"`, folded) and
+    arrays of bytes or chars (`{'A', 0x41}`, `[0xff, 0x00]`)."""
     for node in nodes(root, prune):
         kind = node.type
         if kind == "concatenated_string" or (
