@@ -66,7 +66,7 @@ def _read(change: FileChange) -> bool:
     return named or change.binary  # a binary change may be source its suffix does not name
 
 
-_C_WORDS = re.compile(rb"#\s*include\b|\b(?:int|void|char|static|struct)\b[^;{}]*[;{]")
+_C_WORDS = re.compile(rb"#\s*include\b|\b(?:int|void|char|static|struct)\b[^;{}]{0,200}[;{]")
 
 
 def _text_language(data: bytes | None) -> str | None:

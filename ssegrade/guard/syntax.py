@@ -127,31 +127,41 @@ def _macros(root: Node) -> dict[bytes, tuple[list[bytes] | None, bytes]]:
     return found
 
 
-def _arguments(tokens: list[bytes], start: int) -> tuple[list[bytes], int] | None:
+def _closing(tokens: list[bytes]) -> dict[int, int]:
+    """Each `(` token's index → the index of the `)` that closes it (unclosed ones left out)."""
+    pairs: dict[int, int] = {}
+    open_: list[int] = []
+    for index, token in enumerate(tokens):
+        if token == b"(":
+            open_.append(index)
+        elif token == b")" and open_:
+            pairs[open_.pop()] = index
+    return pairs
+
+
+def _arguments(
+    tokens: list[bytes], start: int, closing: dict[int, int]
+) -> tuple[list[bytes], int] | None:
     """The arguments of a call whose `(` is at `start` or after blanks; (args, index after)."""
     i = start
     while i < len(tokens) and tokens[i].isspace():
         i += 1
-    if i >= len(tokens) or tokens[i] != b"(":
+    end = closing.get(i)
+    if end is None:
         return None
     depth, current, args = 0, bytearray(), []
-    for j in range(i, len(tokens)):
-        token = tokens[j]
+    for token in tokens[i + 1 : end]:
         if token == b"(":
             depth += 1
-            if depth == 1:
-                continue
         elif token == b")":
             depth -= 1
-            if depth == 0:
-                args.append(bytes(current).strip())
-                return args, j + 1
-        elif token == b"," and depth == 1:
+        elif token == b"," and depth == 0:
             args.append(bytes(current).strip())
             current = bytearray()
             continue
         current += token
-    return None
+    args.append(bytes(current).strip())
+    return args, end + 1
 
 
 def _substitute(params: list[bytes], args: list[bytes], body: bytes) -> bytes:
@@ -170,11 +180,19 @@ def _substitute(params: list[bytes], args: list[bytes], body: bytes) -> bytes:
     return re.sub(rb"\s*##\s*", b"", b"".join(out))
 
 
-def _expand_once(data: bytes, macros: dict[bytes, tuple[list[bytes] | None, bytes]]) -> bytes:
+def _expand_once(
+    data: bytes, macros: dict[bytes, tuple[list[bytes] | None, bytes]]
+) -> bytes | None:
+    """One pass of expansion; None when it would grow past `_MAX_EXPANDED` bytes."""
     tokens = _TOKEN.findall(data)
+    closing = _closing(tokens)
     out: list[bytes] = []
+    size = 0
     i = 0
     while i < len(tokens):
+        if size > _MAX_EXPANDED:
+            return None
+        size += len(out[-1]) if out else 0
         token = tokens[i]
         macro = macros.get(token)
         if macro is None:
@@ -186,7 +204,7 @@ def _expand_once(data: bytes, macros: dict[bytes, tuple[list[bytes] | None, byte
             out.append(body)
             i += 1
             continue
-        call = _arguments(tokens, i + 1)
+        call = _arguments(tokens, i + 1, closing)
         if call is None:
             out.append(token)
             i += 1
@@ -215,7 +233,7 @@ def expand_c(language: str, data: bytes) -> bytes:
     expanded = bytes(blanked)
     for _ in range(_PASSES):
         again = _expand_once(expanded, macros)
-        if again == expanded or len(again) > _MAX_EXPANDED:
+        if again is None or again == expanded:
             break
         expanded = again
     return expanded
