@@ -39,3 +39,15 @@ def test_text_that_almost_reads_as_c_is_judged_quickly() -> None:
     start = time.perf_counter()
     assert _text_language(b"int " * 16000) is None
     assert time.perf_counter() - start < 2
+
+
+def test_many_calls_in_one_huge_function_cost_its_size_once() -> None:
+    from ssegrade.guard.code import read_code
+
+    calls = b"    std::panic::catch_unwind(|| 1);\n" * 20000
+    go = b"package a\nfunc f() {\n" + b"\tdefer func() { recover() }()\n" * 20000 + b"}\n"
+    start = time.perf_counter()
+    rust = read_code("rust", "a.rs", b"fn f() {\n" + calls + b"}\n")
+    assert len(rust.findings) == 20000
+    assert len(read_code("go", "a.go", go).findings) == 20000
+    assert time.perf_counter() - start < 20

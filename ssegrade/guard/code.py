@@ -168,10 +168,12 @@ def _folded(node: Node) -> str:
     return re.sub(r'"\s*"', "", text(node))
 
 
-def _crash_call(reading: Reading, node: Node, name: str, args: list[Node], code: str) -> None:
+def _crash_call(
+    reading: Reading, node: Node, name: str, args: list[Node], crash_named: bool
+) -> None:
     if name in _SIGNAL_CALLS:
         sig = _signal(args[0] if args else None)
-        if sig == "?" and not any(s in code for s in CRASH_SIGNALS):
+        if sig == "?" and not crash_named:
             return
         if sig is not None:
             reading.add("crash-handler", f"{name}({sig})", node)
@@ -183,13 +185,13 @@ def _crash_call(reading: Reading, node: Node, name: str, args: list[Node], code:
         reading.add("crash-handler", name, node)
 
 
-def _read_c(root: Node, reading: Reading, code: str) -> None:
+def _read_c(root: Node, reading: Reading, crash_named: bool) -> None:
     for node in nodes(root):
         kind = node.type
         if kind == "call_expression":
             name = _name(node.child_by_field_name("function"))
             args = _args(node)
-            _crash_call(reading, node, name, args, code)
+            _crash_call(reading, node, name, args, crash_named)
             if _HOOK_CALLS.search(name):
                 reading.add("sanitizer", f"call {name}", node)
             if name in ("setenv", "putenv") and args and "SAN_OPTIONS" in _folded(args[0]):
@@ -233,8 +235,26 @@ def _resolved(callee: Node | None, aliases: dict[str, str], sep: str) -> str:
     return sep.join([head, *parts[1:]] if head is not None else parts)
 
 
-def _read_go(root: Node, reading: Reading, code: str, path: str) -> None:
+class _Bodies:
+    """Whether a function's text matches a pattern, each function read once per pattern (a
+    file of many calls in one huge function costs its size, not its size times the calls)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int, str], bool] = {}
+
+    def hold(self, node: Node | None, pattern: str) -> bool:
+        """Whether `node`'s text (None: no function) matches `pattern`."""
+        if node is None:
+            return False
+        key = (node.start_byte, node.end_byte, pattern)
+        if key not in self.seen:
+            self.seen[key] = re.search(pattern, text(node)) is not None
+        return self.seen[key]
+
+
+def _read_go(root: Node, reading: Reading, path: str) -> None:
     aliases = _go_imports(root)
+    bodies = _Bodies()
     for node in nodes(root):
         if node.type == "call_expression":
             callee = node.child_by_field_name("function")
@@ -244,7 +264,7 @@ def _read_go(root: Node, reading: Reading, code: str, path: str) -> None:
                 body = _enclosing(
                     node, ("func_literal", "function_declaration", "method_declaration")
                 )
-                if body is None or not re.search(r"\bpanic\s*\(", text(body)):
+                if not bodies.hold(body, r"\bpanic\s*\("):
                     reading.add("crash-handler", "recover() not panicking again", node)
             elif name == "runtime/debug.SetPanicOnFault":
                 reading.add("crash-handler", name, node)
@@ -310,27 +330,27 @@ def rust_test(node: Node) -> bool:
     return False
 
 
-def _read_rust(root: Node, reading: Reading, code: str) -> None:
+def _read_rust(root: Node, reading: Reading, crash_named: bool) -> None:
     aliases = _rust_uses(root)
+    bodies = _Bodies()
     for node in nodes(root, rust_test):
         if node.type == "call_expression":
             callee = node.child_by_field_name("function")
             name = _resolved(callee, aliases, "::").removeprefix("::")
             short = "::".join(name.split("::")[-2:])
-            func = _enclosing(node, ("function_item", "closure_expression"))
-            body = text(func) if func is not None else code
             if short == "panic::catch_unwind" or (
                 callee is not None
                 and callee.type == "field_expression"
                 and name.endswith("catch_unwind")
             ):
-                if "resume_unwind" not in body and "panic!" not in body:
+                func = _enclosing(node, ("function_item",))
+                if not bodies.hold(func, r"resume_unwind|panic!"):
                     reading.add("crash-handler", "catch_unwind not panicking again", node)
             elif short == "panic::set_hook":
                 if "abort" not in text(node):
                     reading.add("crash-handler", "panic::set_hook without abort", node)
             else:
-                _crash_call(reading, node, name.rsplit("::", 1)[-1], _args(node), code)
+                _crash_call(reading, node, name.rsplit("::", 1)[-1], _args(node), crash_named)
         elif node.type in ("attribute_item", "inner_attribute_item") and _NO_SANITIZE.search(
             text(node)
         ):
@@ -398,21 +418,25 @@ def _read_python(root: Node, reading: Reading) -> None:
                     reading.add("crash-handler", f"{name}({sig})", node)
 
 
+def _crash_named(data: bytes) -> bool:
+    """Whether code names a crash signal anywhere (a `signal(sig, …)` of a variable then
+    counts)."""
+    return any(name.encode() in data for name in CRASH_SIGNALS)
+
+
 def read_code(language: str, path: str, data: bytes) -> Reading:
     """What `data`, the code of `path` in `language`, holds (see the module's docstring)."""
     reading = Reading()
     if language in ("c", "cpp"):
         expanded = expand_c(language, data)
         root = parse(language, expanded)
-        code = expanded.decode("utf-8", "replace")
-        _read_c(root, reading, code)
+        _read_c(root, reading, _crash_named(expanded))
     else:
         root = parse(language, data)
-        code = data.decode("utf-8", "replace")
         if language == "go":
-            _read_go(root, reading, code, path)
+            _read_go(root, reading, path)
         elif language == "rust":
-            _read_rust(root, reading, code)
+            _read_rust(root, reading, _crash_named(data))
         else:
             _read_python(root, reading)
     _literals(root, reading, rust_test if language == "rust" else None)
