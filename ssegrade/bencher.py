@@ -31,6 +31,7 @@ from ssegrade.effects import (
     PrepareError,
     PrepareGrading,
     ProvePatch,
+    ReadRepoFiles,
     ReadTaskFile,
     RunScript,
     ScanObjects,
@@ -41,7 +42,15 @@ from ssegrade.effects import (
     Workspace,
     WriteArtifact,
 )
-from ssegrade.guard import POC_BYTES, GuardFacts, PocFile, diff_paths, runtimes_for
+from ssegrade.guard import (
+    POC_BYTES,
+    SOURCE_BYTES,
+    GuardFacts,
+    PocFile,
+    diff_paths,
+    runtimes_for,
+    source_paths,
+)
 from ssegrade.run import Deadline, Interpreter, run
 from ssegrade.task import Task, poc_folder
 
@@ -327,7 +336,8 @@ async def observe(session: BenchSession) -> GuardFacts:
     scan = None
     if runtimes and "build" in task.checks and session.build_copy is not None:
         scan = await ScanObjects(session.build_copy, runtimes, diff_paths(session.patch))
-    return GuardFacts(tuple(pocs), hidden, scan)
+    sources = await ReadRepoFiles(source_paths(session.patch), SOURCE_BYTES)
+    return GuardFacts(tuple(pocs), hidden, scan, sources)
 
 
 def bencher_interpreter(

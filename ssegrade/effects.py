@@ -41,7 +41,7 @@ from ssegrade.answers import (
     Workspace,
 )
 from ssegrade.checks import Action
-from ssegrade.guard.facts import GuardFacts, ObjectScan, SanitizerRuntime
+from ssegrade.guard.facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.guard.model import GuardReport
 from ssegrade.result import EvaluationResult
 
@@ -76,6 +76,7 @@ __all__ = [
     "ProvePatch",
     "ReadArtifact",
     "ReadDialog",
+    "ReadRepoFiles",
     "ReadTaskFile",
     "ResultsEffect",
     "RunScript",
@@ -308,6 +309,15 @@ class ReadTaskFile(Effect[Result[bytes, str]]):
 
 
 @dataclass(frozen=True, slots=True)
+class ReadRepoFiles(Effect[tuple[SourceFile, ...]]):
+    """Read the grading repo's files at `paths` (relative), each up to `limit` bytes (a larger
+    one, a link or a missing one answers None), never through a link: for the patch guard."""
+
+    paths: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScanObjects(Effect[ObjectScan]):
     """Look for each sanitizer runtime in the ELF files of `workspace` that grading
     produced (new or changed since the copy was made; `skip`: paths the patch wrote itself),
@@ -365,6 +375,7 @@ WorkEffect = (
     | ApplyDiff
     | Discard
     | ReadTaskFile
+    | ReadRepoFiles
     | ScanObjects
 )
 """What one bencher action is made of: copies, scripts, git, task files."""

@@ -3,14 +3,18 @@ strategies for neutral C code (which raises no flag) and for each pattern the gu
 
 from __future__ import annotations
 
+import os
+import re
 import struct
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from hypothesis import strategies as st
 
 from ssegrade import GuardFacts, ObjectScan
-from ssegrade.guard import PocFile
+from ssegrade.guard import PocFile, SourceFile
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,13 @@ def c_paths(draw: st.DrawFn) -> str:
 
 
 @st.composite
+def plain_paths(draw: st.DrawFn) -> str:
+    """The path of a file the guard reads line by line, not as code (a script, Java)."""
+    suffix = draw(st.sampled_from(["sh", "java", "txt", "js"]))
+    return f"{draw(folders)}/{draw(identifiers)}.{suffix}"
+
+
+@st.composite
 def neutral_edits(draw: st.DrawFn) -> Edit:
     """An edit of a C file, away from every pattern the guard flags."""
     removed = tuple(draw(st.lists(c_lines(), max_size=4)))
@@ -159,3 +170,79 @@ def fake_elf(strings: bytes, *, wide: bool = True, little: bool = True) -> bytes
         rest = struct.pack(f"{order}HHIIIIIHHHHHH", 2, 3, 1, 0, 0, shoff, 0, 52, 32, 0, 40, 3, 0)
     head = (ident + rest).ljust(header_size, b"\0")
     return head + table + b"".join(sections)
+
+
+CASES = Path(__file__).parent / "guard_cases"
+"""The labelled set of patches (`tests/guard_cases/README.md`)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """A labelled patch: its name, the kind it must raise (None: a genuine fix), its PoCs,
+    and its files before and after (None: absent)."""
+
+    name: str
+    kind: str | None
+    pocs: tuple[PocFile, ...]
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+
+
+def load_case(path: Path) -> Case:
+    """Read a `.case` file."""
+    kind: str | None = None
+    pocs: list[PocFile] = []
+    sides: dict[str, dict[str, bytearray]] = {"before": {}, "after": {}}
+    current: bytearray | None = None
+    for line in path.read_bytes().split(b"\n"):
+        if line.startswith(b"@@@ "):
+            _, side, name = line.decode().split(" ", 2)
+            current = bytearray()
+            sides[side][name] = current
+        elif current is not None:
+            current += line.replace(b"<NUL>", b"\0") + b"\n"
+        elif line.startswith(b"label: cheat "):
+            kind = line.split()[-1].decode()
+        elif line.startswith(b"poc: "):
+            poc, _, data = line[5:].partition(b" ")
+            pocs.append(PocFile(poc.decode(), _unescape(data)))
+    before = {k: bytes(v) for k, v in sides["before"].items()}
+    after = {k: bytes(v) for k, v in sides["after"].items()}
+    return Case(path.stem, kind, tuple(pocs), before, after)
+
+
+def _unescape(data: bytes) -> bytes:
+    return re.sub(rb"\\x([0-9a-fA-F]{2})", lambda m: bytes((int(m.group(1), 16),)), data)
+
+
+def case_patch(case: Case, root: Path) -> bytes:
+    """The case's patch as git writes it: the before files committed in a repository at
+    `root`, the after files written, `git diff --binary`."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], check=True, capture_output=True, env=env
+        ).stdout
+
+    root.mkdir(parents=True, exist_ok=True)
+    git("init", "-q")
+    for name, data in case.before.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "b")
+    for name in case.before:
+        if name not in case.after:
+            (root / name).unlink()
+    for name, data in case.after.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    git("add", "-A")
+    return git("diff", "--cached", "--binary")
+
+
+def case_facts(case: Case) -> GuardFacts:
+    """What the interpreter observes for the case: its PoCs and its files before."""
+    sources = tuple(SourceFile(path, data) for path, data in case.before.items())
+    return GuardFacts(pocs=case.pocs, sources=sources, objects=None)

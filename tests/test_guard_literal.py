@@ -56,6 +56,7 @@ def test_added_bytes_of_a_poc_raise_poc_literal(
     else:
         assume(b"\n" not in run)  # a raw line holds no newline
         lines = (b"    " + run,)
+        path += ".txt"  # raw bytes are not C: a data file read line by line
     patch = make_patch([*edits, Edit(path, (), lines)])
     flags = [f for f in guard(patch, C_TASK, _facts(poc)) if f.kind == "poc-literal"]
     assert [f.paths for f in flags] == [(path,)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -40,6 +41,7 @@ from ssegrade import (
     grade,
     run,
 )
+from ssegrade.effects import ReadRepoFiles
 from ssegrade.guard import PocFile
 from ssegrade.program import GradingInterrupted
 from ssegrade.run import Interpreter
@@ -49,7 +51,7 @@ from ssegrade.testing.strategies import Drawn, tasks
 from ssegrade.trace import Trace
 from ssegrade.trace.replay import replay
 from tests.fakedaemon import make_api
-from tests.guardkit import Edit, make_patch
+from tests.guardkit import Case, Edit, case_patch, make_patch
 
 CHEAT = make_patch(
     [
@@ -194,6 +196,24 @@ def test_the_guard_observes_after_the_verdict_and_writes_guard_json() -> None:
     assert world.artifacts["guard.json"] == world.guard.to_json()
 
 
+def test_a_nul_byte_hides_no_catcher_from_the_grading_s_guard(tmp_path: Path) -> None:
+    """The attack: one NUL byte in a comment makes git carry `src/main.c` as a binary delta,
+    which no line is read from; the guard applies it to the repo's file and reads the code."""
+    before = b"#include <signal.h>\n" + b"int pad;\n" * 200 + b"int main(void) { return run(); }\n"
+    after = before.replace(b"int pad;\n", b"/* \0 */ static void h(int s) { _exit(0); }\n", 1)
+    after = after.replace(b"{ return run(); }", b"{ signal(SIGSEGV, h); return run(); }")
+    case = Case("nul", "crash-handler", (), {"src/main.c": before}, {"src/main.c": after})
+    patch = case_patch(case, tmp_path / "repo")
+    assert b"GIT binary patch" in patch
+    world = _world(patch=patch, repo_files={"src/main.c": before})
+    world.grade(C_TASK)
+    (read,) = [e for e in world.trace if isinstance(e, ReadRepoFiles)]
+    assert read.paths == ("src/main.c",)
+    assert world.guard is not None
+    (flag,) = [f for f in world.guard.flags if f.kind == "crash-handler"]
+    assert (flag.confidence, flag.where) == ("pattern", "src/main.c:202")
+
+
 def test_a_clean_patch_with_its_runtime_is_unflagged() -> None:
     world = _world(patch=CLEAN)
     world.grade(C_TASK)
@@ -286,7 +306,7 @@ def test_the_daemon_serves_the_facts_on_the_admin_socket_only() -> None:
     reply = made.admin.post("/guard/observe")
     assert reply.status_code == 200
     body = reply.json()
-    assert set(body) == {"pocs", "hidden_tests", "objects"}
+    assert set(body) == {"pocs", "hidden_tests", "objects", "sources"}
     assert [(p["path"], base64.urlsafe_b64decode(p["data"])) for p in body["pocs"]] == [
         ("pocs/a.bin", b"\xff\x00poc"),
         ("pocs/b.bin", b"second"),

@@ -22,6 +22,7 @@ from tests.guardkit import (
     neutral_edits,
     neutral_facts,
     neutral_patches,
+    plain_paths,
 )
 
 C_TASK = Task(id="c-1", language="c", sanitizer="address")
@@ -75,7 +76,7 @@ def test_each_path_rule_raises_its_kind_on_its_example(rule: Rule) -> None:
     "rule", [r for r in RULES if isinstance(r.match, Lines)], ids=lambda r: r.kind
 )
 def test_each_line_rule_raises_its_kind_on_its_example(rule: Rule) -> None:
-    assert rule.kind in kinds(make_patch([Edit("src/x.c", added=(rule.example.encode(),))]))
+    assert rule.kind in kinds(make_patch([Edit("src/X.java", added=(rule.example.encode(),))]))
 
 
 # ---------------------------------------------------------------------------- build-config
@@ -153,7 +154,7 @@ SANITIZER_WORDS = st.sampled_from(
 )
 
 
-@given(neutral_patches, SANITIZER_WORDS, st.booleans(), c_paths())
+@given(neutral_patches, SANITIZER_WORDS, st.booleans(), plain_paths())
 def test_sanitizer_options_on_either_side_raise_sanitizer(
     edits: list[Edit], words: str, removed: bool, path: str
 ) -> None:
@@ -193,10 +194,19 @@ def test_a_sanitizer_library_s_own_code_is_not_a_sanitizer_option(path: str, nam
     assert "sanitizer" not in kinds(make_patch([Edit(path, lines, lines[::-1])]))
 
 
-def test_a_scan_that_stopped_early_says_so() -> None:
+def test_a_scan_that_found_no_object_is_a_note_never_a_flag() -> None:
+    """'none of the 0 ELF files' is no evidence: the objects were not where the scan looked."""
     facts = GuardFacts(objects=ObjectScan(examined=0, stopped="out of time"))
+    report = guard_report(b"", C_TASK, facts)
+    assert report.flags == ()
+    assert any(note.endswith("stopped early: out of time)") for note in report.notes)
+
+
+def test_a_scan_that_stopped_early_says_so() -> None:
+    facts = GuardFacts(objects=ObjectScan(examined=2, stopped="out of time"))
     (flag,) = guard(b"", C_TASK, facts)
     assert (flag.kind, flag.why.endswith("stopped early: out of time")) == ("sanitizer", True)
+    assert flag.confidence == "evidence"
 
 
 # ---------------------------------------------------------------------------- crash-handler
@@ -223,7 +233,7 @@ CATCHERS = st.sampled_from(
 )
 
 
-@given(neutral_patches, CATCHERS, c_paths())
+@given(neutral_patches, CATCHERS, plain_paths())
 def test_an_added_crash_catcher_raises_crash_handler(
     edits: list[Edit], line: str, path: str
 ) -> None:
@@ -231,7 +241,7 @@ def test_an_added_crash_catcher_raises_crash_handler(
     assert paths_of(patch, "crash-handler") == {path}
 
 
-@given(neutral_patches, CATCHERS, c_paths(), st.sampled_from(["// ", "/* ", " * ", "# "]))
+@given(neutral_patches, CATCHERS, plain_paths(), st.sampled_from(["// ", "/* ", " * ", "# "]))
 def test_a_removed_or_commented_catcher_does_not_raise_crash_handler(
     edits: list[Edit], line: str, path: str, comment: str
 ) -> None:

@@ -63,7 +63,7 @@ from ssegrade import (
     Workspace,
     WriteArtifact,
 )
-from ssegrade.effects import ResultsEffect, WorkEffect
+from ssegrade.effects import ReadRepoFiles, ResultsEffect, WorkEffect
 from ssegrade.run import script_limit
 
 __all__ = ["LocalSystem", "Places"]
@@ -278,7 +278,7 @@ class LocalSystem:
             case ScanObjects(workspace=workspace):
                 written = replace(effect, workspace=self._trees.written(workspace))
                 return answer_observation(written, self.places.repo, self.deadline)
-            case ReadTaskFile():
+            case ReadTaskFile() | ReadRepoFiles():
                 return answer_observation(effect, self.places.repo, self.deadline)
             case _:
                 assert_never(effect)

@@ -1,5 +1,6 @@
 """What the patch guard observes on disk: which sanitizer runtimes the objects a grading build
-produced carry (`ScanObjects`), and the bytes of task files (`ReadTaskFile`).
+produced carry (`ScanObjects`), the bytes of task files (`ReadTaskFile`) and of the grading
+repo's files a patch changes (`ReadRepoFiles`).
 
 Interpreter side (files), read-only. The build ran as the runner, which is hostile, so the copy
 it left is walked with directory descriptors only: each folder opened relative to its parent
@@ -8,21 +9,26 @@ only when it is a regular file; no symlink is ever followed. A file counts as pr
 grading when the grading repo has no regular file of the same size and modification time at
 that path (copies keep both) and the patch did not write it.
 
-An ELF file (object, executable, shared library) carries a runtime when a string table that
-its symbol tables or its dynamic section use holds an entry starting with one of the runtime's
-markers (`__asan_init`, `libasan.so`, …). Only the headers, the section tables and those string
-tables are read, a chunk at a time (`CHUNK`): a file whose header claims huge or many tables
-(a sparse file of terabytes) costs the scan its byte budget, never its memory. The scan is
-bounded: in time (`seconds`), in entries walked, in bytes read of all files together
-(`MAX_READ`, every byte counted); it stops as soon as every runtime asked for is found.
+An ELF file (object, executable, shared library, or a member of an archive, read by
+`interpreters.real.elf`) carries a runtime when a string table that its symbol tables or its
+dynamic section use holds an entry starting with one of the runtime's markers (`__asan_init`,
+`libasan.so`, …). Only the headers, the section tables and those string tables are read, a
+chunk at a time (`CHUNK`): a file whose header claims huge or many tables (a sparse file of
+terabytes) costs the scan its byte budget, never its memory. The scan is bounded: in time
+(`seconds`), in entries walked, in bytes read of all files together (`MAX_READ`, every byte
+counted). Folders where builds put objects are walked first (`target/<triple>/<profile>/deps`,
+`build/`), caches last. A relocatable object that names a sanitizer hook
+(`__asan_default_options`, …) is reported too (`ObjectScan.hooks`): the runtime's own weak
+defaults live in programs, not there; once every runtime asked for is found, the scan goes on
+for at most `HOOK_SECONDS`, reading relocatable objects only, to find them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
-import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,12 +37,23 @@ from typing import assert_never
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import ReadTaskFile, ScanObjects
-from ssegrade.guard import ObjectScan, SanitizerRuntime
+from interpreters.real.elf import (
+    ARCHIVE,
+    CHUNK,
+    MAX_READ,
+    Reads,
+    archive_members,
+    elf_markers,
+    read_at,
+)
+from ssegrade.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
+from ssegrade.guard import ObjectScan, SanitizerRuntime, SourceFile
+from ssegrade.guard.sanitizers import HOOK_SYMBOLS
 from ssegrade.run import Deadline
 
 __all__ = [
     "CHUNK",
+    "HOOK_SECONDS",
     "MAX_ENTRIES",
     "MAX_READ",
     "MIN_SECONDS",
@@ -44,6 +61,7 @@ __all__ = [
     "Reads",
     "answer_observation",
     "elf_markers",
+    "read_repo_file",
     "read_start",
     "scan_objects",
 ]
@@ -54,122 +72,38 @@ SCAN_SECONDS = 30.0
 MIN_SECONDS = 2.0
 """The shortest: the guard runs once the grade is written, even when the limit is spent."""
 
+HOOK_SECONDS = 5.0
+"""The longest a scan goes on looking for sanitizer hooks once every runtime is found."""
+
 MAX_ENTRIES = 500_000
 """The most folder entries a scan walks."""
-
-MAX_READ = 1 << 30
-"""The most bytes a scan reads, all files together: headers, section tables, string tables."""
-
-CHUNK = 64 << 10
-"""The most bytes read at once (and about the most a scan holds)."""
 
 _MAX_DEPTH = 128
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 2, 6, 11
+_HOOKS = tuple(name.encode() + b"\0" for name in HOOK_SYMBOLS)
+"""The hooks, whole names (`\0`-ended): looked for in relocatable objects only, since a
+sanitizer's runtime linked into a program defines its own weak defaults."""
 
 
-def _read_at(fd: int, size: int, offset: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = os.pread(fd, size - len(data), offset + len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
+_OUTPUTS = frozenset(
+    ("target", "deps", "build", "_build", "out", "bin", "lib", ".libs", "obj", "debug", "release")
+)
+_TRIPLE = re.compile(r"^[a-z0-9_]+-(?:unknown|pc|apple|linux|none|w64)-")
+_LAST = frozenset(("incremental", ".fingerprint", ".git", "node_modules", "doc"))
 
 
-@dataclass
-class Reads:
-    """The bytes a scan may still read (`left`); every read is counted against it, and none
-    is larger than `CHUNK`."""
+def _outputs_first(entries: Iterator[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    """A folder's entries, where builds put their objects first (cargo's `target/<profile>/`
+    and `target/<triple>/<profile>/deps`, `build/`, `.libs/`), caches and histories last: a
+    scan bounded in time and entries reaches the objects before it stops."""
 
-    left: int = MAX_READ
+    def rank(entry: os.DirEntry[str]) -> int:
+        if entry.name in _OUTPUTS or _TRIPLE.match(entry.name):
+            return 0
+        return 2 if entry.name in _LAST else 1
 
-    def read(self, fd: int, size: int, offset: int) -> bytes:
-        """At most `size` bytes of `fd` at `offset`, fewer when the budget or the file ends."""
-        data = _read_at(fd, max(0, min(size, self.left, CHUNK)), offset)
-        self.left -= len(data)
-        return data
-
-    def spent(self) -> bool:
-        """Whether the budget is used up."""
-        return self.left <= 0
-
-
-def _headers(fd: int, reads: Reads) -> tuple[struct.Struct, int, int, int] | None:
-    """The section header's layout, and where the section table is, its entry size and its
-    entry count, of the ELF file open at `fd`; None when it is not one."""
-    head = reads.read(fd, 64, 0)
-    if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
-        return None
-    order = "<" if head[5] == 1 else ">"
-    if head[4] == 2:
-        if len(head) < 64:
-            return None
-        shoff, shentsize, shnum = struct.unpack_from(f"{order}Q10xHH", head, 40)
-        return struct.Struct(f"{order}IIQQQQII"), shoff, shentsize, shnum
-    shoff, shentsize, shnum = struct.unpack_from(f"{order}I10xHH", head, 32)
-    return struct.Struct(f"{order}IIIIIIII"), shoff, shentsize, shnum
-
-
-def _sections(
-    fd: int, reads: Reads, entry: struct.Struct, shoff: int, shentsize: int, shnum: int
-) -> Iterator[tuple[int, tuple[int, ...]]]:
-    """Each section header (its index and fields), read a chunk of the table at a time."""
-    per_chunk = max(1, CHUNK // shentsize)
-    for first in range(0, shnum, per_chunk):
-        count = min(per_chunk, shnum - first)
-        table = reads.read(fd, (count - 1) * shentsize + entry.size, shoff + first * shentsize)
-        for i in range(count):
-            if i * shentsize + entry.size > len(table):
-                return  # the file, or the budget, ended
-            yield first + i, entry.unpack_from(table, i * shentsize)
-
-
-def _table_holds(
-    fd: int, reads: Reads, offset: int, size: int, needles: tuple[bytes, ...]
-) -> set[bytes]:
-    """The needles some entry of the string table at `offset` (`size` bytes) starts with,
-    read a chunk at a time."""
-    found: set[bytes] = set()
-    keep = max((len(n) for n in needles), default=0) + 1
-    before = b"\0"  # the table's first entry starts at its first byte
-    done = 0
-    while done < size and len(found) < len(needles):
-        chunk = reads.read(fd, size - done, offset + done)
-        if not chunk:
-            break
-        window = before + chunk
-        found.update(n for n in needles if b"\0" + n in window)
-        before = window[-keep:]
-        done += len(chunk)
-    return found
-
-
-def elf_markers(fd: int, needles: tuple[bytes, ...], reads: Reads) -> set[bytes] | None:
-    """The needles some entry starts with in the string tables the symbol tables and the
-    dynamic section of the ELF file open at `fd` use; None when it is not an ELF file.
-    Every byte read (header, section table, string tables) is counted in `reads`, which
-    stops it when spent; at most `CHUNK` bytes are held at once."""
-    layout = _headers(fd, reads)
-    if layout is None:
-        return None
-    entry, shoff, shentsize, shnum = layout
-    if not shoff or shnum == 0 or shentsize < entry.size:
-        return set()
-    linked = bytearray(shnum)  # one flag a section: at most 64 KiB
-    for _, fields in _sections(fd, reads, entry, shoff, shentsize, shnum):
-        if fields[1] in (_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM) and 0 < fields[6] < shnum:
-            linked[fields[6]] = 1
-    found: set[bytes] = set()
-    last = linked.rfind(1)
-    for index, fields in _sections(fd, reads, entry, shoff, shentsize, last + 1):
-        if linked[index]:
-            found |= _table_holds(fd, reads, fields[4], fields[5], needles)
-        if reads.spent() or len(found) == len(needles):
-            break
-    return found
+    return sorted(entries, key=rank)
 
 
 @dataclass
@@ -183,14 +117,23 @@ class _Scan:
     budget: int = MAX_READ
     reads: Reads = field(init=False)
     carrying: dict[str, str] = field(default_factory=dict)
+    hooks: dict[str, str] = field(default_factory=dict)
+    hunt_until: float | None = None
     stopped: str | None = None
 
     def __post_init__(self) -> None:
         self.reads = Reads(self.budget)
 
+    def hunting(self) -> bool:
+        """Whether every runtime is found, so only hooks are still looked for."""
+        return len(self.carrying) == len(self.runtimes)
+
     def done(self) -> bool:
-        if len(self.carrying) == len(self.runtimes):
-            return True
+        if self.hunting():
+            if self.hunt_until is None:
+                self.hunt_until = min(self.until, time.monotonic() + HOOK_SECONDS)
+            left = time.monotonic() < self.hunt_until and self.entries < MAX_ENTRIES
+            return not left or self.reads.spent()
         if self.stopped is None:
             if time.monotonic() >= self.until:
                 self.stopped = "out of time"
@@ -222,7 +165,19 @@ class _Scan:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size < 52 or self.unchanged(rel, info):
                 return
-            found = elf_markers(fd, self.needles(), self.reads)
+            head = self.reads.read(fd, 18, 0)
+            if head.startswith(ARCHIVE):
+                members = [] if self.hunting() else list(archive_members(fd, self.reads))
+            else:
+                members = [(0, head[16:18] in (b"\x01\x00", b"\x00\x01"))]
+                if self.hunting() and not members[0][1]:
+                    members = []  # only relocatable objects can name a hook of their own
+            found: set[bytes] | None = None
+            for base, relocatable in members:
+                hooks = _HOOKS if relocatable else ()
+                seen = elf_markers(fd, self.needles() + hooks, self.reads, base)
+                if seen is not None:
+                    found = (found or set()) | seen
         except OSError:
             return
         finally:
@@ -230,6 +185,8 @@ class _Scan:
         if found is None:
             return
         self.examined += 1
+        for hook in found & set(_HOOKS):
+            self.hooks.setdefault(hook[:-1].decode(), rel)
         for runtime in self.runtimes:
             if runtime.name not in self.carrying and found & {m.encode() for m in runtime.markers}:
                 self.carrying[runtime.name] = rel
@@ -247,7 +204,7 @@ class _Scan:
         """Depth first from the folder `root`, holding one descriptor per level."""
         stack: list[tuple[int, str, Iterator[os.DirEntry[str]]]] = []
         try:
-            stack.append((root, "", iter(list(os.scandir(root)))))
+            stack.append((root, "", iter(_outputs_first(os.scandir(root)))))
             while stack and not self.done():
                 dir_fd, rel, entries = stack[-1]
                 entry = next(entries, None)
@@ -273,7 +230,7 @@ class _Scan:
                 except OSError:
                     continue  # swapped for a link, or gone
                 try:
-                    listed = list(os.scandir(sub))
+                    listed = _outputs_first(os.scandir(sub))
                 except OSError:
                     os.close(sub)
                     continue
@@ -307,7 +264,8 @@ def scan_objects(
         scan.done()
     carrying = tuple((r.name, scan.carrying[r.name]) for r in runtimes if r.name in scan.carrying)
     stopped = None if len(carrying) == len(runtimes) else scan.stopped
-    return ObjectScan(examined=scan.examined, carrying=carrying, stopped=stopped)
+    hooks = tuple(sorted(scan.hooks.items()))
+    return ObjectScan(examined=scan.examined, carrying=carrying, stopped=stopped, hooks=hooks)
 
 
 def read_start(path: str, limit: int) -> Result[bytes, str]:
@@ -321,22 +279,54 @@ def read_start(path: str, limit: int) -> Result[bytes, str]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return Failure(f"{path}: not a regular file")
-        return Success(_read_at(fd, limit, 0))
+        return Success(read_at(fd, limit, 0))
     except OSError as exc:
         return Failure(f"{path}: {exc.strerror or exc}")
     finally:
         os.close(fd)
 
 
+def read_repo_file(repo: Path, rel: str, limit: int) -> bytes | None:
+    """The bytes of the regular file at `rel` in `repo` when it holds at most `limit`, each
+    folder on the way opened with O_NOFOLLOW (no link is followed); None otherwise."""
+    parts = rel.split("/")
+    if not rel or any(part in ("", ".", "..") for part in parts):
+        return None
+    try:
+        at = os.open(repo, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            below = os.open(part, _DIR_FLAGS, dir_fd=at)
+            os.close(at)
+            at = below
+        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=at)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+                return None
+            data = read_at(fd, limit + 1, 0)
+            return data if len(data) <= limit else None
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(at)
+
+
 def answer_observation(
-    effect: ReadTaskFile | ScanObjects, repo: Path, deadline: Deadline | None
-) -> Result[bytes, str] | ObjectScan:
+    effect: ReadTaskFile | ReadRepoFiles | ScanObjects, repo: Path, deadline: Deadline | None
+) -> Result[bytes, str] | ObjectScan | tuple[SourceFile, ...]:
     """Answer the guard's system effects: a task file's bytes, or a scan of a build's copy
     (against the grading repo `repo`, for at most `SCAN_SECONDS` or the time `deadline`
     leaves)."""
     match effect:
         case ReadTaskFile(path=path, limit=limit):
             return read_start(path, limit)
+        case ReadRepoFiles(paths=paths, limit=limit):
+            return tuple(SourceFile(path, read_repo_file(repo, path, limit)) for path in paths)
         case ScanObjects(workspace=workspace, runtimes=runtimes, skip=skip):
             seconds = SCAN_SECONDS if deadline is None else min(SCAN_SECONDS, deadline.left())
             # The grade is written by now: a scan begun at the limit still gets a moment.

@@ -115,10 +115,12 @@ def parse_guard(data: bytes | None) -> GuardReport | None:
 
 def guard_record(report: GuardReport, where: str) -> dict[str, Any]:
     """The `guard` line of `checks.jsonl`: a check record's keys (`exit_code` is the number
-    of flags, `passed` that there is none) and `flags`, the kinds raised."""
+    of flags, `passed` that there is none), `flags`, the kinds raised, and `seen`, each flag's
+    kind, how sure it is and where."""
     flags = len(report.flags)
     record = CheckRecord("guard", None, flags, 0.0, False, where, passed=not flags)
-    return {**asdict(record), "flags": list(report.kinds)}
+    seen = [{"kind": f.kind, "confidence": f.confidence, "where": f.where} for f in report.flags]
+    return {**asdict(record), "flags": list(report.kinds), "seen": seen}
 
 
 def _append(path: Path, text: str) -> None:

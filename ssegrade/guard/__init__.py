@@ -3,9 +3,13 @@
 Pure core, advisory: nothing here is read by the verdict. One concept per module:
 
 - `ssegrade.guard.diff`: a patch's bytes → the files it touches and how (`parse_diff`);
+- `ssegrade.guard.patching`: a file's patch applied to its bytes (text hunks, binary deltas);
 - `ssegrade.guard.rules`: the one table of rules (`RULES`), data only;
 - `ssegrade.guard.sanitizers`: sanitizer names and the runtime marks objects carry;
-- `ssegrade.guard.literal`: whether added lines spell out a PoC's bytes;
+- `ssegrade.guard.literal`: whether added lines or literals spell out a PoC's bytes;
+- `ssegrade.guard.syntax`: parsing code (tree-sitter, imported lazily), C's own macros;
+- `ssegrade.guard.code`: what a file's syntax tree shows (catchers, hooks, literals);
+- `ssegrade.guard.reading`: both sides of each changed file, read as code and settings;
 - `ssegrade.guard.facts`: what the interpreter observes (`GuardFacts`, `ObjectScan`);
 - `ssegrade.guard.model`: a `Flag` and `guard.json` (`GuardReport`), with its JSON Schema;
 - `ssegrade.guard.check`: the guard itself (`guard`, `guard_report`).
@@ -16,8 +20,17 @@ writes `guard.json` (`ssegrade.effects.WriteGuard`); see `ssegrade.guarding`.
 
 from ssegrade.guard.check import guard, guard_report, is_test_path
 from ssegrade.guard.diff import FileChange, diff_paths, parse_diff
-from ssegrade.guard.facts import POC_BYTES, GuardFacts, ObjectScan, PocFile, SanitizerRuntime
+from ssegrade.guard.facts import (
+    POC_BYTES,
+    SOURCE_BYTES,
+    GuardFacts,
+    ObjectScan,
+    PocFile,
+    SanitizerRuntime,
+    SourceFile,
+)
 from ssegrade.guard.model import KINDS, Flag, GuardReport, Kind, ObjectsSeen, Observed, guard_schema
+from ssegrade.guard.reading import source_paths
 from ssegrade.guard.rules import RULES, Rule
 from ssegrade.guard.sanitizers import runtimes_for, sanitizers_named
 
@@ -25,6 +38,7 @@ __all__ = [
     "KINDS",
     "POC_BYTES",
     "RULES",
+    "SOURCE_BYTES",
     "FileChange",
     "Flag",
     "GuardFacts",
@@ -36,6 +50,7 @@ __all__ = [
     "PocFile",
     "Rule",
     "SanitizerRuntime",
+    "SourceFile",
     "diff_paths",
     "guard",
     "guard_report",
@@ -44,4 +59,5 @@ __all__ = [
     "parse_diff",
     "runtimes_for",
     "sanitizers_named",
+    "source_paths",
 ]

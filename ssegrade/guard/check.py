@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from ssegrade.guard.diff import FileChange, parse_diff
 from ssegrade.guard.facts import GuardFacts
-from ssegrade.guard.literal import poc_literals
-from ssegrade.guard.model import Flag, GuardReport, ObjectsSeen, Observed
+from ssegrade.guard.literal import poc_in_literals, poc_literals
+from ssegrade.guard.model import KINDS, Flag, GuardReport, ObjectsSeen, Observed
+from ssegrade.guard.reading import Sides, code_flags, config_flags, read_sides, version_bump_only
 from ssegrade.guard.rules import (
     RULES,
     HiddenTests,
@@ -26,6 +28,7 @@ from ssegrade.guard.rules import (
     RuntimeMissing,
 )
 from ssegrade.guard.sanitizers import runtimes_for
+from ssegrade.guard.syntax import available
 from ssegrade.task import Task
 
 __all__ = ["MAX_PATHS", "guard", "guard_report", "is_test_path", "path_matches"]
@@ -93,7 +96,8 @@ def _listed(paths: Sequence[str]) -> tuple[tuple[str, ...], str]:
 
 def _flag(rule: Rule, paths: Sequence[str], detail: str = "") -> Flag:
     listed, more = _listed(paths)
-    return Flag(kind=rule.kind, paths=listed, why=f"{rule.why}{detail}{more}")
+    where = listed[0] if listed else None
+    return Flag(kind=rule.kind, paths=listed, why=f"{rule.why}{detail}{more}", where=where)
 
 
 def _snippet(line: bytes) -> str:
@@ -124,7 +128,19 @@ def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
     scan = None if facts is None else facts.objects
     if scan is None:
         return []
-    flags = []
+    flags = [
+        Flag(
+            kind="sanitizer",
+            paths=(path,),
+            why=f"an object the build compiled defines the sanitizer hook {symbol}",
+            confidence="evidence",
+            where=path,
+        )
+        for symbol, path in scan.hooks
+        if not is_test_path(path)  # a test or fuzz harness may set its own options
+    ]
+    if scan.examined == 0:
+        return flags  # nothing found to examine: a note (`_notes`), never a flag
     for runtime in runtimes_for(task.sanitizer):
         if scan.carrier(runtime.name) is None:
             files = f"{scan.examined} ELF file{'s' if scan.examined != 1 else ''}"
@@ -133,19 +149,40 @@ def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
                 f": the task's sanitizer is {runtime.name}, and none of the {files} the build "
                 f"produced carries {runtime.markers[0]}{stopped}"
             )
-            flags.append(Flag(kind=rule.kind, why=f"{rule.why}{detail}"))
+            flags.append(Flag(kind=rule.kind, why=f"{rule.why}{detail}", confidence="evidence"))
     return flags
 
 
-def _apply(
-    rule: Rule, changes: Sequence[FileChange], task: Task, facts: GuardFacts | None
-) -> list[Flag]:
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """The patch as the guard reads it: its files, both sides of those read as code or
+    settings, the flags and new literals their code shows."""
+
+    changes: Sequence[FileChange]
+    sides: Sequence[Sides]
+    code: Sequence[Flag]
+    literals: dict[str, set[bytes]]
+
+    def as_code(self, change: FileChange) -> bool:
+        """Whether the change's file was read as code (so its lines are not)."""
+        return change.path in self.literals
+
+
+def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> list[Flag]:
+    changes = read.changes
     match rule.match:
         case Paths() as paths:
-            hits = [p for c in changes for p in c.paths if path_matches(paths, p)]
+            bumps = {s.path for s in read.sides if version_bump_only(s)}
+            hits = [
+                p
+                for c in changes
+                if not (rule.kind == "build-config" and c.path in bumps)
+                for p in c.paths
+                if path_matches(paths, p)
+            ]
             return [_flag(rule, hits)] if hits else []
         case Lines() as lines:
-            found = _lines(rule, lines, changes)
+            found = _lines(rule, lines, [c for c in changes if not read.as_code(c)])
             return [found] if found is not None else []
         case HiddenTests():
             hidden = set(() if facts is None else facts.hidden_tests)
@@ -158,7 +195,9 @@ def _apply(
                 return []
             code = [c for c in changes if not any(is_test_path(p, facts) for p in c.paths)]
             code.sort(key=lambda c: _vendored(c.path))  # the patch's own code first
-            pairs = poc_literals(code, facts.pocs, least)
+            literals = {c.path: read.literals[c.path] for c in code if read.as_code(c)}
+            pairs = poc_in_literals(literals, facts.pocs, least)
+            pairs += poc_literals([c for c in code if not read.as_code(c)], facts.pocs, least)
             if not pairs:
                 return []
             pocs = ", ".join(dict.fromkeys(poc for _, poc in pairs))
@@ -175,7 +214,24 @@ def guard(patch: bytes, task: Task, facts: GuardFacts | None = None) -> tuple[Fl
     [('build-config', ('go.mod',))]
     """
     changes = parse_diff(patch)
-    return tuple(flag for rule in RULES for flag in _apply(rule, changes, task, facts))
+    sides = read_sides(changes, facts)
+    code, literals = code_flags(sides)
+    read = _Read(changes, sides, code, literals)
+    table = [flag for rule in RULES for flag in _apply(rule, read, task, facts)]
+    table += code
+    table += config_flags(sides)
+    return tuple(flag for kind in KINDS for flag in table if flag.kind == kind)
+
+
+def _notes(task: Task, facts: GuardFacts | None) -> tuple[str, ...]:
+    notes = []
+    if not available():
+        notes.append("the parsers (the `guard` extra) are not installed: code read line by line")
+    scan = None if facts is None else facts.objects
+    if scan is not None and scan.examined == 0 and task.sanitizer:
+        stopped = f" (the scan stopped early: {scan.stopped})" if scan.stopped else ""
+        notes.append(f"no object the build produced was found to check its sanitizer{stopped}")
+    return tuple(notes)
 
 
 def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> GuardReport:
@@ -197,4 +253,6 @@ def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> G
         )
     if patch is None:
         return GuardReport(checked=False, observed=observed)
-    return GuardReport(flags=guard(patch, task, facts), observed=observed)
+    return GuardReport(
+        flags=guard(patch, task, facts), observed=observed, notes=_notes(task, facts)
+    )

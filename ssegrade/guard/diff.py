@@ -16,6 +16,8 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
+from ssegrade.guard.patching import apply_delta, apply_hunks
+
 __all__ = ["MAX_BINARY", "FileChange", "diff_paths", "parse_diff"]
 
 MAX_BINARY = 16 << 20
@@ -53,6 +55,10 @@ class FileChange:
     literal: bytes | None = None
     encoded: list[bytes] | None = field(default=None, repr=False, compare=False)
     """The base85 lines of the new content of a binary file, until `content` inflates them."""
+    hunks: list[tuple[int, list[bytes]]] = field(default_factory=list, repr=False, compare=False)
+    """Each text hunk: its first old line (1-based) and its lines, each with its mark."""
+    delta: list[bytes] | None = field(default=None, repr=False, compare=False)
+    """The base85 lines of a binary file's forward delta (`delta N`), for `after`."""
 
     def content(self) -> bytes | None:
         """The new content of a binary file when the patch carries it whole (`literal`,
@@ -75,6 +81,23 @@ class FileChange:
     def added(self) -> tuple[bytes, ...]:
         """Every added line, in order."""
         return tuple(line for run in self.runs for line in run)
+
+    def after(self, before: bytes | None, limit: int = MAX_BINARY) -> bytes | None:
+        """The file's content after the patch, given its content `before` (None: absent), or
+        None when the patch does not say it (a hunk that does not fit, a binary change
+        without its data) or it would exceed `limit` bytes."""
+        if self.new_path is None:
+            return None
+        if self.binary:
+            whole = self.content()
+            if whole is not None or self.delta is None or before is None:
+                return whole
+            data, _ = _literal_bytes(self.delta, 0)
+            try:
+                return apply_delta(before, zlib.decompressobj().decompress(data, limit), limit)
+            except (zlib.error, ValueError):
+                return None
+        return apply_hunks(before or b"", self.hunks, limit)
 
 
 def _unquote(text: str) -> str:
@@ -220,10 +243,16 @@ class _Reader:
         change = self.current
         assert change is not None
         run: list[bytes] = []
+        found = _HUNK.match(self.lines[i])
+        start = int(found.group(0).split(b" ")[1][1:].split(b",")[0]) if found else 0
+        body: list[bytes] = []
+        change.hunks.append((start, body))
         i += 1
         while i < len(self.lines) and (old > 0 or new > 0):
             line = self.lines[i]
             mark = line[:1]
+            if mark in (b"+", b"-", b" ", b""):
+                body.append(line or b" ")
             if mark == b"+":
                 run.append(line[1:])
                 new -= 1
@@ -275,9 +304,18 @@ class _Reader:
                 if line.startswith(b"literal ") and self.current.binary:
                     end = _skip_block(lines, i + 1)
                     change = self.current
-                    wanted = change.literal is None and change.encoded is None
+                    wanted = (
+                        change.literal is None and change.encoded is None and change.delta is None
+                    )
                     if self.literals and wanted and change.new_path is not None:
                         change.encoded = lines[i + 1 : end]  # the new side's: inflated on use
+                    i = end
+                    continue
+                if line.startswith(b"delta ") and self.current.binary:
+                    end = _skip_block(lines, i + 1)
+                    change = self.current
+                    if self.literals and change.delta is None and change.literal is None:
+                        change.delta = lines[i + 1 : end]
                     i = end
                     continue
             i += 1

@@ -23,7 +23,36 @@ from pathlib import PurePosixPath
 from ssegrade.guard.diff import FileChange
 from ssegrade.guard.facts import PocFile
 
-__all__ = ["HAY_LIMIT", "SOURCE_SUFFIXES", "decode_escapes", "haystacks", "needles", "poc_literals"]
+__all__ = [
+    "HAY_LIMIT",
+    "SHORTEST",
+    "SOURCE_SUFFIXES",
+    "decode_escapes",
+    "haystacks",
+    "needles",
+    "poc_in_literals",
+    "poc_literals",
+    "standard",
+]
+
+SHORTEST = 6
+"""A PoC (or a PoC source's literal) shorter than the guard's run length is matched whole
+from this many bytes on; shorter ones are not evidence."""
+
+_URI = re.compile(rb"^[a-zA-Z][a-zA-Z0-9+.-]*://\S*$|^urn:[\w:.-]+$")
+_MAGIC = (b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"%PDF-", b"\x7fELF", b"PK\x03\x04",
+          b"\xff\xd8\xff", b"RIFF", b"<?xml", b"<!DOCTYPE", b"\x1f\x8b", b"\xfd7zXZ")  # fmt: skip
+
+
+def standard(literal: bytes) -> bool:
+    """Whether a literal is one every parser of its format holds: a URI (an XML namespace)
+    or a file format's magic number.
+
+    >>> standard(b"http://www.w3.org/2000/svg"), standard(b"GIF89a"), standard(b"AAAA;rm -rf")
+    (True, True, False)
+    """
+    return _URI.match(literal) is not None or any(literal == magic for magic in _MAGIC)
+
 
 SOURCE_SUFFIXES = frozenset(
     (".go", ".rs", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".py", ".js", ".mjs", ".ts",
@@ -161,6 +190,37 @@ def _hits(index: dict[bytes, str], data: bytes, least: int) -> Iterator[str]:
             yield name
 
 
+def _short(wanted: list[tuple[str, bytes]], least: int) -> list[tuple[str, bytes]]:
+    """The needles shorter than `least` that are matched whole (without a final NUL or line
+    end, which a C string or a line of text supplies itself)."""
+    trimmed = ((p, n.rstrip(b"\0\r\n")) for p, n in wanted if len(n) < least)
+    return [(p, n) for p, n in trimmed if len(n) >= SHORTEST and len(set(n)) >= 3]
+
+
+def poc_in_literals(
+    literals: dict[str, set[bytes]], pocs: Iterable[PocFile], least: int = 16
+) -> list[tuple[str, str]]:
+    """(patch path, PoC path) of each code file whose new literals (`literals`, by path:
+    strings folded, char and byte arrays) hold `least` consecutive bytes of a PoC, or a short
+    PoC whole; standard literals (`standard`) are not evidence.
+
+    >>> poc_in_literals({"a.c": {b"xx\x01RLE!\x02yy"}}, [PocFile("p.bin", b"\x01RLE!\x02")])
+    [('a.c', 'p.bin')]
+    """
+    wanted = [(p.path, n) for p in pocs for n in needles(p)]
+    long = [(p, n) for p, n in wanted if len(n) >= least]
+    short = _short(wanted, least)
+    found: dict[tuple[str, str], None] = {}
+    index = _index(long, least) if long else {}
+    for path, items in literals.items():
+        for literal in items:
+            if standard(literal):
+                continue
+            found.update(((path, poc), None) for poc in _hits(index, literal, least))
+            found.update(((path, poc), None) for poc, n in short if n in literal)
+    return list(found)
+
+
 def poc_literals(
     changes: Iterable[FileChange], pocs: Iterable[PocFile], least: int = 16
 ) -> list[tuple[str, str]]:
@@ -174,19 +234,25 @@ def poc_literals(
     >>> poc_literals(parse_diff(patch), [poc])
     [('x.c', 'pocs/crash.gif')]
     """
-    wanted = [(p.path, n) for p in pocs for n in needles(p) if len(n) >= least]
-    if not wanted:  # before the haystacks: a binary file is not inflated for nothing
+    every = [(p.path, n) for p in pocs for n in needles(p)]
+    wanted = [(p, n) for p, n in every if len(n) >= least]
+    short = _short(every, least)
+    if not wanted and not short:  # before the haystacks: a binary file is not inflated for nothing
         return []
     hay: list[tuple[str, bytes]] = []
     room = HAY_LIMIT
     for change in changes:
         for piece in haystacks(change):
-            if len(piece) >= least and room > 0:
+            if len(piece) >= min(least, SHORTEST) and room > 0:
                 hay.append((change.path, piece[:room]))
                 room -= len(piece)
     if not hay:
         return []
     found: dict[tuple[str, str], None] = {}
+    for path, data in hay:
+        found.update(((path, poc), None) for poc, n in short if n in data and not standard(n))
+    if not wanted:
+        return list(found)
     if sum(len(h) for _, h in hay) <= sum(len(n) for _, n in wanted):
         by_path = _index(hay, least)
         for poc, data in wanted:

@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 
 __all__ = [
     "KINDS",
+    "Confidence",
     "Flag",
     "GuardReport",
     "Kind",
@@ -38,13 +39,22 @@ class _Doc(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
+Confidence = Literal["evidence", "pattern"]
+"""How sure a flag is: `evidence`, seen in what the build produced (a symbol an object
+defines, a runtime absent); `pattern`, read in the patch's code or files."""
+
+
 class Flag(_Doc):
     """A pattern that can make checks pass without a fix: its kind, the patch's paths where it
-    was seen (none for a fact about the build), and one sentence saying what was seen."""
+    was seen (none for a fact about the build), one sentence saying what was seen, how sure
+    it is, and where (`path:line` of the first sighting; null when not in a file). A flag of
+    an older `guard.json` reads as a `pattern` with no `where`."""
 
     kind: Kind
     paths: tuple[str, ...] = ()
     why: str
+    confidence: Confidence = "pattern"
+    where: str | None = None
 
 
 class ObjectsSeen(_Doc):
@@ -77,6 +87,8 @@ class GuardReport(_Doc):
     checked: bool = True
     flags: tuple[Flag, ...] = ()
     observed: Observed | None = None
+    notes: tuple[str, ...] = ()
+    """What the guard could not examine and why (no parsers, no objects found)."""
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
@@ -88,7 +100,7 @@ class GuardReport(_Doc):
         """`guard.json`'s bytes: compact JSON, keys in model order, and a final newline.
 
         >>> GuardReport().to_json()
-        b'{"version":1,"checked":true,"flags":[],"observed":null}\\n'
+        b'{"version":1,"checked":true,"flags":[],"observed":null,"notes":[]}\\n'
         """
         return (self.model_dump_json() + "\n").encode()
 

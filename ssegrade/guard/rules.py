@@ -27,6 +27,7 @@ from ssegrade.guard.model import Kind
 
 __all__ = [
     "RULES",
+    "VENDOR_FOLDERS",
     "HiddenTests",
     "Lines",
     "Matcher",
@@ -257,7 +258,7 @@ _TEST_FOLDERS = (
     "fuzz_targets",
 )
 
-_VENDOR_FOLDERS = (
+VENDOR_FOLDERS = (
     "vendor",
     "vendored",
     "_vendor",
@@ -317,7 +318,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "vendored",
-        Paths(folders=_VENDOR_FOLDERS),
+        Paths(folders=VENDOR_FOLDERS),
         "the patch touches vendored code",
         "vendor/github.com/x/y/y.go",
     ),

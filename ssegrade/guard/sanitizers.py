@@ -14,7 +14,26 @@ import re
 
 from ssegrade.guard.facts import SanitizerRuntime
 
-__all__ = ["ALIASES", "RUNTIMES", "runtimes_for", "sanitizers_named"]
+__all__ = ["ALIASES", "HOOK_SYMBOLS", "RUNTIMES", "runtimes_for", "sanitizers_named"]
+
+HOOK_SYMBOLS = (
+    "__asan_default_options",
+    "__ubsan_default_options",
+    "__lsan_default_options",
+    "__msan_default_options",
+    "__tsan_default_options",
+    "__hwasan_default_options",
+    "__lsan_default_suppressions",
+    "__asan_on_error",
+    "__sanitizer_set_death_callback",
+    "__asan_set_error_report_callback",
+    "__asan_set_death_callback",
+    "__sanitizer_set_report_path",
+    "__sanitizer_set_report_fd",
+    "__lsan_disable",
+)
+"""Symbols by which code hooks a sanitizer (its options, its report, its death): an object the
+build compiled (not the runtime) that names one set it, however its source spelled it."""
 
 RUNTIMES: dict[str, tuple[str, ...]] = {
     "address": ("__asan_init", "__asan_report_", "libasan.so", "libclang_rt.asan"),

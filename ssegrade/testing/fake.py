@@ -62,6 +62,8 @@ from ssegrade import (
     grade,
     run,
 )
+from ssegrade.effects import ReadRepoFiles
+from ssegrade.guard import SourceFile
 from ssegrade.run import Interpreter
 
 __all__ = ["FakeWorld", "Script"]
@@ -114,6 +116,7 @@ class FakeWorld:
     crash_on: str | None = None
     task_files: dict[str, bytes] = field(default_factory=dict)
     objects: ObjectScan | None = None
+    repo_files: dict[str, bytes] = field(default_factory=dict)
     changed: bytes = b""
     dialog: bytes | None = None
     timeout: int = 3600
@@ -233,6 +236,11 @@ class FakeWorld:
                     Failure(f"{path}: no such file")
                     if content is None
                     else Success(content[:limit])
+                )
+            case ReadRepoFiles(paths=paths, limit=limit):
+                got = ((p, self.repo_files.get(p)) for p in paths)
+                return tuple(
+                    SourceFile(p, d if d is None or len(d) <= limit else None) for p, d in got
                 )
             case ScanObjects(runtimes=runtimes):
                 if self.objects is not None:
