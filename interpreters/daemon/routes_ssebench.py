@@ -141,5 +141,6 @@ async def post_agent_exited(asker: Asker) -> WireSuccess:
 
 @router.get("/reference/patch", response_model=WireDiff, responses=errors(403))
 async def get_reference_patch(asker: Asker) -> WireDiff:
-    """Admin only: the task's reference fix; empty when it has none."""
+    """The task's reference fix, empty when it has none: on the admin socket, and on the
+    agent-facing listeners once the agent phase is over (403 before)."""
     return await asker.call(ssebench.reference_patch, asker.service, asker.listener)

@@ -117,7 +117,8 @@ async def post_agent_exited(asker: Asker) -> AgentExitedReply:
 
 @router.get("/reference/patch", response_model=DiffText, responses=errors(403, 404))
 async def get_reference_patch(asker: Asker) -> DiffText:
-    """Admin only (403 elsewhere): the task's reference fix; 404 when the task has none."""
+    """The task's reference fix (404 when the task has none): on the admin socket, and on
+    the agent-facing listeners once the agent phase is over (403 before)."""
     return await asker.call(asker.service.reference_patch, asker.listener)
 
 
