@@ -406,7 +406,9 @@ def test_admin_folder_open_to_others_is_refused(workdir: Path) -> None:
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [
             f"ssegrade: error: admin socket folder {folder} must be mode 0700 and owned by uid"
-            f" {os.geteuid()} (it has mode 0755, uid {os.geteuid()})"
+            f" {os.geteuid()} (it has mode 0755, uid {os.geteuid()}): give the socket a folder"
+            " of its own, e.g. --admin-socket /run/ssebench-admin/admin.sock (made with mode 0700"
+            " when missing)"
         ]
         assert sorted(folder.iterdir()) == []
     finally:

@@ -91,8 +91,22 @@ def check_admin_folder(path: Path) -> None:
     if info.st_uid != os.geteuid() or mode & 0o077:
         raise SocketError(
             f"admin socket folder {folder} must be mode 0700 and owned by uid {os.geteuid()}"
-            f" (it has mode {mode:04o}, uid {info.st_uid})"
+            f" (it has mode {mode:04o}, uid {info.st_uid}): {_safe_place(path)}"
         )
+
+
+SAFE_ADMIN_FOLDER = Path("/run/ssebench-admin")
+"""Where the admin socket goes by default: a folder of its own, made with mode 0700."""
+
+
+def _safe_place(path: Path) -> str:
+    """What to do instead of an admin socket in a folder others can enter."""
+    if path.parent == SAFE_ADMIN_FOLDER:
+        return f"make it so (chmod 0700 {SAFE_ADMIN_FOLDER}), or name a folder of its own"
+    return (
+        f"give the socket a folder of its own, e.g. --admin-socket {SAFE_ADMIN_FOLDER / path.name}"
+        " (made with mode 0700 when missing)"
+    )
 
 
 def _clear_stale(path: Path) -> None:
