@@ -34,6 +34,7 @@ from tests.daemons import (
 )
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
+from tests.ssebench_wire import REFERENCE_LOCKED
 
 pytestmark = pytest.mark.slow
 
@@ -128,11 +129,13 @@ def test_gate_on_both_sockets(level: Level, gate_daemons: dict[int, RunningDaemo
         for method, path in (
             ("POST", "/prepare_grading"),
             ("POST", "/admin/agent_exited"),
-            ("GET", "/reference/patch"),
         ):
             reply = agent.request(method, path)
             assert reply.status_code == 403
             assert reply.json() == {"error": "endpoint is only available on the admin socket"}
+        reply = agent.get("/reference/patch")  # until the agent phase is over
+        assert reply.status_code == 403
+        assert reply.json() == {"error": REFERENCE_LOCKED}
         assert agent.get("/capabilities").json()["agent_phase"] is True
 
 
