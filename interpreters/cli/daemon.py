@@ -8,6 +8,8 @@ the interpreters of `interpreters.daemon`. Bad input is one line on stderr and e
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -168,11 +170,15 @@ def daemon(
         raise click.UsageError("-v and -q cannot be used together")
     # The server libraries load only for this command, not for every `ssegrade` run.
     from interpreters.daemon.startup import Settings, run_daemon  # noqa: PLC0415
+    from interpreters.daemon.workers import worker_count  # noqa: PLC0415
 
     shown = logs.console()
     if shown is not None:
         shown.prefix("ssegrade daemon: ")
         shown.show(logs.level_of(quiet=quiet, verbose=verbose))
+    workers, ignored = worker_count(os.environ.get("SSE_DAEMON_WORKERS"))
+    if ignored is not None:
+        logging.getLogger(__name__).warning("%s", ignored)
 
     run_daemon(
         Settings(
@@ -188,6 +194,7 @@ def daemon(
             runner_user=runner_user,
             agent_user=agent_user,
             archive=archive,
+            workers=workers,
             scripts=ScriptOptions.of(**scripts),
         )
     )

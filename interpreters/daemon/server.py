@@ -33,6 +33,7 @@ from fastapi import FastAPI
 from interpreters.daemon.accepting import Slot, accept, guarded
 from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
+from interpreters.daemon.workers import DEFAULT_WORKERS
 
 __all__ = [
     "CONNECTIONS",
@@ -222,11 +223,14 @@ def remove_socket(path: Path | None) -> None:
             path.unlink()
 
 
-async def _serve(service: Service, listening: list[Listening], idle: float) -> None:
-    servers = [
-        _server(create_app(service, "admin" if item.listener == "admin" else "agent"))
+async def _serve(service: Service, listening: list[Listening], idle: float, workers: int) -> None:
+    apps = [
+        create_app(service, "admin" if item.listener == "admin" else "agent", workers)
         for item in listening
     ]
+    for app in apps:
+        app.state.workers.start()
+    servers = [_server(app) for app in apps]
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     received: list[str] = []
@@ -267,6 +271,8 @@ async def _serve(service: Service, listening: list[Listening], idle: float) -> N
             server.should_exit = True
         await asyncio.gather(*tasks, *acceptors, return_exceptions=True)
     finally:
+        for app in apps:
+            app.state.workers.close()
         stopper.cancel()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
@@ -277,14 +283,16 @@ def serve(
     listening: list[Listening],
     *,
     idle: float = IDLE_SECONDS,
+    workers: int = DEFAULT_WORKERS,
 ) -> None:
     """Serve the API on every listener until SIGTERM or SIGINT; then remove the sockets.
 
-    The action running when the signal comes is aborted, and this returns once it has ended
-    (or after a grace period). A connection idle for `idle` seconds is closed.
+    Each listener has `workers` threads for its reads. The action running when the signal
+    comes is aborted, and this returns once it has ended (or after a grace period). A
+    connection idle for `idle` seconds is closed.
     """
     try:
-        asyncio.run(_serve(service, listening, idle))
+        asyncio.run(_serve(service, listening, idle, workers))
     finally:
         if not service.wait_idle(_GRACE_SECONDS):
             _log.warning("an action was still running at exit")

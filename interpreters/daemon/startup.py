@@ -34,6 +34,7 @@ from interpreters.daemon.server import (
 from interpreters.daemon.service import Service
 from interpreters.daemon.sessions import LocalSessions
 from interpreters.daemon.shell import AgentShell
+from interpreters.daemon.workers import DEFAULT_WORKERS
 from interpreters.real.runner import ContainmentRefused, Runner, choose
 from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.setup import InputError, Sources, grading_setup, load_inputs, make_results
@@ -60,6 +61,7 @@ class Settings:
     runner_user: str | None
     agent_user: str = "model"
     archive: Path | None = None
+    workers: int = DEFAULT_WORKERS
     scripts: ScriptOptions = field(default_factory=ScriptOptions)
 
 
@@ -155,5 +157,5 @@ def run_daemon(settings: Settings) -> None:
             service.level.number,
             service.level.name,
         )
-        serve(service, listening)
+        serve(service, listening, workers=settings.workers)
     _log.info("stopped")
