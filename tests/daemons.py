@@ -90,11 +90,12 @@ class RunningDaemon:
 
 
 def daemon_command(task: Path, source: Path, results: Path, *args: str) -> list[str]:
-    """The argv of `ssegrade daemon` for a task, a source tree and a results folder."""
+    """The argv of `ssegrade daemon` for a task, a source tree and a results folder, through
+    the console script's entry (which binds the admin socket first)."""
     return [
         sys.executable,
         "-c",
-        "from interpreters.cli.main import main; main()",
+        "from interpreters.cli.entry import main; main()",
         "daemon",
         "--task",
         str(task),

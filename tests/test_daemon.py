@@ -367,7 +367,7 @@ def test_unset_difficulty_is_level_2(workdir: Path, daemons: list[RunningDaemon]
     assert caps["actions"] == ["build", "function_test"]
 
 
-def test_baseline_is_recorded_before_any_listener(
+def test_baseline_is_recorded_before_the_agent_listener(
     workdir: Path, daemons: list[RunningDaemon]
 ) -> None:
     made = make_task(workdir)
