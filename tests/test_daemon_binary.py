@@ -158,7 +158,7 @@ def test_the_worker_count_is_fixed_and_configurable(
     assert with_one < with_default, (with_one, with_default)
     bad, _ = start(daemons, folder / "bad", account, "true", env={"SSE_DAEMON_WORKERS": "zero"})
     assert threads_of(bad) == with_default
-    assert "ignoring SSE_DAEMON_WORKERS='zero': not a positive integer" in bad.output()
+    assert "ignoring SSE_DAEMON_WORKERS='zero': not a whole number from 1 to 256" in bad.output()
 
 
 # ---------------------------------------------------------------------------- responsive

@@ -19,31 +19,35 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "Workers", "worker_count"]
+__all__ = ["DEFAULT_WORKERS", "MAX_WORKERS", "Workers", "worker_count"]
 
 T = TypeVar("T")
 
 DEFAULT_WORKERS = 4
 """Worker threads per listener unless `SSE_DAEMON_WORKERS` says otherwise."""
+MAX_WORKERS = 256
+"""The most worker threads a listener takes."""
 
 _Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
 def worker_count(value: str | None) -> tuple[int, str | None]:
     """The workers per listener `SSE_DAEMON_WORKERS` asks for, and a warning when its value is
-    not a positive integer (the default is then used, as SSEBench's daemon does).
+    not a whole number from 1 to `MAX_WORKERS` (the default is then used, as SSEBench's daemon
+    does for a value that is not a positive integer).
 
     >>> worker_count(None), worker_count("1")
     ((4, None), (1, None))
     >>> worker_count("zero")
-    (4, "ignoring SSE_DAEMON_WORKERS='zero': not a positive integer")
+    (4, "ignoring SSE_DAEMON_WORKERS='zero': not a whole number from 1 to 256")
     """
     if value is None:
         return DEFAULT_WORKERS, None
     stripped = value.strip()
-    if stripped.isdigit() and stripped.isascii() and 0 < int(stripped) <= 1024:
+    if stripped.isdigit() and stripped.isascii() and 0 < int(stripped) <= MAX_WORKERS:
         return int(stripped), None
-    return DEFAULT_WORKERS, f"ignoring SSE_DAEMON_WORKERS={value!r}: not a positive integer"
+    why = f"not a whole number from 1 to {MAX_WORKERS}"
+    return DEFAULT_WORKERS, f"ignoring SSE_DAEMON_WORKERS={value!r}: {why}"
 
 
 def _settle(future: asyncio.Future[Any], failed: bool, value: Any) -> None:
