@@ -9,12 +9,14 @@ writes there, run through a real daemon as the runner.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from interpreters.real.taskview import stage_in_view
 from tests.daemons import post_bencher, running_daemon
 from tests.realtask import make_task
 
@@ -60,3 +62,21 @@ def test_dirname_of_0_is_the_task_folder_without_its_hidden_material(workdir: Pa
             again = post_bencher(agent, "build", grading=False).json()
         assert "./written" not in again["stdout"].split()  # each check its own view
     assert not (made.task / "written").exists()
+
+
+def test_hidden_material_under_another_name_stays_out_of_the_view(workdir: Path) -> None:
+    """A hidden file named through a linked folder, or with a second (hard) name, is left out
+    under every name."""
+    made = make_task(workdir)
+    (made.task / "real").mkdir()
+    (made.task / "future.diff").rename(made.task / "real" / "future.diff")
+    (made.task / "hid").symlink_to("real")
+    os.link(made.task / "real" / "future.diff", made.task / "copy-of-the-hidden-tests")
+    config = made.task / "config.yaml"
+    config.write_text(config.read_text().replace("future.diff", "hid/future.diff"))
+    slot = workdir / "slot"
+    slot.mkdir(mode=0o700)
+    script = stage_in_view(made.task, made.task / "scripts" / "build.sh", slot, None)
+    assert script == slot / "task" / "scripts" / "build.sh"
+    left = sorted(str(p.relative_to(slot / "task")) for p in (slot / "task").rglob("*"))
+    assert left == ["pocs", "real", "scripts", "scripts/build.sh"]

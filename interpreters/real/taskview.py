@@ -52,6 +52,33 @@ def _prune(top: Path, parts: tuple[str, ...]) -> None:
         return
 
 
+def _hidden_places(folder: Path, hidden: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """Every place of the task folder that holds hidden material: each path as named, as it
+    resolves (a link on the way), and every other name of the same file (a hard link)."""
+    top = folder.resolve()
+    places: set[tuple[str, ...]] = set()
+    inodes: set[tuple[int, int]] = set()
+    for path in hidden:
+        places.add(_parts(path))
+        resolved = (folder / path).resolve()
+        if resolved.is_relative_to(top):
+            places.add(resolved.relative_to(top).parts)
+        try:
+            info = resolved.lstat()
+        except OSError:
+            continue
+        inodes.add((info.st_dev, info.st_ino))
+    for here, _folders, names in os.walk(top):
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(here, name))
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) in inodes:
+                places.add((Path(here) / name).relative_to(top).parts)
+    return places
+
+
 def _clear_way(top: Path, parts: tuple[str, ...]) -> None:
     """Leave only folders along `top/parts`: the first entry on the way that is not one (a
     link, a file) is removed, and the rest of the way is left to be made."""
@@ -92,8 +119,8 @@ def stage_in_view(
         return None
     view = slot / (folder.name or "task")
     files.fresh_copy(folder, view, owner, check=check)
-    for hidden in ("config.yaml", *task.hidden_files()):
-        _prune(view, _parts(hidden))
+    for hidden in _hidden_places(folder, ("config.yaml", *task.hidden_files())):
+        _prune(view, hidden)
     target = view.joinpath(*relative)
     _clear_way(view, relative[:-1])
     target.parent.mkdir(parents=True, exist_ok=True)
