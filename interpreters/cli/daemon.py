@@ -7,6 +7,7 @@ the interpreters of `interpreters.daemon`. Bad input is one line on stderr and e
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -29,8 +30,6 @@ from interpreters.cli.options import (
     task_option,
     verbose_option,
 )
-from interpreters.daemon.client import DaemonClient, DaemonError
-from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
 from interpreters.real import logs
 from interpreters.real.results import ResultsWriter
 from interpreters.real.setup import InputError, Inputs, graded
@@ -41,6 +40,13 @@ from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import Deadline, run
 from ssegrade.task import Task
 from ssegrade.text import inert_text
+
+if TYPE_CHECKING:  # the client's libraries load only for the commands that ask a daemon
+    from interpreters.daemon.client import DaemonClient
+
+for _needed in ("fastapi", "uvicorn", "httpx"):  # the 'daemon' extra, named when missing
+    if importlib.util.find_spec(_needed) is None:
+        raise ModuleNotFoundError(f"No module named {_needed!r}", name=_needed)
 
 __all__ = [
     "DEFAULT_ADMIN_SOCKET",
@@ -204,6 +210,8 @@ def daemon(
 
 
 def _preflight(client: DaemonClient, task: Task) -> None:
+    from interpreters.daemon.client import DaemonError  # noqa: PLC0415 - see the imports
+
     try:
         project = client.project()
         asked = client.capabilities()
@@ -235,6 +243,9 @@ def evaluate_through_daemon(
     A daemon that cannot be reached, or serves another task, is bad input (`InputError`, exit
     2); a failure once grading started ends as an `error` grade, written like any other.
     """
+    from interpreters.daemon.client import DaemonClient  # noqa: PLC0415 - see the imports
+    from interpreters.daemon.remote import RemoteGrading  # noqa: PLC0415
+
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
         deadline = Deadline.starting(timeout, time.monotonic)
@@ -271,6 +282,9 @@ def test_patch(where: str, log_dir: Path | None) -> None:
     Example:
       ssegrade test-patch --socket /run/ssebench/daemon.sock
     """
+    from interpreters.daemon.client import DaemonClient, DaemonError  # noqa: PLC0415
+    from interpreters.daemon.remote import PreviewInterpreter  # noqa: PLC0415
+
     with DaemonClient(where, timeout=60.0) as client:
         try:
             asked = client.capabilities()
