@@ -90,11 +90,12 @@ class RunningDaemon:
 
 
 def daemon_command(task: Path, source: Path, results: Path, *args: str) -> list[str]:
-    """The argv of `ssegrade daemon` for a task, a source tree and a results folder."""
+    """The argv of `ssegrade daemon` for a task, a source tree and a results folder, through
+    the console script's entry (which binds the admin socket first)."""
     return [
         sys.executable,
         "-c",
-        "from interpreters.cli.main import main; main()",
+        "from interpreters.cli.entry import main; main()",
         "daemon",
         "--task",
         str(task),
@@ -113,18 +114,29 @@ def start_daemon(
     *args: str,
     level: str | None = "0",
     wait: bool = True,
+    env: dict[str, str] | None = None,
+    stderr: int | None = None,
 ) -> RunningDaemon:
-    """Start `ssegrade daemon` with sockets in a new short folder; wait until it answers."""
+    """Start `ssegrade daemon` with sockets in a new short folder; wait until it answers.
+    `env` is added to the environment; `stderr` (a descriptor) takes the daemon's output
+    instead of the log file."""
     folder = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
     folder.chmod(0o755)
     agent, admin, log = folder / "agent.sock", folder / "admin" / "admin.sock", folder / "log"
-    env = {k: v for k, v in os.environ.items() if k != "SSE_DIFFICULTY"}
+    environment = {k: v for k, v in os.environ.items() if k != "SSE_DIFFICULTY"}
     if level is not None:
-        env["SSE_DIFFICULTY"] = level
+        environment["SSE_DIFFICULTY"] = level
+    environment.update(env or {})
     command = daemon_command(task, source, results, *args)
     command += ["--agent-socket", str(agent), "--admin-socket", str(admin)]
     with log.open("wb") as out:
-        proc = subprocess.Popen(command, cwd=TOP, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            command,
+            cwd=TOP,
+            env=environment,
+            stdout=out if stderr is None else stderr,
+            stderr=subprocess.STDOUT,
+        )
     running = RunningDaemon(proc, folder, agent, admin, log)
     if wait:
         running.wait_ready()

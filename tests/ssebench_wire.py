@@ -46,6 +46,27 @@ SUCCESS = {"success"}
 ERROR = {"error"}
 DIALOG = {"entries"}
 
+ACCESS = {
+    ("GET", "/version"): "any",
+    ("GET", "/project"): "any",
+    ("GET", "/capabilities"): "any",
+    ("POST", "/tool/bencher"): "any",
+    ("GET", "/diff"): "any",
+    ("GET", "/files"): "any",
+    ("GET", "/agent/dialog"): "any",
+    ("GET", "/result"): "any",
+    ("POST", "/prepare_grading"): "admin",
+    ("GET", "/final_diff"): "any",
+    ("POST", "/admin/agent_exited"): "admin",
+    ("GET", "/reference/patch"): "after-agent",
+}
+"""Who each route of SSEBench's daemon contract serves (its `x-access`): `any` every
+listener; `admin` the admin socket only (403 on the agent-facing ones); `after-agent` the admin
+socket, and the agent-facing listeners once `POST /admin/agent_exited` ended the agent phase
+(403 before)."""
+REFERENCE_LOCKED = "reference patch is unavailable while the agent is running"
+"""The contract's 403 text for the reference fix asked on an agent-facing listener too early."""
+
 
 @dataclass
 class TaskDescription:

@@ -34,6 +34,7 @@ from tests.daemons import (
 from tests.rawhttp import reply_to, send_request, wait_until_read
 from tests.realtask import RealTask, make_task
 from tests.scriptmarks import mark, wait_for_mark
+from tests.ssebench_wire import REFERENCE_LOCKED
 
 pytestmark = pytest.mark.slow
 
@@ -127,11 +128,13 @@ def test_gate_on_both_sockets(level: Level, gate_daemons: dict[int, RunningDaemo
         for method, path in (
             ("POST", "/prepare_grading"),
             ("POST", "/admin/agent_exited"),
-            ("GET", "/reference/patch"),
         ):
             reply = agent.request(method, path)
             assert reply.status_code == 403
             assert reply.json() == {"error": "endpoint is only available on the admin socket"}
+        reply = agent.get("/reference/patch")  # until the agent phase is over
+        assert reply.status_code == 403
+        assert reply.json() == {"error": REFERENCE_LOCKED}
         assert agent.get("/capabilities").json()["agent_phase"] is True
 
 
@@ -363,7 +366,7 @@ def test_unset_difficulty_is_level_2(workdir: Path, daemons: list[RunningDaemon]
     assert caps["actions"] == ["build", "function_test"]
 
 
-def test_baseline_is_recorded_before_any_listener(
+def test_baseline_is_recorded_before_the_agent_listener(
     workdir: Path, daemons: list[RunningDaemon]
 ) -> None:
     made = make_task(workdir)
@@ -405,7 +408,9 @@ def test_admin_folder_open_to_others_is_refused(workdir: Path) -> None:
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [
             f"ssegrade: error: admin socket folder {folder} must be mode 0700 and owned by uid"
-            f" {os.geteuid()} (it has mode 0755, uid {os.geteuid()})"
+            f" {os.geteuid()} (it has mode 0755, uid {os.geteuid()}): give the socket a folder"
+            " of its own, e.g. --admin-socket /run/ssebench-admin/admin.sock (made with mode 0700"
+            " when missing)"
         ]
         assert sorted(folder.iterdir()) == []
     finally:

@@ -24,6 +24,7 @@ from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.task import Task
 from ssegrade.testing import FakeWorld, Script
 from tests.fakedaemon import FOLDER, TASK, Api, FakeBackend, InProcess, make_api
+from tests.ssebench_wire import REFERENCE_LOCKED
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 
@@ -228,7 +229,6 @@ def test_unknown_route_and_method_are_errors(api: Api) -> None:
     [
         ("POST", "/prepare_grading"),
         ("POST", "/admin/agent_exited"),
-        ("GET", "/reference/patch"),
     ],
 )
 def test_admin_only_endpoints_are_refused_to_the_agent(api: Api, method: str, path: str) -> None:
@@ -244,6 +244,14 @@ def test_reference_patch(api: Api) -> None:
     assert reply.json() == {"diff": "diff --git a/x b/x\n", "base64": None}
     api.backend.reference = None
     assert api.admin.get("/reference/patch").status_code == 404
+
+
+def test_the_reference_patch_reaches_the_agent_side_only_after_the_agent(api: Api) -> None:
+    early = api.agent.get("/reference/patch")
+    assert (early.status_code, early.json()) == (403, {"error": REFERENCE_LOCKED})
+    assert api.admin.post("/admin/agent_exited").status_code == 200
+    late = api.agent.get("/reference/patch")
+    assert late.json() == {"diff": "diff --git a/x b/x\n", "base64": None}
 
 
 def test_project_is_the_public_view(api: Api) -> None:

@@ -29,6 +29,7 @@ from tests.ssebench_wire import (
     FILES,
     METADATA,
     PATCH_RESULT,
+    REFERENCE_LOCKED,
     RESULT,
     RUNTIME_RESULT,
     SCRIPT_RESULT,
@@ -125,7 +126,7 @@ def test_diff_files_final_diff_and_reference_patch_shapes(wire: Api) -> None:
     wire.backend.reference = None
     assert wire.admin.get("/reference/patch").json() == {"diff": ""}
     reply = wire.agent.get("/reference/patch")
-    assert (reply.status_code, reply.json()) == (403, {"error": ADMIN_ONLY})
+    assert (reply.status_code, reply.json()) == (403, {"error": REFERENCE_LOCKED})
 
 
 def test_result_is_unavailable_then_the_grade_with_the_original_keys(wire: Api) -> None:

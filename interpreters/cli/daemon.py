@@ -7,12 +7,15 @@ the interpreters of `interpreters.daemon`. Bad input is one line on stderr and e
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,8 +30,6 @@ from interpreters.cli.options import (
     task_option,
     verbose_option,
 )
-from interpreters.daemon.client import DaemonClient, DaemonError
-from interpreters.daemon.remote import PreviewInterpreter, RemoteGrading
 from interpreters.real import logs
 from interpreters.real.results import ResultsWriter
 from interpreters.real.setup import InputError, Inputs, graded
@@ -39,6 +40,13 @@ from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import Deadline, run
 from ssegrade.task import Task
 from ssegrade.text import inert_text
+
+if TYPE_CHECKING:  # the client's libraries load only for the commands that ask a daemon
+    from interpreters.daemon.client import DaemonClient
+
+for _needed in ("fastapi", "uvicorn", "httpx"):  # the 'daemon' extra, named when missing
+    if importlib.util.find_spec(_needed) is None:
+        raise ModuleNotFoundError(f"No module named {_needed!r}", name=_needed)
 
 __all__ = [
     "DEFAULT_ADMIN_SOCKET",
@@ -168,11 +176,15 @@ def daemon(
         raise click.UsageError("-v and -q cannot be used together")
     # The server libraries load only for this command, not for every `ssegrade` run.
     from interpreters.daemon.startup import Settings, run_daemon  # noqa: PLC0415
+    from interpreters.daemon.workers import worker_count  # noqa: PLC0415
 
     shown = logs.console()
     if shown is not None:
         shown.prefix("ssegrade daemon: ")
         shown.show(logs.level_of(quiet=quiet, verbose=verbose))
+    workers, ignored = worker_count(os.environ.get("SSE_DAEMON_WORKERS"))
+    if ignored is not None:
+        logging.getLogger(__name__).warning("%s", ignored)
 
     run_daemon(
         Settings(
@@ -188,6 +200,7 @@ def daemon(
             runner_user=runner_user,
             agent_user=agent_user,
             archive=archive,
+            workers=workers,
             scripts=ScriptOptions.of(**scripts),
         )
     )
@@ -197,6 +210,8 @@ def daemon(
 
 
 def _preflight(client: DaemonClient, task: Task) -> None:
+    from interpreters.daemon.client import DaemonError  # noqa: PLC0415 - see the imports
+
     try:
         project = client.project()
         asked = client.capabilities()
@@ -228,6 +243,9 @@ def evaluate_through_daemon(
     A daemon that cannot be reached, or serves another task, is bad input (`InputError`, exit
     2); a failure once grading started ends as an `error` grade, written like any other.
     """
+    from interpreters.daemon.client import DaemonClient  # noqa: PLC0415 - see the imports
+    from interpreters.daemon.remote import RemoteGrading  # noqa: PLC0415
+
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
         deadline = Deadline.starting(timeout, time.monotonic)
@@ -267,6 +285,9 @@ def test_patch(where: str, log_dir: Path | None) -> None:
     Example:
       ssegrade test-patch --socket /run/ssebench/daemon.sock
     """
+    from interpreters.daemon.client import DaemonClient, DaemonError  # noqa: PLC0415
+    from interpreters.daemon.remote import PreviewInterpreter  # noqa: PLC0415
+
     with DaemonClient(where, timeout=60.0) as client:
         try:
             asked = client.capabilities()

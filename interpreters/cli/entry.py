@@ -100,11 +100,16 @@ def _without_teardown() -> None:
 def main() -> NoReturn:
     """Run the command line (`interpreters.cli.main`); a missing extra is one line, exit 2.
     `evaluate` starts its archive's child first, its imports overlapping the command's, and
-    ends without the interpreter's teardown (`_without_teardown`)."""
+    ends without the interpreter's teardown (`_without_teardown`); `daemon` binds its admin
+    socket first (`interpreters.daemon.binding.bind_early`)."""
     arguments = sys.argv[1:]
     evaluating = arguments[:1] == ["evaluate"]
     if evaluating:
         atexit.register(_without_teardown)  # registered first, so run last
+    if arguments[:1] == ["daemon"]:  # its admin socket takes connections at once
+        from interpreters.daemon.binding import bind_early  # noqa: PLC0415
+
+        bind_early(arguments[1:], os.environ)
     if evaluating and not any(a.startswith(_NO_TREE) for a in arguments):
         from interpreters.real import archive_child  # noqa: PLC0415
 

@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 
 from interpreters.daemon import routes_ssebench, routes_ssegrade
 from interpreters.daemon.service import Refused, Service
+from interpreters.daemon.workers import DEFAULT_WORKERS, Workers
 from ssegrade.protocol import API_VERSION, Listener
 
 __all__ = ["MAX_BODY", "create_app", "openapi_document"]
@@ -128,8 +129,11 @@ class _BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-def create_app(service: Service | None, listener: Listener) -> FastAPI:
-    """The API app of one listener (`service` None: only to generate the OpenAPI document)."""
+def create_app(
+    service: Service | None, listener: Listener, workers: int = DEFAULT_WORKERS
+) -> FastAPI:
+    """The API app of one listener, with its `workers` threads for reads (`service` None: only
+    to generate the OpenAPI document)."""
     app = FastAPI(
         title=_TITLE,
         version=str(API_VERSION),
@@ -141,6 +145,7 @@ def create_app(service: Service | None, listener: Listener) -> FastAPI:
     app.state.service = service
     app.state.listener = listener
     app.state.threads = weakref.WeakKeyDictionary()  # a thread limiter per event loop
+    app.state.workers = Workers(workers)
     app.include_router(routes_ssebench.router)
     app.include_router(routes_ssegrade.router)
     app.add_middleware(_BodyLimit)

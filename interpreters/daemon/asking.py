@@ -1,9 +1,12 @@
-"""How a route reaches the daemon's `Service`: the listener asking, and its worker threads.
+"""How a route reaches the daemon's `Service`: the listener asking, and its threads.
 
 Interpreter layer, shared by the two route sets (`routes_ssebench`, `routes_ssegrade`). The
-`Service` blocks (one action at a time), so each handler runs it in a worker thread drawn from
-its listener's own small pool: requests queued on the agent-facing socket never take the
-threads the admin socket needs.
+`Service` blocks, so each handler runs it in a thread of its listener's own, never another
+listener's: requests queued on the agent-facing socket never take the threads the admin socket
+needs. A read (`call`) runs on the listener's fixed workers (`interpreters.daemon.workers`,
+`SSE_DAEMON_WORKERS`); work that waits for its turn, one action at a time (`act`: the tool
+calls, the captures, grading), on threads drawn from the listener's own small pool, so that a
+long tool call never holds a worker that the reads need.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from anyio import CapacityLimiter
 from fastapi import Depends, Request
 
 from interpreters.daemon.service import Service
+from interpreters.daemon.workers import Workers
 from ssegrade.protocol import ErrorBody, Listener
 
 __all__ = ["THREADS", "Asker", "errors"]
 
 THREADS = {"agent": 4, "admin": 8}
-"""Worker threads per listener: an agent's queued requests wait for these, never the admin's."""
+"""Threads per listener for work that waits for its turn: an agent's queued tool calls wait
+for these, never the admin's."""
 
 T = TypeVar("T")
 
@@ -35,9 +40,15 @@ class _Asker:
     service: Service
     listener: Listener
     threads: CapacityLimiter
+    workers: Workers
 
     async def call(self, work: Callable[..., T], *args: Any) -> T:
-        """Run `work(*args)` in one of this listener's worker threads."""
+        """Run `work(*args)`, a read, on one of this listener's fixed workers."""
+        return await self.workers.run(functools.partial(work, *args))
+
+    async def act(self, work: Callable[..., T], *args: Any) -> T:
+        """Run `work(*args)`, which may wait for its turn, in a thread of this listener's
+        pool for such work (never on its workers)."""
         return await anyio.to_thread.run_sync(functools.partial(work, *args), limiter=self.threads)
 
 
@@ -53,7 +64,7 @@ async def _asker(request: Request) -> _Asker:
     threads = pools.get(loop)
     if threads is None:
         threads = pools[loop] = CapacityLimiter(THREADS[listener])
-    return _Asker(service, listener, threads)
+    return _Asker(service, listener, threads, request.app.state.workers)
 
 
 Asker = Annotated[_Asker, Depends(_asker)]

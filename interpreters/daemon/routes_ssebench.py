@@ -86,19 +86,19 @@ async def post_tool(
         body: Any = json.loads(raw)
     except ValueError:
         raise Refused(400, "the body must be JSON: the action's argument") from None
-    return await asker.call(ssebench.tool, asker.service, asker.listener, name, action, body)
+    return await asker.act(ssebench.tool, asker.service, asker.listener, name, action, body)
 
 
 @router.get("/diff", response_model=WireDiff, responses=errors(500, 503))
 async def get_diff(asker: Asker) -> WireDiff:
     """The live tree's patch against the baseline, captured as grading captures it."""
-    return await asker.call(ssebench.diff, asker.service, asker.listener)
+    return await asker.act(ssebench.diff, asker.service, asker.listener)
 
 
 @router.get("/files", response_model=WireFiles, responses=errors(500, 503))
 async def get_files(asker: Asker) -> WireFiles:
     """The files the live patch changes, with their status and line counts."""
-    return await asker.call(ssebench.files, asker.service, asker.listener)
+    return await asker.act(ssebench.files, asker.service, asker.listener)
 
 
 @router.get("/agent/dialog", response_model=WireDialog, responses=errors(400, 500))
@@ -123,7 +123,7 @@ async def get_result(asker: Asker) -> JSONResponse:
 async def post_prepare_grading(asker: Asker) -> WireSuccess:
     """Admin only: a fresh runner session, capture, `final.patch` and `commits.log`, and the
     patch checked against the grading repo; 500 `git apply failed: …` when it does not apply."""
-    return await asker.call(ssebench.prepare_grading, asker.service, asker.listener)
+    return await asker.act(ssebench.prepare_grading, asker.service, asker.listener)
 
 
 @router.get("/final_diff", response_model=WireDiff, responses=errors(500))
@@ -136,10 +136,11 @@ async def get_final_diff(asker: Asker) -> WireDiff:
 async def post_agent_exited(asker: Asker) -> WireSuccess:
     """Admin only: end the agent phase (agent-facing tools refused from now on, the agent's
     shell killed)."""
-    return await asker.call(ssebench.agent_exited, asker.service, asker.listener)
+    return await asker.act(ssebench.agent_exited, asker.service, asker.listener)
 
 
 @router.get("/reference/patch", response_model=WireDiff, responses=errors(403))
 async def get_reference_patch(asker: Asker) -> WireDiff:
-    """Admin only: the task's reference fix; empty when it has none."""
+    """The task's reference fix, empty when it has none: on the admin socket, and on the
+    agent-facing listeners once the agent phase is over (403 before)."""
     return await asker.call(ssebench.reference_patch, asker.service, asker.listener)

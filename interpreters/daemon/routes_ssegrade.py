@@ -60,7 +60,7 @@ async def get_capabilities(asker: Asker) -> Capabilities:
 async def get_diff(asker: Asker) -> DiffText:
     """The live tree's patch against the baseline, captured exactly as grading captures it,
     with its exact bytes in `base64` when they are not all UTF-8."""
-    return await asker.call(asker.service.diff, asker.listener)
+    return await asker.act(asker.service.diff, asker.listener)
 
 
 @router.get("/files", response_model=FilesReply, responses=errors(500, 503))
@@ -68,7 +68,7 @@ async def get_files(asker: Asker) -> FilesReply:
     """The paths the live patch changes, as git lists them: `status` (added, deleted,
     modified), line counts, and ssegrade's `kind` (added, deleted, modified, mode_changed,
     type_changed), modes and `binary`."""
-    return await asker.call(asker.service.files, asker.listener)
+    return await asker.act(asker.service.files, asker.listener)
 
 
 @router.get("/result", response_model=EvaluationResult, responses=errors(404))
@@ -95,7 +95,7 @@ async def post_bencher(
     On the admin socket, once grading is prepared, every call runs in the grading session.
     `run_poc` takes a PoC the task names (400 otherwise) and answers code -1 before any build.
     A script's failure is a normal reply (`code` != 0)."""
-    return await asker.call(
+    return await asker.act(
         asker.service.bencher, asker.listener, action, request or BencherRequest()
     )
 
@@ -105,19 +105,20 @@ async def post_prepare_grading(asker: Asker) -> PrepareReply:
     """Admin only (403 elsewhere): start a fresh runner session, capture the patch, write
     `final.patch` and `commits.log`, apply it to the grading repo. A second call starts a fresh
     session again and answers the same outcome without applying twice."""
-    return await asker.call(asker.service.prepare_grading, asker.listener)
+    return await asker.act(asker.service.prepare_grading, asker.listener)
 
 
 @router.post("/admin/agent_exited", response_model=AgentExitedReply, responses=errors(403))
 async def post_agent_exited(asker: Asker) -> AgentExitedReply:
     """Admin only (403 elsewhere): end the agent phase; every agent-facing tool is refused
     from now on, agent requests still waiting for their turn included."""
-    return await asker.call(asker.service.agent_exited, asker.listener)
+    return await asker.act(asker.service.agent_exited, asker.listener)
 
 
 @router.get("/reference/patch", response_model=DiffText, responses=errors(403, 404))
 async def get_reference_patch(asker: Asker) -> DiffText:
-    """Admin only (403 elsewhere): the task's reference fix; 404 when the task has none."""
+    """The task's reference fix (404 when the task has none): on the admin socket, and on
+    the agent-facing listeners once the agent phase is over (403 before)."""
     return await asker.call(asker.service.reference_patch, asker.listener)
 
 
@@ -130,5 +131,5 @@ async def post_guard_observe(asker: Asker) -> Response:
     the grading session after its checks: the PoC files (bytes in base64), the paths of the
     hidden test diff, and a scan of the build's objects for the task's sanitizer runtime. 404
     before `POST /prepare_grading`."""
-    facts = await asker.call(asker.service.observe_guard, asker.listener)
+    facts = await asker.act(asker.service.observe_guard, asker.listener)
     return Response(_FACTS.dump_json(facts), media_type="application/json")

@@ -88,6 +88,7 @@ class Refused(Exception):
 
 NOT_PREPARED = "grading is not prepared: POST /prepare_grading first"
 STOPPING = "the daemon is stopping"
+REFERENCE_LOCKED = "reference patch is unavailable while the agent is running"
 
 
 @dataclass
@@ -130,6 +131,12 @@ class Service:
         """Refuse (403) an admin-only endpoint reached on an agent-facing listener."""
         if listener != "admin":
             raise Refused(403, ADMIN_ONLY)
+
+    def after_agent(self, listener: Listener) -> None:
+        """Refuse (403) the reference fix on an agent-facing listener while the agent phase
+        lasts; once `POST /admin/agent_exited` ended it, every listener may read it."""
+        if listener != "admin" and self.agent_phase:
+            raise Refused(403, REFERENCE_LOCKED)
 
     def _agent_tools_open(self, listener: Listener) -> None:
         if listener == "agent" and not self.agent_phase:
@@ -206,8 +213,9 @@ class Service:
         return encode_patch(data)
 
     def reference_patch(self, listener: Listener) -> DiffText:
-        """`GET /reference/patch` (admin only): the task's reference fix."""
-        self.admin_only(listener)
+        """`GET /reference/patch`: the task's reference fix, on the admin socket, and on the
+        agent-facing listeners once the agent phase is over."""
+        self.after_agent(listener)
         data = self.reference()
         if data is None:
             raise Refused(404, "the task has no reference patch")

@@ -157,8 +157,9 @@ def final_diff(service: Service) -> WireDiff:
 
 
 def reference_patch(service: Service, listener: Listener) -> WireDiff:
-    """`GET /reference/patch` (admin only): the task's reference fix; empty when it has none."""
-    service.admin_only(listener)
+    """`GET /reference/patch`: the task's reference fix, empty when it has none; on an
+    agent-facing listener only once the agent phase is over (403 before)."""
+    service.after_agent(listener)
     return WireDiff(diff=_text(service.reference()))
 
 

@@ -20,24 +20,32 @@ from pathlib import Path
 
 from returns.result import Failure
 
-from interpreters.daemon.console import version
-from interpreters.daemon.reads import DaemonReads
-from interpreters.daemon.server import (
+from interpreters.daemon.binding import (
     Listening,
     SocketError,
+    adopt_early,
     bind_tcp,
     bind_unix,
     check_admin_folder,
     remove_socket,
-    serve,
 )
+from interpreters.daemon.console import version
+from interpreters.daemon.reads import DaemonReads
 from interpreters.daemon.service import Service
 from interpreters.daemon.sessions import LocalSessions
 from interpreters.daemon.shell import AgentShell
+from interpreters.daemon.workers import DEFAULT_WORKERS
 from interpreters.real.runner import ContainmentRefused, Runner, choose
 from interpreters.real.runner.options import ScriptOptions
-from interpreters.real.setup import InputError, Sources, grading_setup, load_inputs, make_results
-from ssegrade.protocol.difficulty import parse_difficulty
+from interpreters.real.setup import (
+    InputError,
+    Inputs,
+    Sources,
+    grading_setup,
+    load_inputs,
+    make_results,
+)
+from ssegrade.protocol.difficulty import Level, parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
 
@@ -60,13 +68,25 @@ class Settings:
     runner_user: str | None
     agent_user: str = "model"
     archive: Path | None = None
+    workers: int = DEFAULT_WORKERS
     scripts: ScriptOptions = field(default_factory=ScriptOptions)
 
 
-def _listeners(agent: Path, admin: Path, port: int | None) -> list[Listening]:
-    bound: list[Listening] = []
+def _admin_listener(admin: Path) -> Listening:
+    """The admin socket: the one `bind_early` bound at the start, or bound now."""
+    early = adopt_early(admin)
+    if early is not None:
+        return early
     try:
-        bound.append(bind_unix(admin, 0o600, "admin"))
+        return bind_unix(admin, 0o600, "admin")
+    except SocketError as exc:
+        raise InputError(str(exc)) from exc
+
+
+def _listeners(admin: Listening, agent: Path, port: int | None) -> list[Listening]:
+    """The admin listener and the agent-facing ones, bound now (the baseline is recorded)."""
+    bound: list[Listening] = [admin]
+    try:
         bound.append(bind_unix(agent, 0o666, "agent"))
         if port is not None:
             bound.append(bind_tcp(port))
@@ -94,10 +114,12 @@ def _dedicated(agent_user: str, runner: Runner) -> None:
 
 
 def run_daemon(settings: Settings) -> None:
-    """Check the input, set the grading up (`grading_setup`: the baseline recorded now, the
-    grading repo, the locks), then serve until SIGTERM or SIGINT.
+    """Check the input, bind the admin socket (or take the one bound at the start), set the
+    grading up (`grading_setup`: the baseline recorded now, the grading repo, the locks), bind
+    the agent-facing listeners, then serve until SIGTERM or SIGINT.
 
-    Bad input raises `InputError` (one line, exit 2) before anything is recorded or bound.
+    Bad input raises `InputError` (one line, exit 2) before anything is recorded and before
+    the agent-facing socket exists; the admin socket is then removed.
     """
     level = parse_difficulty(os.environ.get("SSE_DIFFICULTY"))
     if isinstance(level, Failure):
@@ -113,7 +135,7 @@ def run_daemon(settings: Settings) -> None:
     _dedicated(settings.agent_user, inputs.runner)
     scripts = settings.scripts
     try:
-        contained = choose(scripts.containment)
+        described = choose(scripts.containment).describe()
     except ContainmentRefused as exc:
         raise InputError(str(exc)) from None
     results = make_results(settings.results, share=True)
@@ -121,15 +143,39 @@ def run_daemon(settings: Settings) -> None:
         check_admin_folder(admin_socket)
     except SocketError as exc:
         raise InputError(str(exc)) from exc
+    admin = _admin_listener(admin_socket)
+    try:
+        _set_up_and_serve(settings, inputs, level.unwrap(), results, admin, described)
+    finally:
+        admin.sock.close()
+        remove_socket(admin.path)
+    _log.info("stopped")
+
+
+def _set_up_and_serve(
+    settings: Settings,
+    inputs: Inputs,
+    level: Level,
+    results: Path,
+    admin: Listening,
+    contained: str,
+) -> None:
+    """Record the baseline, then bind the agent-facing listeners and serve: the agent's
+    socket exists only once its tree cannot change the baseline (SPEC §9)."""
+    source = inputs.source
+    assert source is not None  # checked by the caller
+    scripts = settings.scripts
+    admin_socket = settings.admin_socket.absolute()
     where = Sources(repo=settings.repo, baseline=settings.baseline_dir)
     with grading_setup(inputs, where, results, before_agent=True, kind="daemon") as ready:
         places, base = ready.places, ready.places.baseline
         assert base is not None  # recorded before the agent runs
+        listening = _listeners(admin, settings.agent_socket.absolute(), settings.http_port)
         hidden = (str(admin_socket.parent),)
         service = Service(
             task=inputs.task,
             folder=str(inputs.task_dir),
-            level=level.unwrap(),
+            level=level,
             sessions=LocalSessions(
                 places,
                 inputs.runner,
@@ -147,13 +193,9 @@ def run_daemon(settings: Settings) -> None:
             source=str(source),
             script_timeout=settings.script_timeout,
         )
-        listening = _listeners(agent_socket, admin_socket, settings.http_port)
-        _log.info(contained.describe().replace("containment: ", "scripts: containment ", 1))
-        _log.info(
-            "task %s, difficulty level %d (%s)",
-            inputs.task.id,
-            service.level.number,
-            service.level.name,
-        )
-        serve(service, listening)
-    _log.info("stopped")
+        _log.info(contained.replace("containment: ", "scripts: containment ", 1))
+        _log.info("task %s, difficulty level %d (%s)", inputs.task.id, level.number, level.name)
+        # The server's libraries load once every socket takes connections (they wait).
+        from interpreters.daemon.server import serve  # noqa: PLC0415
+
+        serve(service, listening, workers=settings.workers)

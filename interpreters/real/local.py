@@ -37,6 +37,7 @@ from interpreters.real.runner import (
 )
 from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
+from interpreters.real.taskview import stage_in_view
 from interpreters.real.workspaces import Workspaces
 from ssegrade import (
     ApplyDiff,
@@ -179,6 +180,14 @@ class LocalSystem:
     def _next(self, stem: str) -> Path:
         self._count += 1
         return self.places.scratch / f"{stem}-{self._count}"
+
+    def _stage_of(self, script: str) -> tuple[Path, ...]:
+        """The stage folder a staged script lies in, kept whole: its view of the task folder
+        (`interpreters.real.taskview`) holds more than the script's own folder."""
+        path = Path(script)
+        if path == self.places.scratch or not path.is_relative_to(self.places.scratch):
+            return ()
+        return (self.places.scratch / path.relative_to(self.places.scratch).parts[0],)
 
     def _log_path(self, label: str) -> Path:
         self._count += 1
@@ -330,7 +339,12 @@ class LocalSystem:
         for index, item in enumerate(items):
             slot = folder / str(index)
             slot.mkdir(mode=0o700)
-            if item.along is None:
+            viewed = None
+            if item.along is None:  # a script finds its task folder from $0 (taskview)
+                viewed = stage_in_view(self.places.task, Path(item.path), slot, owner, self._check)
+            if viewed is not None:
+                target = viewed
+            elif item.along is None:
                 target = slot / Path(item.path).name
                 shutil.copy2(item.path, target, follow_symlinks=False)
                 if owner is not None:
@@ -379,7 +393,7 @@ class LocalSystem:
                 label=effect.label,
                 session=self._token,
                 spool=self.places.scratch,
-                keep=self.places.support,
+                keep=(*self.places.support, *self._stage_of(effect.script)),
                 env=self._env_policy(),
                 memory=self.memory,
                 containment=self.containment,

@@ -1,0 +1,136 @@
+"""How soon `ssegrade daemon` answers on each socket after it starts.
+
+The daemon is started N times (default 5) for a small shell task (`tests.realtask`: a
+source tree at one commit, five scripts), exactly as an entrypoint starts it (the console
+script `ssegrade daemon`, root or not). For each socket, two times from the process's start:
+
+- **connects**: the socket exists and takes a connection (a request sent then is held by the
+  daemon and answered once it is ready: what SSEBench's harnesses need of a started daemon);
+- **answers**: `GET /version` has its reply.
+
+The admin socket is bound first, before the daemon's libraries are loaded and before the
+baseline is recorded; the agent-facing socket only once the baseline is recorded (SPEC §9: the
+agent's tree cannot change before it), so its times include the baseline. The floor, measured
+in the same run, is what any Python program costs to start here (`python -c pass`), and the
+load average is printed with the figures: the host is shared.
+
+    .venv/bin/python benchmarks/bench_daemon_start.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.realtask import make_task
+
+_REQUEST = b"GET /version HTTP/1.1\r\nHost: daemon\r\nConnection: close\r\n\r\n"
+
+
+def _connects(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _one_start(task: Path, source: Path, results: Path, folder: Path) -> dict[str, float]:
+    agent, admin = folder / "agent.sock", folder / "admin" / "admin.sock"
+    ssegrade = Path(sys.executable).parent / "ssegrade"
+    command = [str(ssegrade), "daemon", "--task", str(task), "--source", str(source)]
+    command += ["--results", str(results), "--agent-socket", str(agent)]
+    command += ["--admin-socket", str(admin), "-q"]
+    env = {**os.environ, "SSE_DIFFICULTY": "2"}
+    started = time.monotonic()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen: dict[str, float] = {}
+    held: dict[str, socket.socket] = {}
+    reply: dict[str, bytes] = {}
+    try:
+        while len(seen) < 4:
+            if proc.poll() is not None:
+                raise SystemExit(
+                    f"the daemon exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+                )
+            now = time.monotonic() - started
+            for name, path in (("admin", admin), ("agent", agent)):
+                if name not in held:
+                    made = _connects(path)
+                    if made is not None:
+                        seen[f"{name} connects"] = now
+                        made.sendall(_REQUEST)
+                        made.setblocking(False)
+                        held[name] = made
+                        reply[name] = b""
+                elif f"{name} answers" not in seen:
+                    try:
+                        chunk = held[name].recv(4096)
+                    except BlockingIOError:
+                        continue
+                    reply[name] += chunk
+                    if b"\r\n\r\n" in reply[name] or not chunk:
+                        assert reply[name].startswith(b"HTTP/1.1 200"), reply[name]
+                        seen[f"{name} answers"] = time.monotonic() - started
+            time.sleep(0.002)
+    finally:
+        for made in held.values():
+            made.close()
+        proc.terminate()
+        proc.wait(60)
+    return seen
+
+
+def _floor(runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.monotonic() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    """Start the daemon `--runs` times and print the median time to each event."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    runs = parser.parse_args().runs
+    work = Path(tempfile.mkdtemp(prefix="bench-daemon-start-"))
+    work.chmod(0o755)
+    try:
+        made = make_task(work / "t")
+        floor = _floor(runs)
+        measured: dict[str, list[float]] = {}
+        for index in range(runs):
+            folder = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
+            folder.chmod(0o755)
+            try:
+                results = work / f"results-{index}"
+                for name, value in _one_start(made.task, made.source, results, folder).items():
+                    measured.setdefault(name, []).append(value)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"ssegrade daemon start, median of {runs} runs (load average {load})")
+        print(f"  floor (python -c pass)   {floor * 1000:7.0f} ms")
+        for name in ("admin connects", "admin answers", "agent connects", "agent answers"):
+            value = statistics.median(measured[name])
+            print(f"  {name:<24} {value * 1000:7.0f} ms   ({value / floor:4.1f}x the floor)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
