@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from interpreters.real.programs import ProgramError, ProgramMissing, program
 from interpreters.real.runner.account import TOOL_ENV, Runner
+from interpreters.real.runner.cgroupmount import read_only_cgroup_mounts, writable_clones
 from interpreters.real.runner.cgroups import Cgroups, find_cgroups
 from interpreters.real.runner.containment import Confinement
 from interpreters.real.runner.guardian import remove_dead_groups
@@ -148,6 +149,8 @@ def _probe() -> Offer:
         except ProgramError as exc:
             missing[what] = str(exc)
     cgroups, why = find_cgroups()
+    if cgroups is None and "Read-only file system" in (why or ""):
+        cgroups, why = _writable_cgroups(why or "", facts.sys_admin)
     leftovers: list[str] = []
     if cgroups is None:
         missing["pids cgroup"] = why or "refused"
@@ -171,6 +174,18 @@ def _probe() -> Offer:
                 break
             trial = replace(trial, network="host")  # the rest, without it
     return Offer(True, tools, cgroups, missing, tuple(leftovers), judge(facts), facts.sys_admin)
+
+
+def _writable_cgroups(why: str, sys_admin: bool) -> tuple[Cgroups | None, str]:
+    """The cgroups through writable clones of the read-only cgroup mounts (a container's),
+    which CAP_SYS_ADMIN allows; else why not, said with the first refusal."""
+    if not sys_admin:
+        return None, f"{why} (a read-only cgroup mount: a container without CAP_SYS_ADMIN?)"
+    clones, refused = writable_clones(read_only_cgroup_mounts())
+    if refused is not None:
+        return None, f"{why}; {refused}"
+    cgroups, still = find_cgroups(clones)
+    return cgroups, f"{why}; through a writable clone of the mount: {still}"
 
 
 def _trial(mechanisms: Mechanisms, true: str) -> tuple[str, str] | None:
