@@ -226,6 +226,25 @@ def test_the_lock_is_refused_in_a_folder_others_may_write(tmp_path: Path) -> Non
         assert not (tmp_path / "planted").exists()
 
 
+@pytest.mark.skipif(not ROOT or judge(read_facts()).container, reason="needs root on a host")
+def test_container_containment_asked_for_on_a_host_is_refused_naming_why(tmp_path: Path) -> None:
+    # On a shared host, killing every process of the runner would reach other gradings'.
+    task = make_task(tmp_path / "t")
+    patch = tmp_path / "fix.diff"
+    patch.write_text(fix_to("fixed"))
+    done = ssegrade(
+        "evaluate", "--task", str(task.task), "--patch", str(patch), "--repo", str(task.source),
+        "--results", str(task.results), "--containment", "container",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    assert "\n" not in line
+    assert line.startswith(
+        "error: Exception: container containment cannot be had: not inside a container "
+        "(the host's PID namespace"
+    ), line
+
+
 # ---------------------------------------------------------------------------- SSE_BASELINE
 
 
