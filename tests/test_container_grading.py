@@ -168,17 +168,20 @@ def test_full_containment_asked_for_in_a_default_container_is_refused(
         assert missing in line
 
 
-def in_shell(image: str, work: Path, script: str) -> subprocess.CompletedProcess[str]:
-    """Run `script` (sh) in a fresh container of `image` under default capabilities, with
-    /in (read-only, holding the patches) and /out of `work`."""
+def in_shell(
+    image: str, work: Path, script: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `script` (sh) in a fresh container of `image` under default capabilities (and
+    `options`), with /in (read-only, holding the patches) and /out of `work`."""
     (work / "in").mkdir(parents=True, exist_ok=True)
     (work / "in" / "empty.diff").write_bytes(b"")
     (work / "in" / "hostile.diff").write_text(HOSTILE)
     (work / "out").mkdir(exist_ok=True)
     mounts = ("-v", f"{work / 'in'}:/in:ro", "-v", f"{work / 'out'}:/out")
-    return containerkit.run(image, ["sh", "-c", script], options=mounts)
+    return containerkit.run(image, ["sh", "-c", script], options=(*mounts, *options))
 
 
+DROP_IN = Path(__file__).resolve().parent.parent / "docs" / "ssebench" / "ssebench-daemon"
 EVALUATE = f"{containerkit.BUNDLE_AT}/ssegrade evaluate --task /ssebench --repo /src/kvconf"
 
 
@@ -213,23 +216,27 @@ def test_two_gradings_at_once_in_a_container_take_turns(image: str, work: Path) 
 
 
 def test_the_daemon_starts_and_grades_in_a_default_container(image: str, work: Path) -> None:
-    # As SSEBench's entrypoint: the daemon with no containment option, the agent's edit, then
-    # the evaluator through the admin socket.
-    bundle = containerkit.BUNDLE_AT + "/ssegrade"
+    # As SSEBench's entrypoint: the drop-in starts the daemon with no containment option, the
+    # agent edits its tree, then the evaluator grades through the admin socket.
     script = (
-        f"{bundle} daemon --task /ssebench --source /src/kvconf --results /out/d "
-        "> /out/daemon.txt 2>&1 & daemon=$!; "
-        "for i in $(seq 150); do [ -S /run/ssebench-admin/admin.sock ] && break; sleep 0.2; done; "
+        f"ln -s {containerkit.BUNDLE_AT}/ssegrade /usr/local/bin/ssegrade; "
+        "export SSE_RESULTS=/out/d SSE_ADMIN_SOCKET=/run/ssebench-admin/admin.sock; "
+        "mkdir -p -m 700 /run/ssebench-admin; "
+        "ssebench-daemon > /out/daemon.txt 2>&1 & daemon=$!; "
+        'for i in $(seq 150); do [ -S "$SSE_ADMIN_SOCKET" ] && break; sleep 0.2; done; '
         "git -C /src/kvconf apply /ssebench/diffs/patch.diff; "
-        f"SSE_RESULTS=/out/e {bundle} evaluate --daemon /run/ssebench-admin/admin.sock; "
+        'ssegrade evaluate --daemon "$SSE_ADMIN_SOCKET"; '
         f"kill $daemon; wait $daemon; echo LEFT; {LEFT}"
     )
-    done = in_shell(image, work, script)
+    drop_in = f"{DROP_IN}:/usr/local/bin/ssebench-daemon:ro"
+    done = in_shell(image, work, script, "-v", drop_in)
     said = (work / "out" / "daemon.txt").read_text()
     assert "scripts: containment container (no CAP_SYS_ADMIN" in said, said
     verdict, _, left = done.stdout.partition("LEFT\n")
     assert verdict.strip().splitlines()[-1] == "passed", done.stdout + done.stderr + said
     assert left.strip() == ""
+    checks = (work / "out" / "d" / "checks.jsonl").read_text().splitlines()
+    assert {json.loads(check)["containment"] for check in checks} - {None} == {"container"}
 
 
 @pytest.mark.parametrize("which", ["reference", "empty"])
