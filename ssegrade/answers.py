@@ -29,9 +29,9 @@ __all__ = [
 ]
 
 
-Containment = Literal["full", "weak"]
-"""How a script ran: in `full` containment (namespaces, private /tmp, pids cgroup) or `weak`
-(own session and process group)."""
+Containment = Literal["full", "container", "weak"]
+"""How a script ran: in `full` containment (namespaces, private /tmp, pids cgroup),
+`container` (the container is the boundary) or `weak` (own session and process group)."""
 
 
 @dataclass(frozen=True, slots=True)

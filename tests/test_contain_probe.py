@@ -243,10 +243,13 @@ def test_full_is_had_whole_or_refused_in_one_line_and_weak_only_when_chosen(
 
 def without(parts: Sequence[str], argv: Sequence[str]) -> list[str]:
     """`argv` run in a mount namespace of its own in which each of `parts` is unusable: a
-    folder made read-only, a file (a tool) covered by /dev/null."""
+    cgroup hierarchy unmounted, a folder made read-only, a file (a tool) covered by
+    /dev/null."""
     steps = []
     for part in parts:
-        if Path(part).is_dir():
+        if part.startswith("/sys/fs/cgroup/"):  # read-only, ssegrade would clone it writable
+            steps.append(f"umount {part}")
+        elif Path(part).is_dir():
             steps.append(f"mount --bind -o ro {part} {part} && mount -o remount,bind,ro {part}")
         else:
             steps.append(f"mount --bind /dev/null {part}")
@@ -277,7 +280,7 @@ def _evaluate(made: RealTask, results: Path, parts: Sequence[str], *extra: str) 
 
 
 MISSING = {
-    "pids cgroup": (["/sys/fs/cgroup/pids"], "no pids cgroup (pids cgroup refused: Read-only"),
+    "pids cgroup": (["/sys/fs/cgroup/pids"], "no pids cgroup ("),
     "unshare": (["/usr/bin/unshare"], "no util-linux unshare (not installed)"),
 }
 
@@ -299,6 +302,30 @@ def test_evaluate_stops_with_error_naming_what_full_lacks(
     records = (tmp_path / "results" / "checks.jsonl").read_text().splitlines()
     ran = [json.loads(line) for line in records if json.loads(line)["containment"]]
     assert ran == []  # no script ran weaker than asked
+
+
+@needs_cgroups
+@pytest.mark.slow
+def test_a_read_only_pids_cgroup_mount_is_made_writable_for_ssegrade_alone(
+    fixed_task: RealTask, tmp_path: Path
+) -> None:
+    # As a container engine mounts it: before, full containment was refused for it.
+    results = tmp_path / "results"
+    folder = "/sys/fs/cgroup/pids"
+    ro = f"mount --bind -o ro {folder} {folder} && mount -o remount,bind,ro {folder}"
+    argv = [
+        *CLI, "evaluate", "--task", str(fixed_task.task), "--source", str(fixed_task.source),
+        "--results", str(results),
+    ]  # fmt: skip
+    script = f'{ro} && "$@"; echo; grep -c " {folder} ro," /proc/self/mountinfo'
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "-", *argv],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.stdout.startswith("passed"), done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "1"  # the mount itself stays read-only
+    records = [json.loads(line) for line in (results / "checks.jsonl").read_text().splitlines()]
+    assert {record["containment"] for record in records} - {None} == {"full"}
 
 
 @needs_cgroups

@@ -297,7 +297,7 @@ class BatchGrader:
                 job.digest,
                 source,
                 guard=parse_guard(self.folders.read(source, GUARD_NAME)),  # same patch, same flags
-                containment=mode if mode in ("full", "weak") else None,
+                containment=mode if mode in ("full", "container", "weak") else None,
             )
             self.folders.write(held, SUMMARY, _json(summary))
             held.unmark()

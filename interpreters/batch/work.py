@@ -149,4 +149,5 @@ def _containment(results: Path) -> str | None:
             continue
         if isinstance(record, dict):
             modes.add(record.get("containment"))
-    return "weak" if "weak" in modes else "full" if "full" in modes else None
+    weakest = ("weak", "container", "full")
+    return next((mode for mode in weakest if mode in modes), None)

@@ -4,8 +4,9 @@
 
 Interpreter layer (command line). `--script-env NAME` takes this process's value when the
 option is parsed: a variable the allow-list leaves out, or one that carries a credential,
-reaches scripts (and the daemon's bash tool) only so. `--containment full` without root is
-refused as the options are parsed, before any command makes a folder.
+reaches scripts (and the daemon's bash tool) only so. `--containment full` or `container`
+without root is refused as the options are parsed, before any command makes a folder;
+`auto` (the default) is given on as no mode asked for.
 """
 
 from __future__ import annotations
@@ -55,10 +56,11 @@ def _bytes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> i
 
 
 def _mode(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """`full` only as root: a usage error otherwise, before anything is made (SPEC §5)."""
-    if value == "full" and os.geteuid() != 0:
-        raise click.BadParameter("full containment needs root (run as root, or give weak)")
-    return value
+    """`full` and `container` only as root: a usage error otherwise, before anything is made
+    (SPEC §5); `auto` is None, the default."""
+    if value in ("full", "container") and os.geteuid() != 0:
+        raise click.BadParameter(f"{value} containment needs root (run as root, or give weak)")
+    return None if value == "auto" else value
 
 
 def script_env_options(command: F) -> F:
@@ -85,7 +87,8 @@ def script_env_options(command: F) -> F:
 
 
 def containment_options(command: F) -> F:
-    """`--containment full|weak`, `--script-network loopback|host`, `--script-tmp-size`."""
+    """`--containment auto|full|container|weak`, `--script-network loopback|host`,
+    `--script-tmp-size`."""
     command = click.option(
         "--script-tmp-size",
         callback=_bytes,
@@ -102,8 +105,11 @@ def containment_options(command: F) -> F:
     )(command)
     return click.option(
         "--containment",
-        type=click.Choice(["full", "weak"]),
+        type=click.Choice(["auto", "full", "container", "weak"]),
         callback=_mode,
         help="full: PID, mount and network namespaces, private /tmp, a pids cgroup, or no "
-        "grading; weak: own session and a sweep [default: full as root, weak otherwise].",
+        "grading; container (as root in a container): the container is the boundary, one "
+        "grading at a time, the runner's processes and /tmp files removed after each script; "
+        "weak: own session and a sweep [default: auto: full as root where the kernel grants "
+        "it, else container inside a container, else no grading; weak without root].",
     )(command)

@@ -80,7 +80,7 @@ class Workspaces:
         except ContainmentRefused as exc:
             return str(exc)
         if not mechanisms.namespaces:
-            return "weak containment: scripts get no mount namespace of their own"
+            return f"{mechanisms.mode} containment: scripts get no mount namespace of their own"
         return None
 
     def _probe(self) -> Layers | str:

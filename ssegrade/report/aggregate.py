@@ -100,7 +100,7 @@ def _minutes(rec: RunRecord) -> float | None:
     return None if rec.agent_seconds is None else rec.agent_seconds / 60
 
 
-_MODES: dict[str | None, Containment] = {"full": "full", "weak": "weak"}
+_MODES: dict[str | None, Containment] = {"full": "full", "container": "container", "weak": "weak"}
 """The containment modes a run may record; any other value (or none) is `unknown`."""
 
 

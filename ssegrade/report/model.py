@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 RunsMode = Literal["latest", "all"]
-Containment = Literal["full", "weak", "unknown"]
+Containment = Literal["full", "container", "weak", "unknown"]
 """The containment a run's scripts ran in, as the report counts it (no mode or any other
 value: `unknown`)."""
 RowKey = tuple[str, str]

@@ -256,16 +256,26 @@ def _trial(layers: Layers) -> str | None:
     target = layers.fresh("trial")
     view = layers.view(target, None)
     mounter = view.mounter()
+    said, told = os.pipe()  # the child's reason: a preexec_fn that raises loses its stderr
 
     def enter() -> None:
+        step = "a mount namespace of its own"
         try:
-            mounter.enter()
+            private_namespace()
+            step = "the grading repo's idmapped clone"
+            move_detached(mounter.repo, mounter.attr, mounter.point)
+            step = "the overlay mount"
+            mount(b"overlay", mounter.target, b"overlay", MS_NOSUID | MS_NODEV, mounter.options)
+            step = "the idmapped clone let go"
+            unmount_detached(mounter.point)
+            step = "a write in the view"
+            os.chdir(mounter.target)
             # A write, a rename and removals: the upper file system takes what a view needs.
             os.close(os.open("probe", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             os.rename("probe", "probed")
             os.unlink("probed")
         except OSError as exc:
-            os.write(2, f"{exc.strerror or exc}\n".encode())
+            os.write(told, f"{step}: {exc.strerror or exc}".encode(errors="replace"))
             raise
 
     try:
@@ -283,10 +293,45 @@ def _trial(layers: Layers) -> str | None:
         return f"cannot start a trial: {exc.strerror or exc}"
     finally:
         view.remove()
+        os.close(told)
+        with os.fdopen(said, "rb") as reason:
+            why = reason.read(4096).decode(errors="replace").strip()
     if done is None or done.returncode != 0:
-        said = b"" if done is None else done.stderr
-        return "overlayfs refused: " + (said.decode(errors="replace").strip() or "no reason given")
+        if not why and done is not None:
+            why = done.stderr.decode(errors="replace").strip()
+        return _refused(why or "no reason given", layers.repo)
     return None
+
+
+def _refused(why: str, repo: Path) -> str:
+    """The trial's refusal in one line, with what it means when the repo lies on overlayfs
+    (every container's root file system), which the kernel will not idmap."""
+    if why.startswith("the grading repo's idmapped clone") and _fs_type(repo) == "overlay":
+        return (
+            f"the grading repo lies on overlayfs, which cannot be idmapped ({why}): put it on "
+            "a volume or a tmpfs for views"
+        )
+    return f"overlayfs refused: {why}"
+
+
+def _fs_type(path: Path) -> str | None:
+    """The type of the file system `path` lies on (its nearest mount point's)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    best, kind = "", None
+    here = os.path.realpath(path)
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or not tail:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = here == point or here.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, tail[0]
+    return kind
 
 
 def probe(repo: Path, root: Path, runner: tuple[int, int]) -> Layers | str:

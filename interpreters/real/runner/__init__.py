@@ -1,6 +1,7 @@
 """Running untrusted task scripts for real (SPEC §5): the runner account (`account`), one
 script run, its process and its log (`script`, `launch`, `launcher`, `output`), its
-containment (`policy`, `probe`, `cgroups`, `containment`), what a dead grader leaves and the
+containment (`policy`, `probe`, `inside`, `cgroups`, `cgroupmount`, `containment`, `residue`,
+`turns`), what a dead grader leaves and the
 guardian that removes it (`guardian`, `guarding`), its environment (`environment`), and the
 processes it leaves (`processes`).
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,8 +57,11 @@ def _token() -> str:
     return secrets.token_hex(6)
 
 
-def find_cgroups() -> tuple[Cgroups | None, str | None]:
-    """Folders under which run cgroups can be made (tried by making one), or why not."""
+def find_cgroups(
+    remap: Mapping[str, str] | None = None,
+) -> tuple[Cgroups | None, str | None]:
+    """Folders under which run cgroups can be made (tried by making one), or why not;
+    `remap` gives a mount point another path to it (a writable clone, see `cgroupmount`)."""
     try:
         own = Path("/proc/self/cgroup").read_text().splitlines()
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -76,6 +80,7 @@ def find_cgroups() -> tuple[Cgroups | None, str | None]:
         if len(fields) < 5 or len(tail) < 3:
             continue
         root, point, kind, options = fields[3], fields[4], tail[0], tail[2].split(",")
+        point = (remap or {}).get(point, point)
         if kind == "cgroup2" and "" in paths:
             v2 = below(point, root, paths[""])
         elif kind == "cgroup":

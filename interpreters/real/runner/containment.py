@@ -16,7 +16,10 @@ on, 128 + N for a signal, which a script as init could not), itself killed when 
 dies; the script is started by `setpriv` as the runner. So every process the script starts
 dies with the namespace, and the namespace dies with ssegrade. In `weak` mode the child only
 takes the parent-death signal: its session, its process group and the sweep of its markers
-are all the clean-up there is, and its log says what that leaves open.
+are all the clean-up there is, and its log says what that leaves open. In `container` mode
+(the container is the boundary) the same, and when the run ends every process of the runner
+in the container is killed and what it left in `/tmp`, `/var/tmp` and `/dev/shm` removed
+(`residue`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from interpreters.real.runner.keyrings import clear_keyrings
 from interpreters.real.runner.policy import DEFAULT_PIDS, ContainmentRefused, Mechanisms
 from interpreters.real.runner.processes import SWEEP_SECONDS
 from interpreters.real.runner.reach import Mounts, plan
+from interpreters.real.runner.residue import clear_runner
 
 __all__ = ["Confinement"]
 
@@ -54,6 +58,13 @@ _WEAK_OPEN = (
     "host (folders on PATH and other toolchain folders, other gradings' scratch folders "
     "reached through /tmp or TMPDIR), and leave System V IPC objects and keys in the "
     "runner's keyrings for later scripts"
+)
+
+_CONTAINER_OPEN = (
+    "not prevented (container containment): the script may write wherever the runner may in "
+    "the container (folders on PATH and other toolchain folders, the task's support folders), "
+    "which later scripts of this grading see; it has the container's network and no pids or "
+    "memory limit but the container's; System V IPC objects it makes outlive it"
 )
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -118,9 +129,11 @@ class Confinement:
         raises `OSError`, or `ContainmentRefused` when a memory limit is asked for and cannot
         be applied."""
         if not self.contained:
+            mode = self.mechanisms.mode
             if self.memory is not None:
-                self.notes.append("warning: weak containment: the memory limit is not applied")
-            self.notes.append(_WEAK_OPEN)
+                self.notes.append(f"warning: {mode} containment: the memory limit is not applied")
+            self.notes.append(_CONTAINER_OPEN if mode == "container" else _WEAK_OPEN)
+            self._opened = True
             return
         if cwd is not None:
             self._cwd = os.fsencode(cwd)
@@ -282,6 +295,12 @@ class Confinement:
             remove_tree(layers)
         opened, self._opened = self._opened, False
         if not opened:
+            return
+        if self.mechanisms.mode == "container":
+            if isolated(self.runner) and os.geteuid() == 0:
+                self.notes.extend(clear_runner(self.runner))
+            return
+        if not self.contained:
             return
         try:
             self._clear_keyrings("after")

@@ -1,13 +1,17 @@
 """What containment the operator asks for (`ContainmentPolicy`) and what one script run gets
 (`Mechanisms`), with the line its log says about it.
 
-Interpreter layer (plain data; `probe` decides, `containment` applies). Two modes:
+Interpreter layer (plain data; `probe` decides, `containment` applies). Three modes:
 
 - `full`: a PID namespace (everything the script starts dies with it), a mount namespace
   where the host is read-only, with a private, size-limited `/tmp`, `/var/tmp` and
   `/dev/shm` (see `reach`), an IPC namespace, a network namespace with only loopback up
   (unless `network="host"`), a pids cgroup, and the runner's keyrings cleared around it; all
   of it, or the script does not run;
+- `container`: as root inside a container where `full` cannot be had: the container is the
+  boundary. Its own session, as the runner; one grading at a time in the container, and after
+  each script every process of the runner in the container killed and what it left in `/tmp`,
+  `/var/tmp` and `/dev/shm` removed (see `residue`);
 - `weak`: its own session and process group, and the sweep of its markers; chosen with
   `--containment weak`, and what runs when ssegrade is not root.
 """
@@ -36,7 +40,7 @@ DEFAULT_PIDS = 4096
 DEFAULT_TMP_SIZE = 1 << 30
 """The default size of a script's private `/tmp`, `/var/tmp` and `/dev/shm` (each)."""
 
-Mode = Literal["full", "weak"]
+Mode = Literal["full", "container", "weak"]
 Network = Literal["loopback", "host"]
 
 
@@ -47,7 +51,8 @@ class ContainmentRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ContainmentPolicy:
-    """What the operator asked for: `mode` (None: `full` as root, `weak` otherwise), the
+    """What the operator asked for: `mode` (None, `--containment auto`: `full` as root where it
+    can be had, else `container` inside a container; `weak` without root), the
     scripts' `network` (`loopback`: a namespace of their own; `host`: the host's) and the size
     of their private `/tmp`, `/var/tmp` and `/dev/shm` (bytes, each)."""
 
@@ -59,7 +64,8 @@ class ContainmentPolicy:
 @dataclass(frozen=True, slots=True)
 class Mechanisms:
     """The containment a script run gets: `mode`, and for `full` the tools, the cgroups, the
-    network and the size of `/tmp`; for `weak`, `weaker` says why."""
+    network and the size of `/tmp`; for `container` and `weak`, `weaker` says why not
+    `full`."""
 
     mode: Mode
     weaker: str | None = None
@@ -77,6 +83,14 @@ class Mechanisms:
 
     def describe(self) -> str:
         """The `containment:` line of a script's log."""
+        if self.mode == "container":
+            return (
+                f"containment: container ({self.weaker}): the container is the boundary: its "
+                "own session as the runner, one grading at a time in the container, and after "
+                "each script every process of the runner in the container killed and what it "
+                "left in /tmp, /var/tmp and /dev/shm removed; no PID, mount or network namespace "
+                "of its own, no pids limit but the container's"
+            )
         if self.mode == "weak":
             return (
                 f"containment: weak ({self.weaker}): its own session and process group, and a "
@@ -95,6 +109,8 @@ class Mechanisms:
 
     def network_line(self) -> str:
         """The `network:` line of a script's log."""
+        if self.mode == "container":
+            return "network: the container's (container containment)"
         if self.mode == "weak" or self.network == "host":
             why = "--script-network host" if self.mode == "full" else "weak containment"
             return f"network: the host's ({why})"

@@ -9,7 +9,8 @@ the kernel's reason, and the others are tried without it. The programs (`unshare
 `timeout`, `setpriv`, `true`) are found on the search path root trusts (`programs`); one
 missing or refused there is named like a mechanism the kernel refuses. Its cgroups have names
 no other process holds (see `cgroups`): two processes probing at once both get what the kernel
-allows.
+allows. It also tells where this process runs (`inside`: a container or not, and whether
+it holds CAP_SYS_ADMIN), which `decide` needs for `--containment auto` and `container`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from dataclasses import dataclass, field, replace
 
 from interpreters.real.programs import ProgramError, ProgramMissing, program
 from interpreters.real.runner.account import TOOL_ENV, Runner
+from interpreters.real.runner.cgroupmount import read_only_cgroup_mounts, writable_clones
 from interpreters.real.runner.cgroups import Cgroups, find_cgroups
 from interpreters.real.runner.containment import Confinement
 from interpreters.real.runner.guardian import remove_dead_groups
+from interpreters.real.runner.inside import Whereabouts, has_sys_admin, judge, read_facts
 from interpreters.real.runner.policy import (
     ContainmentPolicy,
     ContainmentRefused,
@@ -43,14 +46,17 @@ _TOOLS = {
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """What this process can give: `root`, the tools, the cgroups, and per mechanism of
-    `full` that the kernel (or this host) refuses, why (`missing`: mechanism → reason)."""
+    """What this process can give: `root`, the tools, the cgroups, per mechanism of `full`
+    that the kernel (or this host) refuses, why (`missing`: mechanism → reason), where it
+    runs (`where`) and whether it holds CAP_SYS_ADMIN."""
 
     root: bool
     tools: dict[str, str] = field(default_factory=dict)
     cgroups: Cgroups | None = None
     missing: dict[str, str] = field(default_factory=dict)
     leftovers: tuple[str, ...] = ()
+    where: Whereabouts = field(default_factory=lambda: Whereabouts(False))
+    sys_admin: bool = False
 
     @property
     def namespaces(self) -> bool:
@@ -86,22 +92,37 @@ def choose(policy: ContainmentPolicy) -> Mechanisms:
 
 
 def decide(offer: Offer, policy: ContainmentPolicy) -> Mechanisms:
-    """The containment a run gets under `policy` when `offer` is what can be had; raises
-    `ContainmentRefused` (one line naming what is missing) when `full` is asked for, or is
-    the default as root, and cannot be had. `weak` is only ever chosen, never fallen into."""
-    mode = policy.mode or ("full" if offer.root else "weak")
-    if mode == "weak":
+    """The containment a run gets under `policy` when `offer` is what can be had.
+
+    `auto` (mode None): `weak` without root; `full` where it can be had; else `container`
+    inside a container; else refused. A mode asked for is had or refused, never another one.
+    Raises `ContainmentRefused` (one line naming what is missing); `weak` is only ever chosen
+    or had without root, never fallen into as root."""
+    mode = policy.mode
+    if mode == "weak" or (mode is None and not offer.root):
         why = "chosen with --containment weak" if offer.root else "not root"
         return Mechanisms("weak", weaker=why)
     if not offer.root:
-        raise ContainmentRefused("full containment needs root; give --containment weak")
+        raise ContainmentRefused(f"{mode} containment needs root; give --containment weak")
     missing = dict(offer.missing)
     if policy.network == "host":
         missing.pop("network namespace", None)
+    lacking = "; ".join(f"no {name} ({' '.join(why.split())})" for name, why in missing.items())
+    if mode == "container" or (mode is None and missing and offer.where.container):
+        if not offer.where.container:
+            raise ContainmentRefused(
+                f"container containment cannot be had: {offer.where.describe()}; outside a "
+                "container, killing every process of the runner account would reach the host's"
+            )
+        if mode == "container":
+            why = "chosen with --containment container"
+        else:
+            without = "full cannot be had" if offer.sys_admin else "no CAP_SYS_ADMIN"
+            why = f"{without}: {lacking}; {offer.where.describe()}"
+        return Mechanisms("container", weaker=why, network="host")
     if missing:
-        what = "; ".join(f"no {name} ({' '.join(why.split())})" for name, why in missing.items())
         raise ContainmentRefused(
-            f"full containment cannot be had: {what}; --containment weak runs scripts without it"
+            f"full containment cannot be had: {lacking}; --containment weak runs scripts without it"
         )
     return Mechanisms(
         "full",
@@ -116,7 +137,8 @@ def decide(offer: Offer, policy: ContainmentPolicy) -> Mechanisms:
 
 def _probe() -> Offer:
     if os.geteuid() != 0:
-        return Offer(root=False)
+        return Offer(root=False, sys_admin=has_sys_admin())
+    facts = read_facts()
     tools: dict[str, str] = {}
     missing: dict[str, str] = {}
     for name, what in _TOOLS.items():
@@ -127,6 +149,8 @@ def _probe() -> Offer:
         except ProgramError as exc:
             missing[what] = str(exc)
     cgroups, why = find_cgroups()
+    if cgroups is None and "Read-only file system" in (why or ""):
+        cgroups, why = _writable_cgroups(why or "", facts.sys_admin)
     leftovers: list[str] = []
     if cgroups is None:
         missing["pids cgroup"] = why or "refused"
@@ -149,7 +173,19 @@ def _probe() -> Offer:
             if name != "network namespace" or trial.network == "host":
                 break
             trial = replace(trial, network="host")  # the rest, without it
-    return Offer(True, tools, cgroups, missing, tuple(leftovers))
+    return Offer(True, tools, cgroups, missing, tuple(leftovers), judge(facts), facts.sys_admin)
+
+
+def _writable_cgroups(why: str, sys_admin: bool) -> tuple[Cgroups | None, str]:
+    """The cgroups through writable clones of the read-only cgroup mounts (a container's),
+    which CAP_SYS_ADMIN allows; else why not, said with the first refusal."""
+    if not sys_admin:
+        return None, f"{why} (a read-only cgroup mount: a container without CAP_SYS_ADMIN?)"
+    clones, refused = writable_clones(read_only_cgroup_mounts())
+    if refused is not None:
+        return None, f"{why}; {refused}"
+    cgroups, still = find_cgroups(clones)
+    return cgroups, f"{why}; through a writable clone of the mount: {still}"
 
 
 def _trial(mechanisms: Mechanisms, true: str) -> tuple[str, str] | None:

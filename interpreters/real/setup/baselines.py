@@ -26,6 +26,7 @@ _NO_BASELINE = (
     "warning: no baseline recorded before the agent ran: using the root commit of the source "
     "tree's history, which the agent could have rewritten"
 )
+_IGNORED = "warning: {} is ignored: a recorded patch needs no baseline, and it names none ({})"
 _CHECKOUT = (
     "warning: no grading repo given and the baseline keeps no copy of the tree: grading a "
     "checkout of the baseline commit, without the ignored files of the original tree (e.g. "
@@ -37,12 +38,17 @@ def agents_baseline(
     source: Path | None, given: Path | None, scratch: Path, notes: list[str]
 ) -> git.Baseline | None:
     """The evaluator's baseline, once the agent ran: the one recorded in `given`, else (with
-    a warning in `notes`) the root commit of the source tree's history; None without a tree."""
+    a warning in `notes`) the root commit of the source tree's history; None without a tree
+    (a recorded patch), where a `given` that names no baseline is ignored with a warning."""
     if given is not None:
         loaded = git.load_baseline(given)
-        if not is_successful(loaded):
+        if is_successful(loaded):
+            return loaded.unwrap()
+        if source is not None:
             raise InputError(loaded.failure().message)
-        return loaded.unwrap()
+        # A recorded patch needs none (`SSE_BASELINE` is set in every task image).
+        _warn(_IGNORED.format(given, loaded.failure().message), notes)
+        return None
     if source is None:
         return None
     _warn(_NO_BASELINE, notes)

@@ -3,6 +3,8 @@
 Interpreter layer. `grading_setup` is what `ssegrade evaluate`, the daemon, `verify` and
 `batch` (through `grade_patch`) all do before the first effect is answered, and undo after:
 
+0. inside a container, as root, the container's turn (`container_turn`: one grading at a
+   time there, the runner's processes and files removed before and after);
 1. a private scratch folder, under this process's guardian (removed even after a kill -9);
 2. the baseline: the one given, one recorded now (the daemon, before the agent runs), or the
    root commit of the tree's history (the evaluator, with a warning); none for a recorded
@@ -18,6 +20,7 @@ is held by the caller beforehand (`interpreters.real.setup.folders`): each holds
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +29,8 @@ from pathlib import Path
 
 from interpreters.real import files, git
 from interpreters.real.local import Places
-from interpreters.real.runner import release_scratch, scratch_folder
+from interpreters.real.runner import ContainmentRefused, release_scratch, scratch_folder
+from interpreters.real.runner.turns import container_turn
 from interpreters.real.setup.baselines import (
     SSEBENCH_REPO,
     agents_baseline,
@@ -83,14 +87,27 @@ def grading_setup(
 
     Raises `InputError` for input that cannot be graded, before the block runs.
     """
-    scratch = scratch_folder(kind)
+    with _turn(inputs):
+        scratch = scratch_folder(kind)
+        try:
+            scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
+            yield _made_ready(inputs, sources, results, scratch, before_agent=before_agent)
+        finally:
+            if before_agent:
+                files.remove_tree(scratch)
+            release_scratch(scratch)  # the grade is written: its scratch goes in the background
+
+
+@contextmanager
+def _turn(inputs: Inputs) -> Iterator[None]:
+    """The container's turn (see `container_turn`); a lock that cannot be had is bad input."""
+    stack = contextlib.ExitStack()
     try:
-        scratch.chmod(0o711)  # the runner reaches its copies inside, and nothing else
-        yield _made_ready(inputs, sources, results, scratch, before_agent=before_agent)
-    finally:
-        if before_agent:
-            files.remove_tree(scratch)
-        release_scratch(scratch)  # the grade is written: its scratch goes in the background
+        stack.enter_context(container_turn(inputs.runner))
+    except ContainmentRefused as exc:
+        raise InputError(str(exc)) from None
+    with stack:
+        yield
 
 
 def _made_ready(
