@@ -296,7 +296,15 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
     assert not (run / "b").exists()
     summary = json.loads((results / "batch.json").read_bytes())
     assert summary["interrupted"] is True
-    assert summary["counts"] == dict.fromkeys(("passed", "failed", "error", "cached", "skipped"), 0)
+    assert summary["counts"] == {
+        "passed": 0,
+        "flagged": 0,
+        "failed": 0,
+        "error": 0,
+        "not_graded": 2,
+    }
+    assert summary["runs"]["not_graded"] == [f"shell-001/unknown/unknown/{n}" for n in "ab"]
+    assert summary["resume"] == [f"ssegrade batch {jobs} --results {results}"]
     survivors = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -358,9 +366,10 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume_when_asked(
     graded = json.loads((run / "a" / "summary.json").read_bytes())
     assert (graded["patch_result"]["status"], graded["attempts"]) == ("passed", 2)
     summary = json.loads((results / "batch.json").read_bytes())
-    assert summary["label"] is None
+    assert summary["label"] == "first"
     assert summary["runs"]["passed"] == ["shell-001/unknown/unknown/a"]
-    assert summary["runs"]["skipped"] == ["shell-001/unknown/unknown/b"]
+    assert summary["runs"]["failed"] == ["shell-001/unknown/unknown/b"]
+    assert len(summary["commands"]) == 3  # the refused command wrote nothing
     third = ssegrade(*command, "--no-retry", env=env, timeout=600)
     assert third.returncode == 0, third.stderr
     assert third.stderr.splitlines()[-1].startswith("0 graded, 0 passed, 0 failed, 0 error")
