@@ -52,7 +52,10 @@ def test_batch_grades_each_job_and_report_reads_the_results(tmp_path: Path) -> N
         f"failed {folder}/stale",
         f"passed {folder}/fixed",
     ]
-    assert all(re.search(r" \([0-9.]+ s\)$", line) for line in lines[:3])
+    said_of = {line.split(" ", 2)[2].split(" (")[0]: line for line in lines[:3]}
+    assert re.search(r" \([0-9.]+ s\)$", said_of[f"{folder}/fixed"])
+    assert re.search(r" \([0-9.]+ s\): Patch apply failed$", said_of[f"{folder}/stale"])
+    assert said_of[f"{folder}/empty"].endswith(f" s): PoC failed: {made.task}/pocs/poc1.bin")
     assert lines[-1].startswith("3 graded, 1 passed, 2 failed, 0 error, 0 cached, 0 skipped in ")
     run = results / "shell-001" / "openai" / "gpt-5" / "codex"
     statuses = {
@@ -247,6 +250,15 @@ def test_first_interrupt_waits_for_running_jobs_and_a_rerun_resumes(
     rest = proc.stderr.read()
     assert proc.wait(timeout=120) == 130, rest
     assert "Traceback" not in rest
+    # Off a terminal each job's line says why it did not pass; the last line, what is left.
+    for name in ("a", "b"):
+        assert re.search(
+            rf"\] failed shell-001/unknown/unknown/{name} \([0-9.]+ s\): Intent test failed\n",
+            rest,
+        ), rest
+    assert rest.splitlines()[-1].endswith(
+        "; interrupted: 1 job never started; the same command resumes"
+    ), rest
     run = results / "shell-001" / "unknown" / "unknown"
     for name in ("a", "b"):
         # A real verdict: the held functional test finished and passed (the hidden test wants
@@ -288,7 +300,8 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
     # One line, and nothing else (no `Exception ignored in: …` from a worker).
     assert re.fullmatch(
         r"0 graded, 0 passed, 0 failed, 0 error, 0 cached, 0 skipped in [0-9.]+ s; "
-        r"interrupted: 2 running gradings killed, folders removed\n",
+        r"interrupted: 2 running gradings killed, folders removed, 0 jobs never started; "
+        r"the same command resumes\n",
         rest,
     ), rest
     run = results / "shell-001" / "unknown" / "unknown"

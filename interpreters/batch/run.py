@@ -73,12 +73,16 @@ class BatchReport:
     @property
     def last_line(self) -> str:
         """`N graded, P passed, F failed, E error, C cached, S skipped in T s`, and when
-        interrupted, `; interrupted` and how many running gradings were killed."""
+        interrupted, how many running gradings were killed, how many jobs never started, and
+        that the same command resumes."""
         line = self.tally.line(self.seconds)
+        if not self.interrupted:
+            return line
         killed = sum(1 for job in self.jobs if job.outcome == "killed")
-        if killed:
-            return f"{line}; interrupted: {killed} running gradings killed, folders removed"
-        return f"{line}; interrupted" if self.interrupted else line
+        never = max(self.tally.total - self.tally.done - killed, 0)
+        parts = [f"{killed} running gradings killed, folders removed"] if killed else []
+        parts.append(f"{never} job{'' if never == 1 else 's'} never started")
+        return f"{line}; interrupted: {', '.join(parts)}; the same command resumes"
 
 
 @dataclass(frozen=True, slots=True)
