@@ -353,8 +353,7 @@ def test_report_batch_reads_what_a_real_batch_wrote(work: Path) -> None:
     assert "last command: 2 workers," in text
     assert "runs: 3 graded (1 of them cached), 0 not yet graded" in text
     assert "graded: 2 passed, 0 passed and flagged, 1 failed, 0 error" in text
-    first_poc = example.task / "pocs" / "overread.bin"
-    assert f"Failed (1): tlv-001/m/idle/empty: PoC failed: {first_poc}" in text
+    assert "Failed (1): tlv-001/m/idle/empty: PoC failed: pocs/overread.bin" in text
     every = " ".join(ssegrade("report", str(results), "--batch", "-v").stdout.split())
     assert "Passed (2): tlv-001/m/fixer/again tlv-001/m/fixer/fix" in every
     as_json = ssegrade("report", str(results), "--batch", "--format", "json")

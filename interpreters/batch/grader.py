@@ -43,6 +43,7 @@ from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
 from ssegrade.batch.summary import RETRY_KINDS, RunKind, next_attempt
 from ssegrade.guard.model import flag_kinds
+from ssegrade.report.paths import relative_message
 from ssegrade.result import ErrorKind
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]
@@ -375,9 +376,23 @@ def _verdict(status: Status, doc: Mapping[str, Any] | None) -> tuple[str, str]:
     if status == "passed":
         flags = flag_kinds(doc.get("guard"))
         return (f"passed, flagged {' '.join(flags)}" if flags else "passed"), ""
-    patch = doc.get("patch_result")
+    patch, task = doc.get("patch_result"), doc.get("task")
     message = patch.get("error_msg") if isinstance(patch, dict) else None
-    return status, f": {message}" if isinstance(message, str) and message else ""
+    if not isinstance(message, str) or not message:
+        return status, ""
+    return status, f": {relative_message(message, _task_files(task))}"
+
+
+def _task_files(task: object) -> list[str]:
+    """The files a summary's task config names (its scripts, PoCs, future test)."""
+    if not isinstance(task, dict):
+        return []
+    scripts, files = task.get("scripts"), task.get("files")
+    named = list(scripts.values()) if isinstance(scripts, dict) else []
+    if isinstance(files, dict):
+        pocs = files.get("poc")
+        named += [*(pocs if isinstance(pocs, list) else ()), files.get("future_test")]
+    return [name for name in named if isinstance(name, str)]
 
 
 def _json(doc: Mapping[str, Any]) -> bytes:
