@@ -52,8 +52,13 @@ def test_flagged_as_failed_never_raises_a_share_where_excluding_does(results: Pa
     assert passed(results, "--exclude-flagged", "tests") == (2, 3)  # raised: the trap
     assert passed(results, "--flagged-as", "failed") == (1, 4)
     assert passed(results, "--flagged-as", "failed", "--exclude-flagged", "tests") == (2, 4)
-    row = json.loads(invoke(str(results), "--format", "json").stdout)["rows"][0]
+    doc = json.loads(invoke(str(results), "--format", "json").stdout)
+    row = doc["rows"][0]
     assert (row["flagged_as_failed"]["passed"], row["flagged_as_failed"]["of"]) == (1, 4)
+    assert row["flagged_as_failed"]["share"] == 0.25
+    assert doc["flagged_as"] is None
+    read = json.loads(invoke(str(results), "--format", "json", "--flagged-as", "failed").stdout)
+    assert read["flagged_as"] == "failed"
     text = invoke(str(results), "--flagged-as", "failed", "--runs", "all", columns=200).stdout
     assert "flagged: sanitizer" in text
 

@@ -329,6 +329,8 @@ def _run(
     for warning in scanned.warnings:
         click.echo(inert_text(f"warning: {warning}"), err=True)
     rep = fold.report()
+    if as_failed:
+        rep = rep.model_copy(update={"flagged_as": "failed"})
     asked = None
     if pair is not None:
         asked = fold.outcomes.compare(_row(rep, pair[0]), _row(rep, pair[1]))

@@ -231,6 +231,9 @@ class Report(_Out):
     clustered_interval: str = CLUSTERED_NAME
     set_aside: int = 0
     errors_as_failures: bool = False
+    flagged_as: Literal["failed"] | None = None
+    """`failed` when a pass the patch guard flagged was counted as not passed
+    (`--flagged-as failed`)."""
     rules: Rules = "ssegrade"
     containment: dict[str, int] = {}
 
