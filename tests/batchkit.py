@@ -70,7 +70,7 @@ class Quiet:
     def begin(self, tally: Any) -> None:
         pass
 
-    def finished(self, tally: Any, line: str) -> None:
+    def finished(self, tally: Any, line: str, *, notable: bool = False) -> None:
         self.lines.append(line)
 
     def note(self, message: str) -> None:

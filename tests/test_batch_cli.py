@@ -52,7 +52,10 @@ def test_batch_grades_each_job_and_report_reads_the_results(tmp_path: Path) -> N
         f"failed {folder}/stale",
         f"passed {folder}/fixed",
     ]
-    assert all(re.search(r" \([0-9.]+ s\)$", line) for line in lines[:3])
+    said_of = {line.split(" ", 2)[2].split(" (")[0]: line for line in lines[:3]}
+    assert re.search(r" \([0-9.]+ s\)$", said_of[f"{folder}/fixed"])
+    assert re.search(r" \([0-9.]+ s\): Patch apply failed$", said_of[f"{folder}/stale"])
+    assert said_of[f"{folder}/empty"].endswith(" s): PoC failed: pocs/poc1.bin")
     assert lines[-1].startswith("3 graded, 1 passed, 2 failed, 0 error, 0 cached, 0 skipped in ")
     run = results / "shell-001" / "openai" / "gpt-5" / "codex"
     statuses = {
@@ -247,6 +250,15 @@ def test_first_interrupt_waits_for_running_jobs_and_a_rerun_resumes(
     rest = proc.stderr.read()
     assert proc.wait(timeout=120) == 130, rest
     assert "Traceback" not in rest
+    # Off a terminal each job's line says why it did not pass; the last line, what is left.
+    for name in ("a", "b"):
+        assert re.search(
+            rf"\] failed shell-001/unknown/unknown/{name} \([0-9.]+ s\): Intent test failed\n",
+            rest,
+        ), rest
+    assert rest.splitlines()[-1].endswith(
+        "; interrupted: 1 job never started; the same command resumes"
+    ), rest
     run = results / "shell-001" / "unknown" / "unknown"
     for name in ("a", "b"):
         # A real verdict: the held functional test finished and passed (the hidden test wants
@@ -288,7 +300,8 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
     # One line, and nothing else (no `Exception ignored in: …` from a worker).
     assert re.fullmatch(
         r"0 graded, 0 passed, 0 failed, 0 error, 0 cached, 0 skipped in [0-9.]+ s; "
-        r"interrupted: 2 running gradings killed, folders removed\n",
+        r"interrupted: 2 running gradings killed, folders removed, 0 jobs never started; "
+        r"the same command resumes\n",
         rest,
     ), rest
     run = results / "shell-001" / "unknown" / "unknown"
@@ -296,7 +309,15 @@ def test_second_interrupt_kills_running_jobs_and_leaves_no_trace(
     assert not (run / "b").exists()
     summary = json.loads((results / "batch.json").read_bytes())
     assert summary["interrupted"] is True
-    assert summary["counts"] == dict.fromkeys(("passed", "failed", "error", "cached", "skipped"), 0)
+    assert summary["counts"] == {
+        "passed": 0,
+        "flagged": 0,
+        "failed": 0,
+        "error": 0,
+        "not_graded": 2,
+    }
+    assert summary["runs"]["not_graded"] == [f"shell-001/unknown/unknown/{n}" for n in "ab"]
+    assert summary["resume"] == [f"ssegrade batch {jobs} --results {results}"]
     survivors = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -358,9 +379,10 @@ def test_a_grading_that_ran_out_of_time_is_graded_again_on_resume_when_asked(
     graded = json.loads((run / "a" / "summary.json").read_bytes())
     assert (graded["patch_result"]["status"], graded["attempts"]) == ("passed", 2)
     summary = json.loads((results / "batch.json").read_bytes())
-    assert summary["label"] is None
+    assert summary["label"] == "first"
     assert summary["runs"]["passed"] == ["shell-001/unknown/unknown/a"]
-    assert summary["runs"]["skipped"] == ["shell-001/unknown/unknown/b"]
+    assert summary["runs"]["failed"] == ["shell-001/unknown/unknown/b"]
+    assert len(summary["commands"]) == 3  # the refused command wrote nothing
     third = ssegrade(*command, "--no-retry", env=env, timeout=600)
     assert third.returncode == 0, third.stderr
     assert third.stderr.splitlines()[-1].startswith("0 graded, 0 passed, 0 failed, 0 error")

@@ -119,7 +119,10 @@ def test_a_second_ctrl_c_kills_the_ray_gradings_at_once_and_leaves_nothing(
             proc.kill()
             proc.communicate()
     assert proc.returncode == 130
-    assert err.splitlines()[-1].endswith("interrupted: 2 running gradings killed, folders removed")
+    assert err.splitlines()[-1].endswith(
+        "interrupted: 2 running gradings killed, folders removed, 0 jobs never started;"
+        " the same command resumes"
+    )
     run = tmp_path / "r" / "shell-001" / "unknown" / "unknown"
     assert os.listdir(run) == []
     deadline = time.monotonic() + 10  # the guardians of the killed Ray workers clean up

@@ -1,6 +1,8 @@
 """`batch.json`: the pure document (`ssegrade.batch.summary`) as properties, the rule of
-which finished runs are graded again, and the file a real batch writes (atomically, at the
-end and on interrupt, never through a link planted in its place)."""
+which finished runs are graded again, and the file real batches write: one answer for the
+whole results folder (resumes included, a cached run counted with the outcome it carries,
+rebuilt from the run folders after a crash), written atomically, at the end and on
+interrupt, never through a link planted in its place."""
 
 from __future__ import annotations
 
@@ -17,101 +19,155 @@ from pydantic import ValidationError
 
 from interpreters.batch import run_batch
 from ssegrade.batch.summary import (
-    KINDS,
+    OUTCOMES,
+    BatchCommand,
     BatchSummary,
     JobsFile,
-    RunKind,
+    Outcome,
+    RunState,
     batch_summary,
     next_attempt,
 )
 from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import make_task
 
-folders = st.lists(st.text("abc/", min_size=1, max_size=8), min_size=0, max_size=30)
-kinds = st.sampled_from(KINDS)
+names = st.text("abc/", min_size=1, max_size=8)
+outcomes = st.sampled_from([o for o in OUTCOMES if o != "not_graded"])
 times = st.datetimes(timezones=st.just(UTC), min_value=datetime(2000, 1, 1))
-
-TOP_KEYS = [
-    "ssegrade",
-    "label",
-    "engine",
-    "workers",
-    "containment",
-    "jobs",
-    "started_at",
-    "ended_at",
-    "interrupted",
-    "counts",
-    "runs",
-    "errors",
-]
+START = datetime(2026, 11, 30, 10, tzinfo=UTC)
 
 
-def summary_of(outcomes: list[tuple[str, RunKind]], **extra: Any) -> BatchSummary:
-    start = datetime(2026, 11, 30, 10, tzinfo=UTC)
-    return batch_summary(
-        version=extra.get("version", "1.2.3"),
-        label=extra.get("label"),
+def command(jobs: str = "jobs.jsonl", start: datetime = START, **extra: Any) -> BatchCommand:
+    return BatchCommand(
+        ssegrade=extra.get("version", "1.2.3"),
         engine=extra.get("engine", "local"),
         workers=extra.get("workers", 2),
-        containment=extra.get("containment", "PID namespace"),
-        jobs=JobsFile(path="jobs.jsonl", sha256="f" * 64, count=len(outcomes)),
-        started_at=extra.get("started_at", start),
-        ended_at=extra.get("ended_at", start + timedelta(seconds=5)),
+        containment=extra.get("containment", "full"),
+        jobs=jobs,
+        started_at=start,
+        ended_at=start + timedelta(seconds=5),
         interrupted=extra.get("interrupted", False),
-        outcomes=outcomes,
     )
+
+
+def jobs_file(runs: list[str], path: str = "jobs.jsonl") -> JobsFile:
+    return JobsFile(path=path, sha256="f" * 64, count=len(runs), runs=tuple(runs))
 
 
 @given(
-    st.lists(st.tuples(st.text(min_size=1, max_size=20), kinds), max_size=40),
+    st.dictionaries(names, st.tuples(outcomes, st.booleans()), max_size=30),
+    st.lists(names, max_size=10),
     st.none() | st.text(max_size=20),
     st.booleans(),
-    times,
-    st.integers(1, 512),
 )
-def test_every_run_is_in_the_list_of_its_kind_in_order_and_counted(
-    outcomes: list[tuple[str, RunKind]],
+def test_every_run_is_counted_once_with_the_outcome_it_carries(
+    graded: dict[str, tuple[Outcome, bool]],
+    pending: list[str],
     label: str | None,
     interrupted: bool,
-    start: datetime,
-    workers: int,
 ) -> None:
-    doc = summary_of(
-        outcomes,
+    """Property: every graded run is in the list of its outcome (a cached one too), every run
+    of the jobs file without a grade is not yet graded, each counted once; the document
+    reads back as written; a command grades what is left, and only then."""
+    states = [RunState(folder=f, outcome=o, cached=c) for f, (o, c) in graded.items()]
+    runs = [*graded, *pending]
+    doc = batch_summary(
+        previous=None,
+        command=command(interrupted=interrupted),
+        jobs=jobs_file(runs),
         label=label,
-        interrupted=interrupted,
-        started_at=start,
-        ended_at=start,
-        workers=workers,
+        states=states,
+        results="out dir",
     )
-    for kind in KINDS:
+    for kind in OUTCOMES:
         listed = getattr(doc.runs, kind)
-        assert listed == tuple(folder for folder, k in outcomes if k == kind)
+        if kind == "not_graded":
+            assert set(listed) == set(pending) - set(graded)
+        else:
+            assert set(listed) == {f for f, (o, _) in graded.items() if o == kind}
         assert getattr(doc.counts, kind) == len(listed)
-    assert sum(getattr(doc.counts, kind) for kind in KINDS) == len(outcomes)
-    text = doc.to_json()
-    assert BatchSummary.model_validate_json(text) == doc
-    raw = json.loads(text)
-    assert list(raw) == TOP_KEYS
-    assert list(raw["counts"]) == list(raw["runs"]) == list(KINDS)
-    assert list(raw["jobs"]) == ["path", "sha256", "count"]
-    assert (raw["label"], raw["interrupted"], raw["workers"]) == (label, interrupted, workers)
-    assert datetime.fromisoformat(raw["started_at"]) == start
+    assert set(doc.cached) == {f for f, (_, c) in graded.items() if c}
+    assert doc.graded == len(graded)
+    assert doc.resume == (
+        (
+            "ssegrade batch jobs.jsonl --results 'out dir'"
+            + (f" --label {_q(label)}" if label else ""),
+        )
+        if set(pending) - set(graded)
+        else ()
+    )
+    assert BatchSummary.model_validate_json(doc.to_json()) == doc
+    assert (doc.label, doc.interrupted) == (label, interrupted)
 
 
-@given(st.lists(st.tuples(folders.map("/".join), kinds), min_size=1, max_size=10), kinds)
-def test_a_document_whose_counts_disagree_with_its_runs_is_refused(
-    outcomes: list[tuple[str, RunKind]], kind: RunKind
+def _q(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+@given(st.lists(st.tuples(names, outcomes), min_size=1, max_size=10), times, times)
+def test_a_second_command_keeps_the_first_ones_history(
+    graded: list[tuple[str, Outcome]], first: datetime, second: datetime
 ) -> None:
-    raw = json.loads(summary_of(outcomes).to_json())
+    """Property: a resume (or another jobs file) adds its command to the folder's, keeps
+    every jobs file (one at the same path replaced), every version, engine and containment
+    once, and spans from the first start to the last end; the label stays unless renamed."""
+    states = [RunState(folder=f, outcome=o) for f, o in graded]
+    runs = [f for f, _ in graded]
+    one = batch_summary(
+        previous=None,
+        command=command(start=first, version="1.0", engine="ray"),
+        jobs=jobs_file(runs),
+        label="nightly",
+        states=[],
+        results="out",
+    )
+    assert one.counts.not_graded == len(set(runs))
+    two = batch_summary(
+        previous=one,
+        command=command("more.jsonl", start=second, version="1.1", containment="weak"),
+        jobs=jobs_file([], "more.jsonl"),
+        label=None,
+        states=states,
+        results="out",
+    )
+    assert [c.ssegrade for c in two.commands] == ["1.0", "1.1"]
+    assert (two.ssegrade, two.engines, two.containment) == (
+        ("1.0", "1.1"),
+        ("ray", "local"),
+        ("full", "weak"),
+    )
+    assert [f.path for f in two.jobs] == ["jobs.jsonl", "more.jsonl"]
+    assert two.started_at == min(first, second)
+    assert two.ended_at == max(first, second) + timedelta(seconds=5)
+    assert (two.label, two.counts.not_graded, two.graded) == ("nightly", 0, len(set(runs)))
+    assert two.resume == ()
+
+
+@given(st.lists(st.tuples(names, outcomes), min_size=1, max_size=10), st.sampled_from(OUTCOMES))
+def test_a_document_whose_counts_disagree_with_its_runs_is_refused(
+    graded: list[tuple[str, Outcome]], kind: Outcome
+) -> None:
+    doc = batch_summary(
+        previous=None,
+        command=command(),
+        jobs=jobs_file([]),
+        label=None,
+        states=[RunState(folder=f, outcome=o) for f, o in graded],
+        results="out",
+    )
+    raw = json.loads(doc.to_json())
     raw["counts"][kind] += 1
     with pytest.raises(ValidationError, match=f"counts.{kind} is not the number of runs"):
         BatchSummary.model_validate_json(json.dumps(raw))
 
 
 def test_times_without_a_zone_are_refused() -> None:
-    raw = json.loads(summary_of([]).to_json())
+    doc = batch_summary(
+        previous=None, command=command(), jobs=jobs_file([]), label=None, states=[], results="o"
+    )
+    raw = json.loads(doc.to_json())
     raw["ended_at"] = "2026-11-30T10:00:00"
     with pytest.raises(ValidationError):
         BatchSummary.model_validate_json(json.dumps(raw))
@@ -154,6 +210,13 @@ def world(tmp_path: Path) -> Path:
     return tmp_path
 
 
+RUN = "shell-001/unknown/unknown/"
+
+
+def read_summary(results: Path) -> BatchSummary:
+    return BatchSummary.model_validate_json((results / "batch.json").read_bytes())
+
+
 @pytest.mark.slow
 def test_a_batch_writes_its_summary_whole_and_replaces_a_planted_link(world: Path) -> None:
     results = world / "results"
@@ -173,30 +236,76 @@ def test_a_batch_writes_its_summary_whole_and_replaces_a_planted_link(world: Pat
     assert report.exit_code == 0
     assert target.read_text() == "untouched"
     assert not (results / "batch.json").is_symlink()
-    doc = BatchSummary.model_validate_json((results / "batch.json").read_bytes())
-    run = "shell-001/unknown/unknown/"
-    assert doc.runs.passed == (run + "a",)
-    assert doc.runs.failed == (run + "b",)
-    assert doc.runs.cached == (run + "c",)
+    doc = read_summary(results)
+    assert doc.runs.passed == (RUN + "a", RUN + "c")
+    assert doc.runs.failed == (RUN + "b",)
+    assert doc.cached == (RUN + "c",)
     assert doc.counts.model_dump() == {
-        "passed": 1,
+        "passed": 2,
+        "flagged": 0,
         "failed": 1,
         "error": 0,
-        "cached": 1,
-        "skipped": 0,
+        "not_graded": 0,
     }
     jobs = (world / "jobs.jsonl").read_bytes()
-    assert doc.jobs.path == str(world / "jobs.jsonl")
-    assert doc.jobs.count == 3
-    assert doc.jobs.sha256 == hashlib.sha256(jobs).hexdigest()
-    assert (doc.label, doc.engine, doc.workers, doc.interrupted) == ("nightly", "local", 2, False)
-    assert doc.containment
+    (listed,) = doc.jobs
+    assert (listed.path, listed.count) == (str(world / "jobs.jsonl"), 3)
+    assert listed.sha256 == hashlib.sha256(jobs).hexdigest()
+    (ran,) = doc.commands
+    assert (doc.label, ran.engine, ran.workers, ran.interrupted) == ("nightly", "local", 2, False)
+    assert doc.containment == (ran.containment,)
     assert before <= doc.started_at <= doc.ended_at <= datetime.now(UTC)
+    assert doc.resume == ()
     assert sorted(p.name for p in results.iterdir()) == ["batch.json", "shell-001"]
+
+
+@pytest.mark.slow
+def test_a_resume_answers_for_the_whole_folder(world: Path) -> None:
+    """The attack of an operator's day: after a resume that grades nothing, batch.json still
+    says what the folder holds (it said `0 passed, … 3 skipped`), counting the cached run
+    with the outcome it carries; both commands are kept, the label too."""
+    results = world / "results"
+    run_batch(world / "jobs.jsonl", results, label="nightly", grade=verdict_grade, reporter=Quiet())
     again = run_batch(
         world / "jobs.jsonl", results, workers=1, grade=verdict_grade, reporter=Quiet()
     )
     assert again.tally.skipped == 3
-    doc = BatchSummary.model_validate_json((results / "batch.json").read_bytes())
-    assert doc.label is None
-    assert doc.runs.skipped == tuple(run + n for n in "abc")
+    doc = read_summary(results)
+    assert doc.label == "nightly"
+    assert doc.runs.passed == (RUN + "a", RUN + "c")
+    assert doc.runs.failed == (RUN + "b",)
+    assert doc.cached == (RUN + "c",)
+    assert len(doc.commands) == 2
+    assert len(doc.jobs) == 1
+
+
+@pytest.mark.slow
+def test_a_crash_loses_nothing_that_was_graded(world: Path) -> None:
+    """A batch killed before writing batch.json (here: the file gone, and one run never
+    graded): the next command that writes there rebuilds the answer from the run folders'
+    summaries, and names the run not yet graded with the command that grades it."""
+    results = world / "results"
+    run_batch(world / "jobs.jsonl", results, grade=verdict_grade, reporter=Quiet())
+    (results / "batch.json").unlink()
+    lines = (world / "jobs.jsonl").read_text().splitlines()
+    extra = json.loads(lines[0]) | {"run_id": "d", "patch": "patches/b.patch"}
+    other = world / "other.jsonl"
+    other.write_text(json.dumps(extra) + "\n")
+    interrupted = world / "left.jsonl"
+    interrupted.write_text(json.dumps(extra | {"run_id": "e"}) + "\n")
+    run_batch(other, results, grade=verdict_grade, reporter=Quiet())
+    doc = read_summary(results)
+    assert doc.runs.passed == (RUN + "a", RUN + "c")
+    assert doc.runs.failed == (RUN + "b", RUN + "d")
+    assert doc.counts.not_graded == 0
+    planned = JobsFile(path=str(interrupted), sha256="0" * 64, count=1, runs=(RUN + "e",))
+    left = batch_summary(
+        previous=doc,
+        command=command(str(interrupted), interrupted=True),
+        jobs=planned,
+        label=None,
+        states=[RunState(folder=f, outcome=o) for o in OUTCOMES for f in getattr(doc.runs, o)],
+        results=str(results),
+    )
+    assert left.runs.not_graded == (RUN + "e",)
+    assert left.resume == (f"ssegrade batch {interrupted} --results {results}",)

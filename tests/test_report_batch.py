@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import interpreters.report.reader
 from ssegrade.batch import summary as written
-from ssegrade.report.batch import OUTCOMES, parse_batch
+from ssegrade.batch.summary import OUTCOMES
+from ssegrade.report.batch import parse_batch
 from tests.exampletasks import lay_out
 from tests.realtask import ssegrade
 from tests.reportcommand import invoke, one_line_error
@@ -30,28 +31,41 @@ from tests.runfolders import summary, write_run
 
 SHA = "3f" * 32
 RUNS: dict[str, list[str]] = {
-    "passed": ["t1/openai/gpt-5/codex/r1", "t2/openai/gpt-5/codex/r1"],
+    "passed": ["t1/openai/gpt-5/codex/r1", "t1/openai/gpt-5/codex/r9", "t2/openai/gpt-5/codex/r1"],
+    "flagged": ["t5/openai/gpt-5/codex/r1"],
     "failed": ["t3/openai/gpt-5/codex/r1"],
     "error": ["t4/qwen/openhands/r2"],
-    "cached": ["t1/openai/gpt-5/codex/r9"],
-    "skipped": [],
+    "not_graded": ["t6/openai/gpt-5/codex/r1"],
 }
 
 
 def document(runs: dict[str, list[str]] = RUNS, **changes: Any) -> dict[str, Any]:
     """A batch.json document as `ssegrade batch` writes it."""
-    doc: dict[str, Any] = {
+    command = {
         "ssegrade": "1.4.0",
-        "label": "nightly",
         "engine": "local",
         "workers": 2,
-        "containment": "namespaces",
-        "jobs": {"path": "jobs.jsonl", "sha256": SHA, "count": 5},
+        "containment": "full",
+        "jobs": "jobs.jsonl",
         "started_at": "2026-11-30T10:00:00Z",
         "ended_at": "2026-11-30T10:42:13Z",
-        "interrupted": False,
+        "interrupted": changes.pop("interrupted", False),
+    }
+    doc: dict[str, Any] = {
+        "label": "nightly",
+        "ssegrade": ["1.4.0"],
+        "engines": [changes.pop("engine", "local")],
+        "containment": ["full"],
+        "jobs": [{"path": "jobs.jsonl", "sha256": SHA, "count": 6}],
+        "commands": [command],
+        "started_at": "2026-11-30T10:00:00Z",
+        "ended_at": "2026-11-30T10:42:13Z",
+        "interrupted": command["interrupted"],
         "counts": {kind: len(runs[kind]) for kind in OUTCOMES},
         "runs": runs,
+        "errors": {"timeout": runs["error"]} if runs["error"] else {},
+        "cached": runs["passed"][1:2],
+        "resume": ["ssegrade batch jobs.jsonl --results results"] if runs["not_graded"] else [],
     }
     doc.update(changes)
     return doc
@@ -73,25 +87,29 @@ def batch(tmp_path: Path) -> Path:
 
 
 def test_the_summary_reads_readably(batch: Path) -> None:
-    """Label, version, engine, workers, containment, the JOBS file and its digest, start, end
-    and duration, whether it was interrupted, the counts per outcome, and the run folders of
-    the error and failed jobs, each with its first failure; not the others' folders."""
+    """Label, versions, engines, containment, the JOBS files and their digests, first start and
+    last end, the counts per outcome (a cached run with its outcome, errors by kind), the run
+    folders of the flagged, error, failed and not graded runs, each failure with its first
+    failure, and the command that grades what is left; not the passed runs' folders."""
     out = invoke(str(batch), "--batch")
     assert out.exit_code == 0, out.stderr
     text = out.stdout
     for piece in (
-        'Batch "nightly", by ssegrade 1.4.0',
-        "engine local, 2 workers, containment: namespaces",
-        "jobs: jobs.jsonl (5 jobs)",
-        f"jobs sha256: {SHA}",
-        "started 2026-11-30 10:00:00 UTC, ended 2026-11-30 10:42:13 UTC: 42 min 13 s",
-        "interrupted: no",
-        "outcomes: 2 passed, 1 failed, 1 error, 1 cached, 0 skipped",
+        'Results folder "nightly": 1 batch command, by ssegrade 1.4.0',
+        "engine local; containment: full",
+        f"jobs: jobs.jsonl (6 jobs, sha256 {SHA[:16]}…)",
+        "first started 2026-11-30 10:00:00 UTC, last ended 2026-11-30 10:42:13 UTC",
+        "last command: 2 workers, 42 min 13 s",
+        "runs: 6 graded (1 of them cached), 1 not yet graded",
+        "graded: 3 passed, 1 passed and flagged, 1 failed, 1 error (1 timeout)",
+        "Passed and flagged by the patch guard (1):\n  t5/openai/gpt-5/codex/r1",
         "Error (1):\n  t4/qwen/openhands/r2: Timeout (3600s)",
         "Failed (1):\n  t3/openai/gpt-5/codex/r1: PoC failed: /ssebench/pocs/poc.bin",
+        "Not yet graded (1):\n  t6/openai/gpt-5/codex/r1",
+        "To grade what is left:\n  ssegrade batch jobs.jsonl --results results",
         "-v lists the run folders of every outcome",
     ):
-        assert piece in text
+        assert piece in text, piece
     assert text.index("Error (1)") < text.index("Failed (1)")
     assert RUNS["passed"][0] not in text
     assert max(len(line) for line in text.splitlines()) <= 80
@@ -100,11 +118,9 @@ def test_the_summary_reads_readably(batch: Path) -> None:
 def test_verbose_lists_every_outcome(batch: Path) -> None:
     """`-v`: the run folders of every outcome."""
     text = invoke(str(batch), "--batch", "-v").stdout
-    for kind in ("passed", "cached"):
-        assert f"{kind.capitalize()} ({len(RUNS[kind])}):" in text
-        for folder in RUNS[kind]:
-            assert f"  {folder}\n" in text
-    assert "Skipped" not in text
+    assert f"Passed ({len(RUNS['passed'])}):" in text
+    for folder in RUNS["passed"]:
+        assert f"  {folder}\n" in text
 
 
 def test_json_is_the_file_as_it_is(batch: Path) -> None:
@@ -118,8 +134,8 @@ def test_an_interrupted_batch_says_so(batch: Path) -> None:
     """An interrupted batch says it can be resumed."""
     (batch / "batch.json").write_text(json.dumps(document(interrupted=True, label=None)))
     text = invoke(str(batch), "--batch").stdout
-    assert "interrupted: yes" in text
-    assert "Batch (no label)" in text
+    assert "42 min 13 s, interrupted" in text
+    assert "Results folder (no label)" in text
 
 
 @pytest.mark.parametrize(
@@ -127,7 +143,7 @@ def test_an_interrupted_batch_says_so(batch: Path) -> None:
     [
         (None, "batch.json: no such file"),
         ("{", "batch.json: not a batch summary (Invalid JSON"),
-        (json.dumps(document(engine="slurm")), "not a batch summary (engine: Input should be"),
+        (json.dumps(document(engine="slurm")), "not a batch summary (engines.0: Input should be"),
         (json.dumps({**document(), "counts": {**document()["counts"], "error": 7}}), "counts"),
         (json.dumps(document(started_at="2026-11-30T10:00:00")), "started_at"),
         (json.dumps([1, 2]), "not a batch summary"),
@@ -204,7 +220,7 @@ def test_the_console_script_prints_the_summary(batch: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "outcomes: 2 passed, 1 failed, 1 error, 1 cached, 0 skipped" in done.stdout
+    assert "graded: 3 passed, 1 passed and flagged, 1 failed, 1 error (1 timeout)" in done.stdout
     missing = subprocess.run(
         [sys.executable, "-c", code, "report", str(batch / "t1"), "--batch"],
         capture_output=True,
@@ -240,7 +256,7 @@ def test_any_summary_batch_writes_reads_back(
     version adds are ignored; a count that is not its list's length is refused, named."""
     doc = document(runs, label=label, engine=engine, interrupted=interrupted, more={"x": 1})
     read = parse_batch(json.dumps(doc).encode()).unwrap()
-    assert (read.label, read.engine, read.interrupted) == (label, engine, interrupted)
+    assert (read.label, read.engines, read.interrupted) == (label, (engine,), interrupted)
     for kind in OUTCOMES:
         assert list(getattr(read.runs, kind)) == runs[kind]
         assert getattr(read.counts, kind) == len(runs[kind])
@@ -252,7 +268,11 @@ def test_any_summary_batch_writes_reads_back(
 
 
 @given(
-    st.lists(st.tuples(folders.map(lambda f: f[0] if f else "t/m/a/r"), st.sampled_from(OUTCOMES))),
+    st.dictionaries(
+        folders.map(lambda f: f[0] if f else "t/m/a/r"),
+        st.tuples(st.sampled_from(OUTCOMES[:-1]), st.booleans()),
+    ),
+    st.lists(st.text("abz/", min_size=1, max_size=8), max_size=4),
     st.none() | st.text(max_size=20),
     st.sampled_from(["local", "ray"]),
     st.integers(1, 64),
@@ -261,7 +281,8 @@ def test_any_summary_batch_writes_reads_back(
     st.datetimes(timezones=st.just(UTC), min_value=datetime(2000, 1, 1)),
 )
 def test_what_the_batch_writes_the_report_reads(
-    outcomes: list[tuple[str, written.RunKind]],
+    graded: dict[str, tuple[written.Outcome, bool]],
+    pending: list[str],
     label: str | None,
     engine: Literal["local", "ray"],
     workers: int,
@@ -272,18 +293,24 @@ def test_what_the_batch_writes_the_report_reads(
     """Property: any `batch.json` the batch's own model writes (`batch_summary(...).to_json()`,
     what `ssegrade batch` writes) reads back with `--batch`'s reader, every field the same."""
     doc = written.batch_summary(
-        version="0.1.0",
+        previous=None,
+        command=written.BatchCommand(
+            ssegrade="0.1.0",
+            engine=engine,
+            workers=workers,
+            containment=containment,
+            jobs="jobs.jsonl",
+            started_at=started,
+            ended_at=started,
+            interrupted=interrupted,
+        ),
+        jobs=written.JobsFile(
+            path="jobs.jsonl", sha256=SHA, count=len(graded), runs=(*graded, *pending)
+        ),
         label=label,
-        engine=engine,
-        workers=workers,
-        containment=containment,
-        jobs=written.JobsFile(path="jobs.jsonl", sha256=SHA, count=len(outcomes)),
-        started_at=started,
-        ended_at=started,
-        interrupted=interrupted,
-        outcomes=outcomes,
+        states=[written.RunState(folder=f, outcome=o, cached=c) for f, (o, c) in graded.items()],
+        results="results",
     )
-    assert written.KINDS == OUTCOMES
     read = parse_batch(doc.to_json()).unwrap()
     assert read.model_dump() == doc.model_dump()
 
@@ -321,15 +348,14 @@ def test_report_batch_reads_what_a_real_batch_wrote(work: Path) -> None:
     shown = ssegrade("report", str(results), "--batch")
     assert shown.returncode == 0, shown.stderr
     text = " ".join(shown.stdout.split())
-    assert 'Batch "demo", by ssegrade' in text
-    assert "engine local, 2 workers, containment:" in text
-    assert f"jobs: {jobs} (3 jobs)" in text
-    assert "outcomes: 1 passed, 1 failed, 0 error, 1 cached, 0 skipped" in text
-    first_poc = example.task / "pocs" / "overread.bin"
-    assert f"Failed (1): tlv-001/m/idle/empty: PoC failed: {first_poc}" in text
+    assert 'Results folder "demo": 1 batch command, by ssegrade' in text
+    assert f"jobs: {jobs} (3 jobs, sha256" in text
+    assert "last command: 2 workers," in text
+    assert "runs: 3 graded (1 of them cached), 0 not yet graded" in text
+    assert "graded: 2 passed, 0 passed and flagged, 1 failed, 0 error" in text
+    assert "Failed (1): tlv-001/m/idle/empty: PoC failed: pocs/overread.bin" in text
     every = " ".join(ssegrade("report", str(results), "--batch", "-v").stdout.split())
-    assert "Passed (1): tlv-001/m/fixer/fix" in every
-    assert "Cached (1): tlv-001/m/fixer/again" in every
+    assert "Passed (2): tlv-001/m/fixer/again tlv-001/m/fixer/fix" in every
     as_json = ssegrade("report", str(results), "--batch", "--format", "json")
     assert as_json.stdout.encode() == (results / "batch.json").read_bytes()
     read = parse_batch((results / "batch.json").read_bytes()).unwrap()

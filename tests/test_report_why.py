@@ -136,22 +136,33 @@ def test_the_text_is_inert_on_a_terminal(tmp_path: Path) -> None:
     doc["patch_result"]["error_msg"] = f"Patch apply failed: {CONTROLS}"
     write_run(root, f"t1/{model}/codex/r1", doc)
     batch = {
-        "ssegrade": "1.0",
         "label": f"night{CONTROLS}",
-        "engine": "local",
-        "workers": 1,
-        "containment": "namespaces",
-        "jobs": {"path": "jobs.jsonl", "sha256": "0" * 64, "count": 1},
+        "ssegrade": ["1.0"],
+        "engines": ["local"],
+        "containment": ["full"],
+        "jobs": [{"path": "jobs.jsonl", "sha256": "0" * 64, "count": 1}],
+        "commands": [
+            {
+                "ssegrade": "1.0",
+                "engine": "local",
+                "workers": 1,
+                "containment": "full",
+                "jobs": "jobs.jsonl",
+                "started_at": "2026-11-30T10:00:00Z",
+                "ended_at": "2026-11-30T10:00:01Z",
+                "interrupted": False,
+            }
+        ],
         "started_at": "2026-11-30T10:00:00Z",
         "ended_at": "2026-11-30T10:00:01Z",
         "interrupted": False,
-        "counts": {"passed": 0, "failed": 1, "error": 0, "cached": 0, "skipped": 0},
+        "counts": {"passed": 0, "flagged": 0, "failed": 1, "error": 0, "not_graded": 0},
         "runs": {
             "passed": [],
+            "flagged": [],
             "failed": [f"t1/{model}/codex/r1"],
             "error": [],
-            "cached": [],
-            "skipped": [],
+            "not_graded": [],
         },
     }
     (root / "batch.json").write_text(json.dumps(batch))

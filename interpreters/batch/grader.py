@@ -42,6 +42,8 @@ from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
 from ssegrade.batch.summary import RETRY_KINDS, RunKind, next_attempt
+from ssegrade.guard.model import flag_kinds
+from ssegrade.report.paths import relative_message
 from ssegrade.result import ErrorKind
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]
@@ -139,7 +141,7 @@ class BatchGrader:
                 )
                 if attempt is None:
                     kind = summary_error_kind(found.summary)
-                    self.finish(job, "skipped", status, error_kind=kind)
+                    self.finish(job, "skipped", status, error_kind=kind, doc=found.summary)
                     continue
                 self.attempts[job.line] = attempt
             fresh.append(job)
@@ -258,7 +260,9 @@ class BatchGrader:
             held.release()
         status = done.result.patch_result.status
         kind = summary_error_kind(doc)
-        self.finish(job, "graded", status, seconds=done.seconds, attempt=attempt, error_kind=kind)
+        self.finish(
+            job, "graded", status, seconds=done.seconds, attempt=attempt, error_kind=kind, doc=doc
+        )
         if status == "error" and waiting:
             return [self.work(waiting.popleft())]
         while waiting:
@@ -303,7 +307,7 @@ class BatchGrader:
             held.unmark()
         finally:
             held.release()
-        self.finish(job, "cached", patch.status, cached_from=source)
+        self.finish(job, "cached", patch.status, cached_from=source, doc=summary)
         return True
 
     def killed(self, key: int) -> None:
@@ -320,7 +324,9 @@ class BatchGrader:
         """A job whose run folder another live grading holds: not graded here."""
         self.tally.add("skipped", "error")
         self.outcomes.append(JobOutcome(job.label, job.folder, "held", None, line=job.line))
-        self.reporter.finished(self.tally, f"held {job.label} (being written by another grading)")
+        self.reporter.finished(
+            self.tally, f"held {job.label} (being written by another grading)", notable=True
+        )
 
     def release(self) -> None:
         """Let go of every run folder still held."""
@@ -338,9 +344,11 @@ class BatchGrader:
         cached_from: str | None = None,
         attempt: int = 1,
         error_kind: ErrorKind | None = None,
+        doc: Mapping[str, Any] | None = None,
     ) -> None:
-        """Count one finished job and say so: its verdict (and the kind of its error), its
-        run folder, how long it took (or where its grade comes from)."""
+        """Count one finished job and say so: its verdict (with the patch guard's flags of a
+        pass), its run folder, how long it took (or where its grade comes from), and why it
+        did not pass (its summary `doc`'s `error_msg`)."""
         self.tally.add(outcome, status)
         self.outcomes.append(
             JobOutcome(job.label, job.folder, outcome, status, cached_from, job.line, error_kind)
@@ -352,7 +360,39 @@ class BatchGrader:
             detail = f"(cached from {cached_from})"
         else:
             detail = "(already graded)"
-        self.reporter.finished(self.tally, f"{status} {job.label} {detail}")
+        verdict, reason = _verdict(status, doc)
+        self.reporter.finished(
+            self.tally,
+            f"{verdict} {job.label} {detail}{reason}",
+            notable=status != "passed" and outcome != "skipped",
+        )
+
+
+def _verdict(status: Status, doc: Mapping[str, Any] | None) -> tuple[str, str]:
+    """How a job's line names its verdict (`passed, flagged sanitizer` for a pass the patch
+    guard flagged) and, after its run folder, why it did not pass (`: Timeout (3s)`)."""
+    if doc is None:
+        return status, ""
+    if status == "passed":
+        flags = flag_kinds(doc.get("guard"))
+        return (f"passed, flagged {' '.join(flags)}" if flags else "passed"), ""
+    patch, task = doc.get("patch_result"), doc.get("task")
+    message = patch.get("error_msg") if isinstance(patch, dict) else None
+    if not isinstance(message, str) or not message:
+        return status, ""
+    return status, f": {relative_message(message, _task_files(task))}"
+
+
+def _task_files(task: object) -> list[str]:
+    """The files a summary's task config names (its scripts, PoCs, future test)."""
+    if not isinstance(task, dict):
+        return []
+    scripts, files = task.get("scripts"), task.get("files")
+    named = list(scripts.values()) if isinstance(scripts, dict) else []
+    if isinstance(files, dict):
+        pocs = files.get("poc")
+        named += [*(pocs if isinstance(pocs, list) else ()), files.get("future_test")]
+    return [name for name in named if isinstance(name, str)]
 
 
 def _json(doc: Mapping[str, Any]) -> bytes:

@@ -13,8 +13,8 @@ job then lands in `RESULTS/<task>/<model…>/<agent>/<run id>/` (private, see `f
   worker that grades it; meanwhile it holds a `.incomplete` marker. A folder with the marker
   is the leftover of a crash and is graded again, from a cleared folder.
 
-When the batch ends, or is interrupted, `RESULTS/batch.json` says what it did
-(`ssegrade.batch.summary`).
+When the batch ends, or is interrupted, `RESULTS/batch.json` answers for the whole folder
+(`folder_summary`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from interpreters.batch.engines import EngineName, GradeFunction, check_engine
+from interpreters.batch.folder_summary import BATCH_SUMMARY, write_folder_summary
 from interpreters.batch.folders import Found, RunFolders
 from interpreters.batch.grader import BatchGrader, JobOutcome, Retry
 from interpreters.batch.jobs import (
@@ -48,13 +49,10 @@ from interpreters.real.private import FolderRefused
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import Job, Tally
-from ssegrade.batch.summary import RETRY_KINDS, JobsFile, batch_summary
+from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile
 from ssegrade.result import ErrorKind
 
 __all__ = ["BATCH_SUMMARY", "INCOMPLETE", "BatchReport", "JobOutcome", "run_batch"]
-
-BATCH_SUMMARY = "batch.json"
-"""The batch's own summary, at the top of its results folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +73,16 @@ class BatchReport:
     @property
     def last_line(self) -> str:
         """`N graded, P passed, F failed, E error, C cached, S skipped in T s`, and when
-        interrupted, `; interrupted` and how many running gradings were killed."""
+        interrupted, how many running gradings were killed, how many jobs never started, and
+        that the same command resumes."""
         line = self.tally.line(self.seconds)
+        if not self.interrupted:
+            return line
         killed = sum(1 for job in self.jobs if job.outcome == "killed")
-        if killed:
-            return f"{line}; interrupted: {killed} running gradings killed, folders removed"
-        return f"{line}; interrupted" if self.interrupted else line
+        never = max(self.tally.total - self.tally.done - killed, 0)
+        parts = [f"{killed} running gradings killed, folders removed"] if killed else []
+        parts.append(f"{never} job{'' if never == 1 else 's'} never started")
+        return f"{line}; interrupted: {', '.join(parts)}; the same command resumes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +184,10 @@ def run_batch(
             interrupted = _grade(batch, looked, options, grade or HeldGrade(folders.token, checks))
         finally:
             jobs_file = JobsFile(
-                path=str(jobs.absolute()) if isinstance(jobs, Path) else "<python>",
+                path=str(jobs.absolute()) if isinstance(jobs, Path) else PYTHON_JOBS,
                 sha256=digest,
                 count=len(planned),
+                runs=tuple(job.folder.relative_to(results).as_posix() for job in planned),
             )
             _write_summary(batch, options, jobs_file, started_at, interrupted=interrupted)
     finally:
@@ -244,30 +247,26 @@ def _write_summary(
     *,
     interrupted: bool,
 ) -> None:
-    """Write `batch.json` whole (a link planted in its place is replaced, not followed)."""
-    root = batch.folders.root
-    summary = batch_summary(
-        version=ssegrade_version(),
-        label=options.label,
+    """Write `batch.json` for the whole folder (`folder_summary`)."""
+    command = BatchCommand(
+        ssegrade=ssegrade_version(),
         engine=options.engine,
         workers=batch.capacity or options.workers or os.cpu_count() or 1,
         containment=_containment(options.scripts),
-        jobs=jobs,
+        jobs=jobs.path,
         started_at=started_at,
         ended_at=datetime.now(UTC),
         interrupted=interrupted,
-        outcomes=[
-            (outcome.folder.relative_to(root).as_posix(), kind)
-            for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
-            if (kind := outcome.kind) is not None
-        ],
-        errors=[
-            (outcome.folder.relative_to(root).as_posix(), error)
-            for outcome in sorted(batch.outcomes, key=lambda outcome: outcome.line)
-            if (error := outcome.error_kind) is not None and outcome.kind is not None
-        ],
     )
-    batch.folders.write_top(BATCH_SUMMARY, summary.to_json())
+    again = options.again
+    write_folder_summary(
+        batch.folders,
+        command,
+        jobs,
+        options.label,
+        retry_kinds=again.kinds if again.retry else frozenset(),
+        max_attempts=again.max_attempts,
+    )
 
 
 def _containment(scripts: ScriptOptions | None) -> str:

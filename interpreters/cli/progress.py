@@ -33,7 +33,10 @@ class CheckProgress:
     def say(self, message: str) -> None:
         """Print one line (ending the live display of a running check, if any)."""
         self._stop()
-        self.console.print(inert_text(message), markup=False, soft_wrap=True)
+        # On a terminal, wrapped at words (a terminal wraps a long line mid-word).
+        self.console.print(
+            inert_text(message), markup=False, soft_wrap=not self.console.is_terminal
+        )
 
     def started(self, message: str) -> None:
         """A check began: a live elapsed time on a terminal, else one line."""

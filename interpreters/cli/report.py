@@ -44,6 +44,7 @@ from ssegrade.report import (
     Selection,
     exclude_flagged,
     find_row,
+    flagged_as_failed,
 )
 from ssegrade.text import inert_text
 
@@ -229,6 +230,14 @@ def _write(write: Callable[[TextIO], object], output: str | None) -> None:
     help="Take the runs the patch guard flagged with KIND out of every share (repeat, or "
     f"separate with commas; `any` for every kind): {', '.join(KINDS)}.",
 )
+@click.option(
+    "--flagged-as",
+    "flagged_as",
+    type=click.Choice(["failed"]),
+    default=None,
+    help="Count a passed run the patch guard flagged (with the --exclude-flagged kinds, else "
+    "any) as not passed, kept in every share: the reading that cannot raise a share.",
+)
 def report(
     results: str,
     runs: str,
@@ -242,6 +251,7 @@ def report(
     verbose: bool,
     pair: tuple[str, str] | None,
     excluded_kinds: tuple[str, ...],
+    flagged_as: str | None,
 ) -> None:
     """Pass shares, intervals, pass@k and per-task tables of the run folders under RESULTS.
 
@@ -258,6 +268,7 @@ def report(
       ssegrade report runs/ --runs all --format html -o report.html
       ssegrade report runs/ --format csv --per-run -o runs.csv
       ssegrade report runs/ --exclude-flagged sanitizer,tests
+      ssegrade report runs/ --flagged-as failed
       ssegrade report results/ --rules ssebench
       ssegrade report results/ --batch
     """
@@ -275,7 +286,7 @@ def report(
     fold = Fold(mode, errors_as_failures, rule)
     with paused_gc():
         try:
-            _run(sink, fold, results, fmt, pair, output, kinds)
+            _run(sink, fold, results, fmt, pair, output, kinds, as_failed=flagged_as == "failed")
         finally:
             sink.close()
 
@@ -288,12 +299,17 @@ def _run(
     pair: tuple[str, str] | None,
     output: str | None,
     kinds: tuple[str, ...],
+    *,
+    as_failed: bool = False,
 ) -> None:
     """Read every task into `sink` through `fold` (selected with its options, without the
-    runs flagged with `kinds`), then write the output."""
+    runs flagged with `kinds`, or, `as_failed`, with those runs counted as not passed: of any
+    kind when none is named), then write the output."""
 
     def take(selection: Selection, files: RunFiles) -> None:
-        if kinds:
+        if as_failed:
+            selection = flagged_as_failed(selection, kinds or KINDS)
+        elif kinds:
             selection = exclude_flagged(selection, kinds)
         for part in fold.add(selection):
             sink.add(part, files)
@@ -313,6 +329,8 @@ def _run(
     for warning in scanned.warnings:
         click.echo(inert_text(f"warning: {warning}"), err=True)
     rep = fold.report()
+    if as_failed:
+        rep = rep.model_copy(update={"flagged_as": "failed"})
     asked = None
     if pair is not None:
         asked = fold.outcomes.compare(_row(rep, pair[0]), _row(rep, pair[1]))

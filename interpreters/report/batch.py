@@ -1,13 +1,16 @@
-"""`ssegrade report DIR --batch`: a batch's summary, `DIR/batch.json`, printed readably.
+"""`ssegrade report DIR --batch`: the folder's summary, `DIR/batch.json`, printed readably.
 
 Interpreter layer: reads `batch.json` as `interpreters.report.io` reads a run's documents
 (never through a link, a regular file of bounded size, a FIFO cannot hang it), parses it with
-the pure `ssegrade.report.batch`, and prints what the batch was (label, ssegrade's version,
-engine, workers, containment, the JOBS file and its digest), when it ran, whether it was
-interrupted, its counts per outcome, and the run folders of its `error` and `failed` jobs, each
-with its first failure read from the run's `summary.json` (`-v`: the folders of every outcome).
-A run folder is opened one part at a time below DIR, none of them a link. `--format json`
-prints the file as it is, once it reads as a batch summary.
+the pure `ssegrade.report.batch`, and prints the one answer for the folder: its label, the
+ssegrade versions, engines and containment of the commands that wrote it, its jobs files and
+their digests, its first start and last end, whether the last command was interrupted, its
+runs per outcome (passed, passed and flagged, failed, error by kind, not yet graded; cached
+runs counted with the outcome they carry), the run folders of its flagged, `error` and `failed`
+runs, each with its first failure read from the run's `summary.json` (`-v`: the folders of
+every outcome), and the command that grades what is left. A run folder is opened one part at
+a time below DIR, none of them a link. `--format json` prints the file as it is, once it reads
+as a batch summary.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from returns.result import Failure, Success
 
 from interpreters.report.io import read_document
 from interpreters.report.text import Inert, Writer, wrap
+from ssegrade.batch.summary import OUTCOMES
 from ssegrade.report import RunFolder, parse_run
-from ssegrade.report.batch import OUTCOMES, BatchSummary, parse_batch
+from ssegrade.report.batch import BatchSummary, parse_batch
 
 __all__ = ["BATCH", "BadBatch", "first_failure", "load_batch", "print_batch"]
 
@@ -110,36 +114,68 @@ def print_batch(
     _print_batch(results, summary, Inert(out), verbose, width)
 
 
+_SHOWN: dict[str, str] = {
+    "passed": "Passed",
+    "flagged": "Passed and flagged by the patch guard",
+    "failed": "Failed",
+    "error": "Error",
+    "not_graded": "Not yet graded",
+}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _outcomes(summary: BatchSummary) -> list[str]:
+    counts = summary.counts
+    kinds = ", ".join(f"{len(runs)} {kind}" for kind, runs in summary.errors.items())
+    error = f"{counts.error} error" + (f" ({kinds})" if kinds else "")
+    cached = f" ({len(summary.cached)} of them cached)" if summary.cached else ""
+    return [
+        f"  runs: {summary.graded} graded{cached}, {counts.not_graded} not yet graded",
+        f"  graded: {counts.passed} passed, {counts.flagged} passed and flagged,"
+        f" {counts.failed} failed, {error}",
+    ]
+
+
 def _print_batch(
     results: str, summary: BatchSummary, out: Writer, verbose: bool, width: int
 ) -> None:
     label = f'"{summary.label}"' if summary.label else "(no label)"
-    counts = ", ".join(f"{getattr(summary.counts, o)} {o}" for o in OUTCOMES)
-    jobs = summary.jobs
     when = summary.started_at.isoformat(sep=" ").replace("+00:00", " UTC")
     until = summary.ended_at.isoformat(sep=" ").replace("+00:00", " UTC")
+    last = summary.commands[-1]
+    took = last.ended_at - last.started_at
     lines = [
-        f"Batch {label}, by ssegrade {summary.ssegrade}",
-        f"  engine {summary.engine}, {summary.workers} worker{'s' if summary.workers != 1 else ''}"
-        f", containment: {summary.containment}",
-        f"  jobs: {jobs.path} ({jobs.count} job{'s' if jobs.count != 1 else ''})",
-        f"  jobs sha256: {jobs.sha256}",
-        f"  started {when}, ended {until}: {_duration(summary.duration)}",
-        "  interrupted: " + ("yes (a re-run resumes it)" if summary.interrupted else "no"),
-        f"  outcomes: {counts}",
+        f"Results folder {label}: {_plural(len(summary.commands), 'batch command')},"
+        f" by ssegrade {', '.join(summary.ssegrade)}",
+        f"  engine {', '.join(summary.engines)}; containment: {', '.join(summary.containment)}",
+        *(
+            f"  jobs: {jobs.path} ({_plural(jobs.count, 'job')}, sha256 {jobs.sha256[:16]}…)"
+            for jobs in summary.jobs
+        ),
+        f"  first started {when}, last ended {until}",
+        f"  last command: {_plural(last.workers, 'worker')}, {_duration(took)}"
+        + (", interrupted" if last.interrupted else ""),
+        *_outcomes(summary),
     ]
     out.write("\n".join(line for text in lines for line in wrap(text, width)) + "\n")
-    shown = OUTCOMES if verbose else ("error", "failed")
+    shown = OUTCOMES if verbose else ("flagged", "error", "failed", "not_graded")
     for outcome in shown:
         folders = getattr(summary.runs, outcome)
         if not folders:
             continue
-        out.write(f"\n{outcome.capitalize()} ({len(folders)}):\n")
+        out.write(f"\n{_SHOWN[outcome]} ({len(folders)}):\n")
         for folder in folders:
             if outcome in ("error", "failed"):
                 text = f"  {folder}: {first_failure(results, folder)}"
             else:
                 text = f"  {folder}"
             out.write("\n".join(wrap(text, width)) + "\n")
+    if summary.resume:
+        out.write("\nTo grade what is left:\n")
+        for command in summary.resume:
+            out.write("\n".join(wrap(f"  {command}", width)) + "\n")
     if not verbose and any(getattr(summary.runs, o) for o in OUTCOMES if o not in shown):
         out.write("\n(-v lists the run folders of every outcome.)\n")

@@ -275,9 +275,10 @@ class HtmlSink:
             self._tasks.write(_task_line(part.row))
             cells: dict[str, list[int]] = {}
             for run in part.runs:
-                tally = cells.setdefault(json.dumps([run.model, run.agent]), [0, 0])
+                tally = cells.setdefault(json.dumps([run.model, run.agent]), [0, 0, 0])
                 tally[0] += run.status == "passed"
                 tally[1] += 1
+                tally[2] += run.status == "passed" and bool(run.flags)
             self._grid.write(json.dumps([part.task, cells]) + "\n")
         self._reasons.add(part)
         self.kept += len(part.runs)
@@ -292,13 +293,7 @@ class HtmlSink:
             task, cells = json.loads(line)
             out = [f"<tr><td>{_e(task)}</td>"]
             for key in order:
-                passed, total = cells.get(key, (0, 0))
-                if total == 0:
-                    out.append('<td><span class="cell none" title="no kept run">·</span></td>')
-                    continue
-                kind = "passed" if passed == total else "failed" if passed == 0 else "mixed"
-                text = ("passed" if passed else "failed") if total == 1 else f"{passed}/{total}"
-                out.append(f'<td><span class="cell {kind}">{text}</span></td>')
+                out.append(_grid_cell(*cells.get(key, (0, 0, 0))))
             yield "".join(out) + "</tr>\n"
 
     def finish(self, ending: Ending, out: TextIO) -> None:
@@ -374,3 +369,16 @@ def render_html(
     """The page of a whole `report` (`HtmlSink`); with a `linker`, links to the files `files`
     says each run folder holds."""
     return write_report(HtmlSink(linker, version, made_at), report, ending, files)
+
+
+def _grid_cell(passed: int, total: int, flagged: int = 0) -> str:
+    """One cell of the task grid: the kept run's status, or passed/kept runs; a pass the patch
+    guard flagged is marked (never a plain green), with how many in its title."""
+    if total == 0:
+        return '<td><span class="cell none" title="no kept run">·</span></td>'
+    kind = "passed" if passed == total else "failed" if passed == 0 else "mixed"
+    text = ("passed" if passed else "failed") if total == 1 else f"{passed}/{total}"
+    if not flagged:
+        return f'<td><span class="cell {kind}">{text}</span></td>'
+    title = f"{flagged} of the passes flagged by the patch guard"
+    return f'<td><span class="cell {kind} flagged" title="{title}">{text} ⚑</span></td>'

@@ -54,8 +54,9 @@ def _rounded_row(row: dict[str, Any]) -> dict[str, Any]:
         row[key] = {k: _r(v) for k, v in row[key].items()}
     if row["clustered"] is not None:
         row["clustered"] = {k: _r(v) for k, v in row["clustered"].items()}
-    if row[UNFLAGGED[0]] is not None:
-        row[UNFLAGGED[0]] = _rounded_share(row[UNFLAGGED[0]])
+    for key in (UNFLAGGED[0], "flagged_as_failed"):
+        if row.get(key) is not None:
+            row[key] = _rounded_share(row[key])
     return row
 
 

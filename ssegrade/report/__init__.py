@@ -21,7 +21,13 @@ Finding and reading files is `interpreters.report.io`'s job; printing is the ren
 
 from ssegrade.report.aggregate import Fold, TaskPart, aggregate, parts_of, summarize
 from ssegrade.report.compare import Outcomes, compare, compare_all, find_row
-from ssegrade.report.guard import GuardTally, RowGuard, exclude_flagged, row_guard
+from ssegrade.report.guard import (
+    GuardTally,
+    RowGuard,
+    exclude_flagged,
+    flagged_as_failed,
+    row_guard,
+)
 from ssegrade.report.model import (
     Comparison,
     Containment,
@@ -90,6 +96,7 @@ __all__ = [
     "compare_all",
     "exclude_flagged",
     "find_row",
+    "flagged_as_failed",
     "holm",
     "mcnemar_exact",
     "mean_pass_at_k",

@@ -6,7 +6,8 @@ only adds, per (model, agent) row, the share of runs that passed **and** raised 
 (`flagged`), and how many runs carry no guard record (`unguarded`: graded before the guard, or
 read from a folder without `guard.json`; they count as not unflagged). `exclude_flagged` takes
 the runs raising given kinds out of a selection, so that every share is taken without them;
-they are listed as excluded, as reference and `error` runs are.
+they are listed as excluded, as reference and `error` runs are. `flagged_as_failed` keeps
+them and counts them as not passed: the reading that cannot raise a share.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from ssegrade.report.model import Share
 from ssegrade.report.select import Selection
 from ssegrade.report.summary import RunRecord
 
-__all__ = ["GuardTally", "RowGuard", "exclude_flagged", "flagged_why", "row_guard"]
+__all__ = [
+    "GuardTally",
+    "RowGuard",
+    "exclude_flagged",
+    "flagged_as_failed",
+    "flagged_why",
+    "row_guard",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +37,21 @@ class RowGuard:
     unflagged: Share | None
     flagged: dict[str, int]
     unguarded: int
+    flagged_as_failed: Share | None = None
+    """The pass share where a passed run the guard flagged counts as not passed (a run
+    without a guard record counts by its grade), over the same runs; None without records."""
 
 
 class GuardTally:
     """A row's guard columns counted a few runs at a time (a report folded task by task keeps
     these counts, not the runs): `add` runs, then `result`."""
 
-    __slots__ = ("_clean", "_counts", "_runs", "_unguarded")
+    __slots__ = ("_clean", "_counts", "_plain", "_runs", "_unguarded")
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
         self._clean = 0
+        self._plain = 0
         self._unguarded = 0
         self._runs = 0
 
@@ -51,6 +63,7 @@ class GuardTally:
             flags = rec.flags
             if flags is None:
                 self._unguarded += 1
+                self._plain += rec.patch.status == "passed"
             elif rec.patch.status == "passed":
                 if flags:
                     for kind in flags:
@@ -64,8 +77,14 @@ class GuardTally:
         record."""
         counts = self._counts
         ordered = {k: counts[k] for k in (*KINDS, *sorted(counts)) if k in counts}
-        share = None if self._unguarded == self._runs else Share.of_counts(self._clean, self._runs)
-        return RowGuard(unflagged=share, flagged=ordered, unguarded=self._unguarded)
+        if self._unguarded == self._runs:
+            return RowGuard(unflagged=None, flagged=ordered, unguarded=self._unguarded)
+        return RowGuard(
+            unflagged=Share.of_counts(self._clean, self._runs),
+            flagged=ordered,
+            unguarded=self._unguarded,
+            flagged_as_failed=Share.of_counts(self._clean + self._plain, self._runs),
+        )
 
 
 def row_guard(kept: Sequence[RunRecord]) -> RowGuard:
@@ -81,6 +100,8 @@ def row_guard(kept: Sequence[RunRecord]) -> RowGuard:
     >>> g = row_guard(runs)
     >>> (g.unflagged.passed, g.unflagged.of), g.flagged, g.unguarded
     ((1, 4), {'build-config': 1, 'sanitizer': 1}, 1)
+    >>> g.flagged_as_failed.passed, g.flagged_as_failed.of
+    (2, 4)
     """
     return GuardTally().add(kept).result()
 
@@ -108,3 +129,21 @@ def exclude_flagged(selection: Selection, kinds: Iterable[str]) -> Selection:
         else:
             kept.append((trial, rec))
     return replace(selection, kept=tuple(kept), excluded=tuple(excluded))
+
+
+def flagged_as_failed(selection: Selection, kinds: Iterable[str]) -> Selection:
+    """`selection` where each kept run that passed and raised any of `kinds` counts as not
+    passed: it stays in every denominator (unlike `exclude_flagged`, which takes it out and so
+    can raise a row's share), graded `failed` with why (`flagged_why`). Its checks are left
+    as observed."""
+    out = frozenset(kinds)
+    kept: list[tuple[int, RunRecord]] = []
+    for trial, rec in selection.kept:
+        raised = out.intersection(rec.flags or ())
+        if raised and rec.patch.status == "passed":
+            why = flagged_why(k for k in rec.flags or () if k in raised)
+            patch = rec.patch.model_copy(update={"status": "failed", "error_msg": why})
+            kept.append((trial, rec._replace(patch=patch)))
+        else:
+            kept.append((trial, rec))
+    return replace(selection, kept=tuple(kept))

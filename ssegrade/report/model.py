@@ -103,7 +103,8 @@ class Row(_Out):
     The patch guard's columns (`ssegrade.report.guard`): `unflagged`, the share of runs that
     passed and raised no flag, over the same runs as `passed` (None when no run carries a
     guard record); `flagged`, how many passed runs raised each kind; `unguarded`, the runs
-    without a guard record.
+    without a guard record; `flagged_as_failed`, the pass share where a flagged pass counts
+    as not passed (a run without a guard record by its grade), over the same runs.
 
     `errors` counts the row's `error` runs by kind: those left out of the shares (the latest
     run of their task under `--runs latest`), and those counted as failed with
@@ -130,6 +131,7 @@ class Row(_Out):
     unflagged: Share | None = None
     flagged: dict[str, int] = {}
     unguarded: int = 0
+    flagged_as_failed: Share | None = None
     errors: ErrorCounts = ErrorCounts()
 
     @property
@@ -229,6 +231,9 @@ class Report(_Out):
     clustered_interval: str = CLUSTERED_NAME
     set_aside: int = 0
     errors_as_failures: bool = False
+    flagged_as: Literal["failed"] | None = None
+    """`failed` when a pass the patch guard flagged was counted as not passed
+    (`--flagged-as failed`)."""
     rules: Rules = "ssegrade"
     containment: dict[str, int] = {}
 

@@ -34,6 +34,7 @@ from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
 from ssegrade.guard.model import KINDS, flag_kinds
+from ssegrade.report.paths import relative_message
 from ssegrade.result import WITHOUT_LOG, PatchResult
 from ssegrade.ssebench import summary_problem
 from ssegrade.task import Check, checks_of
@@ -256,6 +257,13 @@ def _task_checks(task: _Task) -> frozenset[Check]:
     return _INTERNED.setdefault(found, found)
 
 
+def _files(task: _Task | None) -> list[str | None]:
+    """The files a task config names, relative to its folder."""
+    scripts = (task or {}).get("scripts") or {}
+    files = (task or {}).get("files") or {}
+    return [*scripts.values(), *(files.get("poc") or ()), files.get("future_test")]
+
+
 CONTROLS = ("empty", "reference")
 """The controls of `ssegrade verify`, whose runs are `<task id>/<control>/<n>/`."""
 
@@ -331,6 +339,9 @@ def parse_run(
     if reference is None:
         reference = doc.get("reference_run")
     runtime = doc.get("runtime_result") or {}
+    message = patch.error_msg
+    if message and "/" in message:
+        patch = patch.model_copy(update={"error_msg": relative_message(message, _files(task))})
     return Success(
         RunRecord(
             task=folder.task,

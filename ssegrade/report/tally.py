@@ -194,6 +194,7 @@ class RowTally:
             unflagged=guard.unflagged,
             flagged=guard.flagged,
             unguarded=guard.unguarded,
+            flagged_as_failed=guard.flagged_as_failed,
             errors=self._error_counts(),
         )
 
