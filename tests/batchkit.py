@@ -10,7 +10,8 @@ from typing import Any
 
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
 from ssegrade.verdict import Outcomes, TimedOut, document
-from tests.realtask import BUILD, fix_to
+from tests.realtask import BUILD, RealTask, fix_to, make_task
+from tests.scriptmarks import mark
 
 
 def saying(words: str) -> str:
@@ -89,3 +90,22 @@ HANGING = BUILD.replace(
 )
 """The build of a job whose value is `slow` sleeps `HANG` seconds (a script option: not part
 of the job's digest), with a token on its command line."""
+
+
+def holding_task(root: Path, tail: str) -> RealTask:
+    """The shell task, whose functional test says it is running (it is marked
+    `$BATCH_STATE/ready-<VALUE>`), then runs `tail`."""
+    made = make_task(root)
+    made.script(
+        "test.sh",
+        "#!/bin/sh\n"
+        "if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi\n"
+        ". ./lib.sh\n"
+        f"{mark('$BATCH_STATE/ready-$VALUE')}\n"
+        f"{tail}\n",
+    )
+    return made
+
+
+SCRIPT_ENV = ["--script-env", "BATCH_STATE"]
+"""Scripts get `BATCH_STATE` only when it is named (it is on no allow-list)."""

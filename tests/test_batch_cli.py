@@ -22,8 +22,9 @@ from typing import IO
 
 import pytest
 
-from tests.realtask import RealTask, fix_to, make_task, ssegrade, write_jobs
-from tests.scriptmarks import mark, marked
+from tests.batchkit import SCRIPT_ENV, holding_task
+from tests.realtask import fix_to, make_task, ssegrade, write_jobs
+from tests.scriptmarks import marked
 
 pytestmark = pytest.mark.slow
 
@@ -168,24 +169,7 @@ def state() -> Iterator[Path]:
         shutil.rmtree(folder)
 
 
-def holding_task(root: Path, tail: str) -> RealTask:
-    """The shell task, whose functional test says it is running (it is marked
-    `$BATCH_STATE/ready-<VALUE>`), then runs `tail`."""
-    made = make_task(root)
-    made.script(
-        "test.sh",
-        "#!/bin/sh\n"
-        "if [ -e tests/intent.sh ]; then sh tests/intent.sh; exit; fi\n"
-        ". ./lib.sh\n"
-        f"{mark('$BATCH_STATE/ready-$VALUE')}\n"
-        f"{tail}\n",
-    )
-    return made
-
-
 Start = Callable[..., subprocess.Popen[str]]
-SCRIPT_ENV = ["--script-env", "BATCH_STATE"]
-"""Scripts get `BATCH_STATE` only when it is named (it is on no allow-list)."""
 
 
 @pytest.fixture

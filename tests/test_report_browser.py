@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import struct
-import subprocess
 import zlib
 from pathlib import Path
 
@@ -14,9 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from interpreters.cli.report import report
+from tests.browserkit import CHROMIUM, browse
 from tests.runfolders import summary, write_run
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
     pytest.mark.slow,
@@ -24,44 +20,6 @@ pytestmark = [
         CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)"
     ),
 ]
-
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-)
-
-
-def browse(
-    tmp_path: Path, page: Path, *args: str, fragment: str = ""
-) -> subprocess.CompletedProcess[str]:
-    """Run Chromium on the page (at `#fragment`, if given) with a fresh profile; fail the test
-    if it fails."""
-    assert CHROMIUM is not None
-    profile = tmp_path / "profile"
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    done = subprocess.run(
-        [
-            CHROMIUM,
-            *FLAGS,
-            f"--user-data-dir={profile}",
-            *args,
-            page.as_uri() + (f"#{fragment}" if fragment else ""),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
 
 
 def png_pixels(data: bytes) -> tuple[int, int, bytes]:

@@ -74,6 +74,7 @@ def whole_row(key: RowKey, kept: list[RunRecord], rules: Rules) -> Row:
         if n:
             flagged[kind] = n
     clean = sum(r.patch.status == "passed" and r.flags == () for r in kept)
+    unguarded_passes = sum(r.patch.status == "passed" and r.flags is None for r in kept)
     return Row(
         model=key[0],
         agent=key[1],
@@ -94,6 +95,7 @@ def whole_row(key: RowKey, kept: list[RunRecord], rules: Rules) -> Row:
         unflagged=Share.of_counts(clean, len(kept)) if guarded else None,
         flagged=flagged,
         unguarded=len(kept) - len(guarded),
+        flagged_as_failed=Share.of_counts(clean + unguarded_passes, len(kept)) if guarded else None,
     )
 
 

@@ -33,7 +33,7 @@ import pytest
 
 from tests.agentaccounts import agent_account
 from tests.realtask import git, make_task
-from tests.test_daemon_wire_real import SdkClient, SdkError, grade_like_ssebench
+from tests.sdkclient import SdkClient, SdkError, grade_like_ssebench
 
 pytestmark = [
     pytest.mark.slow,

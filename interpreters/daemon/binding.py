@@ -164,14 +164,30 @@ def remove_socket(path: Path | None) -> None:
 
 
 _early: dict[Path, Listening] = {}
+_made: list[Path] = []
+"""The folders `bind_early` made for the admin socket, innermost first."""
 
 
 def _discard_early() -> None:
+    """At exit, what `bind_early` made and the daemon never took: the socket, and the folders
+    made for it (a refused command leaves nothing behind)."""
+    if not _early:
+        return
     for item in _early.values():
         with contextlib.suppress(OSError):
             item.sock.close()
         remove_socket(item.path)
     _early.clear()
+    _remove_made(_made)
+
+
+def _remove_made(folders: Sequence[Path]) -> None:
+    """Remove `folders` (innermost first) while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _admin_path(argv: Sequence[str], environ: Mapping[str, str]) -> Path | None:
@@ -196,11 +212,14 @@ def bind_early(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     path = _admin_path(argv, environ)
     if path is None:
         return
+    missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
     try:
         check_admin_folder(path)
         _early[path] = bind_unix(path, 0o600, "admin")
     except (SocketError, OSError):
+        _remove_made(missing)
         return
+    _made.extend(missing)
     atexit.register(_discard_early)
 
 

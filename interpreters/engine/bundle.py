@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from interpreters.real.programs import ProgramError, program
+
 __all__ = ["BundleError", "build", "bundle_name", "requirements"]
 
 EXTRAS = ("cli", "daemon", "report")
@@ -154,9 +156,10 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _assemble(root: Path) -> None:
     """Fill `root` with the interpreter, its libraries, ssegrade and the wrapper."""
-    patchelf = shutil.which("patchelf")
-    if patchelf is None:
-        raise BundleError("patchelf is needed to build the bundle (apt-get install patchelf)")
+    try:
+        patchelf = program("patchelf")
+    except ProgramError as exc:
+        raise BundleError(f"patchelf is needed to build the bundle: {exc}") from exc
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     python = f"python{version}"
     prefix = Path(sys.base_prefix)
@@ -195,7 +198,9 @@ def _carry_libraries(patchelf: str, lib: Path, modules: Path) -> None:
     """Copy the shared libraries the extension modules in `modules` need, glibc's excepted,
     into `lib`, and point the modules' and the libraries' run paths there."""
     for module in sorted(modules.glob("*.so")):
-        listed = subprocess.run(["ldd", str(module)], capture_output=True, text=True, check=False)
+        listed = subprocess.run(
+            [program("ldd"), str(module)], capture_output=True, text=True, check=False
+        )
         carried = False
         for line in listed.stdout.splitlines():
             found = _NEEDS.match(line)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interpreters.real import resultsfolder
+from interpreters.real.files import remove_tree
 from interpreters.real.local import LocalSystem
 from interpreters.real.logs import speaking
 from interpreters.real.runner import ContainmentPolicy, EnvPolicy
@@ -72,6 +73,12 @@ class _Scripts:
     containment: ContainmentPolicy | None = None
 
 
+def _empty(folder: Path) -> None:
+    """Remove what `folder` holds (a grading's scratch: its copies, its sessions), keeping it."""
+    for entry in os.scandir(folder):
+        remove_tree(Path(entry.path))
+
+
 def grade_here(
     inputs: Inputs,
     sources: Sources,
@@ -111,6 +118,7 @@ def grade_here(
                 record,
             ),
             seen,
+            free=lambda: _empty(ready.places.scratch),
         )
 
 

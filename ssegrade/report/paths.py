@@ -14,11 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ssegrade.checks import spec
+
 __all__ = ["relative_message"]
 
 _PATH = re.compile(r"/[^\s'\":,;()]+")
 _KEEP = "/ssebench/"
 _POCS = "/pocs/"
+_POC_FAILED = spec("poc").failure_message("")
+"""`PoC failed: `, before the PoC's path."""
 
 
 def _cut(path: str, files: tuple[str, ...]) -> str:
@@ -47,6 +51,6 @@ def relative_message(message: str, files: Iterable[str | None] = ()) -> str:
     if "/" not in message:
         return message
     named = tuple(sorted({f.strip("/") for f in files if f and f.strip("/")}, key=len)[::-1])
-    if message.startswith("PoC failed: /"):  # one path, spaces and all
-        return "PoC failed: " + _cut(message.removeprefix("PoC failed: "), named)
+    if message.startswith(_POC_FAILED + "/"):  # one path, spaces and all
+        return _POC_FAILED + _cut(message.removeprefix(_POC_FAILED), named)
     return _PATH.sub(lambda found: _cut(found.group(0), named), message)

@@ -13,6 +13,8 @@ gradings' scratch folders are made in (their parent). Then, at their own paths:
   where it lies, as a Rust harness crate or `go build` does), else read-only;
 - the task's support folders: a copy-on-write layer of the run's own (what the script
   writes there, where the runner may write, goes when it ends; no other grading sees it);
+  the run's own staged folders among them (the runner's, in the grading's own scratch folder,
+  as its view of the task folder): writable;
 - each folder its environment names (`PATH` entries, `GOPATH`, `CARGO_HOME`, …): read-only, or,
   when the runner can write it on the host (Go's `/go`, cargo's home), a copy-on-write layer
   of the run's own (overlayfs, its upper layer in a root-only folder of the scratch area,
@@ -189,6 +191,11 @@ def plan(
             )
         elif not _under(path, given):
             given.append(path)
+    own = {_scratch_of(path, scratch) for path in given} - {None}
+    for path in _resolved(shared):  # the run's own staged folders (a view of the task folder)
+        mine = _scratch_of(path, scratch) in own and _owned_by(path, runner[0])
+        if mine and not _under(path, given):
+            given.append(path)
     places = [Place(path, "writable") for path in given]
     named = [
         (path, f"folder named by {' '.join(sorted(names))}") for path, names in toolchain.items()
@@ -296,12 +303,17 @@ def _runner_writes(path: str, runner: tuple[int, int]) -> bool:
 def _in_scratch(path: str, parents: list[str]) -> bool:
     """Whether `path` lies in a scratch folder (`ssegrade-[<kind>-]<tag>-<random>`) of one of
     `parents`."""
+    return _scratch_of(path, parents) is not None
+
+
+def _scratch_of(path: str, parents: list[str]) -> str | None:
+    """The scratch folder of one of `parents` that `path` lies in (or is), if any."""
     for parent in parents:
         if _under(path, (parent,)) and path != parent:
             first = path[len(parent.rstrip("/")) + 1 :].split("/", 1)[0]
             if scratch_owner(first) is not None:
-                return True
-    return False
+                return os.path.join(parent, first)
+    return None
 
 
 def _resolved(folders: Iterable[Path]) -> list[str]:

@@ -7,6 +7,7 @@ the grading program.
 
 from __future__ import annotations
 
+import errno
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,11 +60,14 @@ def graded(
     runtime: RuntimeResult,
     grade: Callable[[], EvaluationResult],
     seen: Seen | None = None,
+    free: Callable[[], object] | None = None,
 ) -> EvaluationResult:
     """Run `grade`; SIGTERM/SIGINT become `GradingInterrupted`, which the grading program
     turns into an ending of its grade, and whatever escapes it still leaves a result.json
     behind (`NotWritten` when even that cannot be written): an `error`, unless a check the
     grading saw finish (`seen`, which `grade` fills) had failed, which decides the grade.
+    When the disk is full (the patch's code may have filled it), `free` is called (it
+    removes what the grading made in its scratch folder) and the write tried once more.
     After an interrupt, raises `Interrupted` (exit 130 or 143) once the result is written."""
     with interrupts_raise() as signals:
         try:
@@ -76,13 +80,24 @@ def graded(
             outcomes = seen.outcomes() if seen is not None else None
             result = verdict.not_graded(ending, runtime, outcomes)
             try:
-                files.atomic_write(results / "result.json", result.to_json())
+                _write_freeing(results / "result.json", result.to_json(), free)
             except OSError as write_error:
                 raise NotWritten(f"result.json not written: {write_error}") from exc
         holding.unmark_finished(results)
     if signals.first is not None:
         raise Interrupted(signals.first)
     return result
+
+
+def _write_freeing(path: Path, text: bytes, free: Callable[[], object] | None) -> None:
+    """Write `path` atomically; on a full disk, call `free` and try once more."""
+    try:
+        files.atomic_write(path, text)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC or free is None:
+            raise
+        free()
+        files.atomic_write(path, text)
 
 
 def verdict_line(result: EvaluationResult) -> str:
