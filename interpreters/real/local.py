@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,7 +36,7 @@ from interpreters.real.runner import (
 )
 from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
-from interpreters.real.taskview import stage_in_view
+from interpreters.real.taskview import stage_folder_of, stage_items
 from interpreters.real.workspaces import Workspaces
 from ssegrade import (
     ApplyDiff,
@@ -182,12 +181,7 @@ class LocalSystem:
         return self.places.scratch / f"{stem}-{self._count}"
 
     def _stage_of(self, script: str) -> tuple[Path, ...]:
-        """The stage folder a staged script lies in, kept whole: its view of the task folder
-        (`interpreters.real.taskview`) holds more than the script's own folder."""
-        path = Path(script)
-        if path == self.places.scratch or not path.is_relative_to(self.places.scratch):
-            return ()
-        return (self.places.scratch / path.relative_to(self.places.scratch).parts[0],)
+        return stage_folder_of(self.places.scratch, Path(script))
 
     def _log_path(self, label: str) -> Path:
         self._count += 1
@@ -332,33 +326,7 @@ class LocalSystem:
         return Failure(ApplyError(applied.failure().log, log))
 
     def _stage(self, items: tuple[StageItem, ...]) -> Staged:
-        folder = self._next("stage")
-        folder.mkdir(mode=0o700)
-        owner = self._owner()
-        staged: list[str] = []
-        for index, item in enumerate(items):
-            slot = folder / str(index)
-            slot.mkdir(mode=0o700)
-            viewed = None
-            if item.along is None:  # a script finds its task folder from $0 (taskview)
-                viewed = stage_in_view(self.places.task, Path(item.path), slot, owner, self._check)
-            if viewed is not None:
-                target = viewed
-            elif item.along is None:
-                target = slot / Path(item.path).name
-                shutil.copy2(item.path, target, follow_symlinks=False)
-                if owner is not None:
-                    os.chown(target, *owner, follow_symlinks=False)
-            else:
-                along = Path(item.along)
-                files.fresh_copy(along, slot / along.name, owner, check=self._check)
-                target = slot / along.name / Path(item.path).relative_to(along)
-            if owner is not None:
-                os.chown(slot, *owner)
-            staged.append(str(target))
-        if owner is not None:
-            os.chown(folder, *owner)
-        return Staged(str(folder), tuple(staged))
+        return stage_items(self._next("stage"), items, self.places.task, self._owner(), self._check)
 
     def _env_policy(self) -> EnvPolicy:
         """The script environment: as asked, and never naming the results or the baseline."""

@@ -23,8 +23,9 @@ from returns.pipeline import is_successful
 
 from interpreters.real import files
 from interpreters.real.taskfolder import load_task
+from ssegrade import Staged, StageItem
 
-__all__ = ["stage_in_view"]
+__all__ = ["stage_folder_of", "stage_in_view", "stage_items"]
 
 
 def _parts(path: str) -> tuple[str, ...]:
@@ -131,3 +132,48 @@ def stage_in_view(
             os.chown(here, *owner, follow_symlinks=False)
             here = here.parent
     return target
+
+
+def stage_items(
+    folder: Path,
+    items: tuple[StageItem, ...],
+    task: Path,
+    owner: tuple[int, int] | None,
+    check: Callable[[], None],
+) -> Staged:
+    """Stage `items` in a new `folder` (0700, `owner`'s), one slot each: a script inside its
+    view of the `task` folder (`stage_in_view`), else a file alone, or a file with the folder
+    it comes along with; `check` is called between files (a deadline, an interrupt)."""
+    folder.mkdir(mode=0o700)
+    staged: list[str] = []
+    for index, item in enumerate(items):
+        slot = folder / str(index)
+        slot.mkdir(mode=0o700)
+        viewed = None
+        if item.along is None:  # a script finds its task folder from $0
+            viewed = stage_in_view(task, Path(item.path), slot, owner, check)
+        if viewed is not None:
+            target = viewed
+        elif item.along is None:
+            target = slot / Path(item.path).name
+            shutil.copy2(item.path, target, follow_symlinks=False)
+            if owner is not None:
+                os.chown(target, *owner, follow_symlinks=False)
+        else:
+            along = Path(item.along)
+            files.fresh_copy(along, slot / along.name, owner, check=check)
+            target = slot / along.name / Path(item.path).relative_to(along)
+        if owner is not None:
+            os.chown(slot, *owner)
+        staged.append(str(target))
+    if owner is not None:
+        os.chown(folder, *owner)
+    return Staged(str(folder), tuple(staged))
+
+
+def stage_folder_of(scratch: Path, script: Path) -> tuple[Path, ...]:
+    """The stage folder a staged script lies in, kept whole: its view of the task folder
+    holds more than the script's own folder (none for a path outside `scratch`)."""
+    if script == scratch or not script.is_relative_to(scratch):
+        return ()
+    return (scratch / script.relative_to(scratch).parts[0],)

@@ -17,9 +17,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ssegrade.guard.literal import decode_escapes
+from ssegrade.guard.imports import go_imports, py_imports, rust_uses
 from ssegrade.guard.model import Kind
 from ssegrade.guard.syntax import Node, expand_c, nodes, parse, text
+from ssegrade.guard.tree_literals import ITEMS, STRINGS, byte_value, string_bytes
 
 __all__ = ["CRASH_SIGNALS", "Finding", "Reading", "new_findings", "read_code"]
 
@@ -43,8 +44,6 @@ _NO_SANITIZE = re.compile(
 )
 _CATCHERS = {"set_terminate", "SetUnhandledExceptionFilter", "AddVectoredExceptionHandler"}
 _BROAD = {"Exception", "BaseException", "builtins.Exception", "builtins.BaseException"}
-_QUOTES = (b'"""', b"'''", b'"', b"'", b"`")
-_PREFIX = re.compile(r"^(?:[bBrRuUfF]{0,2}|L|u8|u|U)(?=[\"'`])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,60 +79,27 @@ def new_findings(before: Reading | None, after: Reading) -> list[Finding]:
     return out
 
 
-def _string(node: Node) -> bytes:
-    """A string or char literal's bytes: prefix and quotes off, escapes decoded unless raw
-    (Python's `r"…"`, Go's backquotes, Rust's `r#"…"#`)."""
-    raw = bytes(node.text or b"")
-    found = _PREFIX.match(raw.decode("latin-1"))
-    prefix, body = raw[: found.end() if found else 0], raw[found.end() if found else 0 :]
-    verbatim = b"r" in prefix.lower() or body[:1] == b"`" or node.type == "raw_string_literal"
-    if node.type == "raw_string_literal":
-        body = body.lstrip(b"r#").rstrip(b"#")
-    for quote in _QUOTES:
-        if body.startswith(quote) and body.endswith(quote) and len(body) >= 2 * len(quote):
-            body = body[len(quote) : -len(quote)]
-            break
-    return body if verbatim else decode_escapes(body)
-
-
-_STRINGS = {"string_literal", "interpreted_string_literal", "raw_string_literal", "string"}
-_ITEMS = {"char_literal", "number_literal", "int_literal", "rune_literal", "integer_literal"}
-
-
-def _byte_value(node: Node) -> int | None:
-    """The byte a char or number literal of an array spells, or None (not a byte)."""
-    if node.type in ("char_literal", "rune_literal"):
-        value = _string(node)
-        return value[0] if len(value) == 1 else None
-    word = text(node).rstrip("uUlL").removesuffix("_u8").removesuffix("u8")
-    try:
-        number = int(word, 0)
-    except ValueError:
-        return None
-    return number if 0 <= number <= 255 else None
-
-
 def _literals(root: Node, reading: Reading, prune: Callable[[Node], bool] | None) -> None:
     """Record the code's literals: strings (adjacent ones, or Go's `"a" + "b"`, folded) and
     arrays of bytes or chars (`{'A', 0x41}`, `[0xff, 0x00]`)."""
     for node in nodes(root, prune):
         kind = node.type
         if kind == "concatenated_string" or (
-            kind in _STRINGS
+            kind in STRINGS
             and node.parent is not None
             and node.parent.type != "concatenated_string"
         ):
             parts = node.named_children if kind == "concatenated_string" else [node]
-            reading.literals.add(b"".join(_string(p) for p in parts if p.type in _STRINGS))
+            reading.literals.add(b"".join(string_bytes(p) for p in parts if p.type in STRINGS))
         elif (
             kind == "binary_expression"
-            and all(c.type in _STRINGS for c in node.named_children)
+            and all(c.type in STRINGS for c in node.named_children)
             and text(node.child_by_field_name("operator") or node).strip() in ("+", text(node))
         ):
-            reading.literals.add(b"".join(_string(c) for c in node.named_children))
+            reading.literals.add(b"".join(string_bytes(c) for c in node.named_children))
         elif kind in ("initializer_list", "literal_value", "array_expression", "list"):
             items = [c for c in node.named_children if c.type != "comment"]
-            values = [_byte_value(c) if c.type in _ITEMS else None for c in items]
+            values = [byte_value(c) if c.type in ITEMS else None for c in items]
             if len(values) >= 2 and all(v is not None for v in values):
                 reading.literals.add(bytes(v for v in values if v is not None))
 
@@ -217,16 +183,6 @@ def _enclosing(node: Node, types: tuple[str, ...]) -> Node | None:
     return parent
 
 
-def _go_imports(root: Node) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for node in nodes(root):
-        if node.type == "import_spec":
-            path = text(node.child_by_field_name("path") or node).strip('"`')
-            alias = node.child_by_field_name("name")
-            names[text(alias) if alias is not None else path.rsplit("/", 1)[-1]] = path
-    return names
-
-
 def _resolved(callee: Node | None, aliases: dict[str, str], sep: str) -> str:
     if callee is None:
         return ""
@@ -253,7 +209,7 @@ class _Bodies:
 
 
 def _read_go(root: Node, reading: Reading, path: str) -> None:
-    aliases = _go_imports(root)
+    aliases = go_imports(root)
     bodies = _Bodies()
     for node in nodes(root):
         if node.type == "call_expression":
@@ -284,36 +240,6 @@ def _read_go(root: Node, reading: Reading, path: str) -> None:
             reading.add("tests", f"build constraint {text(node)[:60]}", node)
 
 
-def _rust_uses(root: Node) -> dict[str, str]:
-    names: dict[str, str] = {}
-
-    def tree(prefix: str, spec: str) -> None:
-        spec = spec.strip()
-        group = re.fullmatch(r"(.*?)::\{(.*)\}", spec, re.DOTALL)
-        if group is not None:
-            inner = f"{prefix}{group.group(1)}::"
-            depth, start = 0, 0
-            body = group.group(2)
-            for i, char in enumerate(body + ","):
-                depth += char == "{"
-                depth -= char == "}"
-                if char == "," and depth == 0:
-                    tree(inner, body[start:i])
-                    start = i + 1
-            return
-        full, _, alias = spec.partition(" as ")
-        full = (prefix + full.strip()).removesuffix("::self")
-        if full:
-            names[alias.strip() or full.rsplit("::", 1)[-1]] = full
-
-    for node in nodes(root):
-        if node.type == "use_declaration":
-            argument = node.child_by_field_name("argument")
-            if argument is not None:
-                tree("", re.sub(r"\s+", " ", text(argument)).replace(" ::", "::"))
-    return names
-
-
 _RUST_TEST = re.compile(r"^#\[(?:cfg\(test\)|(?:\w+::)*test)\]$")
 
 
@@ -331,7 +257,7 @@ def rust_test(node: Node) -> bool:
 
 
 def _read_rust(root: Node, reading: Reading, crash_named: bool) -> None:
-    aliases = _rust_uses(root)
+    aliases = rust_uses(root)
     bodies = _Bodies()
     for node in nodes(root, rust_test):
         if node.type == "call_expression":
@@ -357,28 +283,6 @@ def _read_rust(root: Node, reading: Reading, crash_named: bool) -> None:
             reading.add("sanitizer", f"attribute {text(node)[:60]}", node)
 
 
-def _py_imports(root: Node) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for node in nodes(root):
-        if node.type == "import_statement":
-            for child in node.named_children:
-                if child.type == "aliased_import":
-                    alias = child.child_by_field_name("alias")
-                    names[text(alias)] = text(child.child_by_field_name("name") or child)
-                else:
-                    names[text(child).split(".")[0]] = text(child).split(".")[0]
-        elif node.type == "import_from_statement":
-            module = text(node.child_by_field_name("module_name") or node)
-            for child in node.children_by_field_name("name"):
-                if child.type == "aliased_import":
-                    alias = child.child_by_field_name("alias")
-                    source = text(child.child_by_field_name("name") or child)
-                    names[text(alias)] = f"{module}.{source}"
-                else:
-                    names[text(child)] = f"{module}.{text(child)}"
-    return names
-
-
 def _broad(node: Node | None, aliases: dict[str, str]) -> bool:
     if node is None:
         return True
@@ -391,7 +295,7 @@ def _broad(node: Node | None, aliases: dict[str, str]) -> bool:
 
 
 def _read_python(root: Node, reading: Reading) -> None:
-    aliases = _py_imports(root)
+    aliases = py_imports(root)
     hooks = {"sys.excepthook", "threading.excepthook", "sys.unraisablehook"}
     for node in nodes(root):
         if node.type == "except_clause":
