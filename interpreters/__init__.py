@@ -12,8 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from interpreters.app.grading import InputError, grade_patch
     from interpreters.batch import BadJobs, BatchReport, EngineUnavailable, run_batch
-    from interpreters.real.grading import InputError, grade_patch
 
 __all__ = [
     "BadJobs",
@@ -29,8 +29,8 @@ _HOMES = {
     "BatchReport": "interpreters.batch",
     "EngineUnavailable": "interpreters.batch",
     "run_batch": "interpreters.batch",
-    "InputError": "interpreters.real.setup",
-    "grade_patch": "interpreters.real.grading",
+    "InputError": "interpreters.app.setup",
+    "grade_patch": "interpreters.app.grading",
 }
 
 

@@ -23,9 +23,9 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Success
 
+from interpreters.app.setup import Sources, grading_setup, hold_results, load_inputs
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem
-from interpreters.real.setup import Sources, grading_setup, hold_results, load_inputs
 from ssegrade import (
     Archive,
     Bench,

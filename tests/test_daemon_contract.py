@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from returns.result import Success
 
+from interpreters.app.setup import Inputs
 from interpreters.cli.daemon import evaluate_through_daemon
 from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
@@ -33,7 +34,6 @@ from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.results import ResultsWriter
 from interpreters.real.runner import resolve_runner
-from interpreters.real.setup import Inputs
 from interpreters.real.taskfolder import load_task
 from ssegrade import (
     BenchSession,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from interpreters.real.setup.graded import graded
+from interpreters.app.setup.graded import graded
 from ssegrade import (
     BenchSession,
     EvaluationResult,

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from interpreters.real.trace import TraceRecorder
+from interpreters.app.trace import TraceRecorder
 from ssegrade import (
     ApplyError,
     Archive,

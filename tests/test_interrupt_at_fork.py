@@ -20,7 +20,7 @@ import pytest
 
 CHILD = """
 import signal, subprocess, sys
-from interpreters.real.setup import interrupts_raise
+from interpreters.app.setup import interrupts_raise
 from ssegrade.program import GradingInterrupted
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # between two gradings

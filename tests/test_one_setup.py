@@ -1,4 +1,4 @@
-"""Every entry point grades through the one set-up, `interpreters.real.setup.grading_setup`.
+"""Every entry point grades through the one set-up, `interpreters.app.setup.grading_setup`.
 
 A grading is traced from each entry point (`evaluate`, the daemon, `verify`, `batch`, and the
 Python API) to the set-up by the DEBUG record the set-up logs when it has made a grading
@@ -20,8 +20,8 @@ import click
 import pytest
 
 from interpreters import grade_patch
+from interpreters.app.setup import InputError, Sources, grading_setup, load_inputs
 from interpreters.real.runner import resolve_runner
-from interpreters.real.setup import InputError, Sources, grading_setup, load_inputs
 from tests.daemons import running_daemon
 from tests.realtask import FIX, RealTask, make_task, ssegrade
 

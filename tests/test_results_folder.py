@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from interpreters.app.setup import RESULTS_ENTRIES
 from interpreters.real import holding
 from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld
 from interpreters.real.private import FolderRefused, make_private, open_below, read_trusted
 from interpreters.real.resultsfolder import DAEMON_OWN, NotReady, hold
 from interpreters.real.runner import resolve_runner
-from interpreters.real.setup import RESULTS_ENTRIES
 from interpreters.real.untrusted import NotReadable, read_regular
 
 RUNNER = resolve_runner(None).unwrap()

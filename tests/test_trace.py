@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from returns.pipeline import is_successful
 from returns.result import Success
 
-from interpreters.real.setup import graded
-from interpreters.real.trace import TraceRecorder
+from interpreters.app.setup import graded
+from interpreters.app.trace import TraceRecorder
 from ssegrade import (
     Bench,
     CheckFinished,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.real.setup import InputError, NotWritten
-from interpreters.real.trace import TraceRecorder, recording
+from interpreters.app.setup import InputError, NotWritten
+from interpreters.app.trace import TraceRecorder, recording
 from ssegrade import (
     Bench,
     EvaluationResult,

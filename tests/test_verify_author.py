@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from interpreters import grade_patch
-from interpreters.real.setup import InputError
+from interpreters.app.setup import InputError
 from tests.realtask import FIX, make_task, shell_task, ssegrade
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 """Grading on this machine: the entry point `ssegrade evaluate` and other tools share.
 
 Interpreter layer. `grade_here` runs the pure grading program over the local real
-interpreter in the one set-up (`interpreters.real.setup.grading_setup`), capturing the agent's tree
+interpreter in the one set-up (`interpreters.app.setup.grading_setup`), capturing the agent's tree
 or grading a recorded patch; `grade_patch` is the Python API for a recorded patch (what
 `evaluate --patch`, `verify` and `batch` do); `HeldGrade` is it for a batch worker. Progress
 and notes are `logging` records (`interpreters.real.logs`); errors are `InputError`.
@@ -17,12 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from interpreters.real import resultsfolder
-from interpreters.real.files import remove_tree
-from interpreters.real.local import LocalSystem
-from interpreters.real.logs import speaking
-from interpreters.real.runner import ContainmentPolicy, EnvPolicy
-from interpreters.real.setup import (
+from interpreters.app.setup import (
     InputError,
     Inputs,
     SetUp,
@@ -32,7 +27,12 @@ from interpreters.real.setup import (
     hold_results,
     load_inputs,
 )
-from interpreters.real.trace import TraceRecorder
+from interpreters.app.trace import TraceRecorder
+from interpreters.real import resultsfolder
+from interpreters.real.files import remove_tree
+from interpreters.real.local import LocalSystem
+from interpreters.real.logs import speaking
+from interpreters.real.runner import ContainmentPolicy, EnvPolicy
 from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade import (
     BenchSession,
@@ -190,7 +190,7 @@ def grade_patch(
     contained (default: `full` as root). Progress and notes are `logging` records of the
     `interpreters` logger (`interpreters.real.logs`).
 
-    `results` is made private and held while grading (`interpreters.real.setup.hold_results`);
+    `results` is made private and held while grading (`interpreters.app.setup.hold_results`);
     `holder` is the token of the batch driver that holds it already. Raises `InputError`
     (one line) when the task is rejected, the patch or the repo is missing, or `results`
     cannot be used (`ResultsUnavailable`): another live grading holds it, it is not private,
@@ -198,7 +198,7 @@ def grade_patch(
 
     >>> grade_patch(Path("/nonexistent"), b"", Path("/"), Path("/tmp/r"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    interpreters.real.setup.errors.InputError: task folder not found: /nonexistent (...)
+    interpreters.app.setup.errors.InputError: task folder not found: /nonexistent (...)
     """
     if isinstance(patch, Path):
         patch = read_patch(patch)

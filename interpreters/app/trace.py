@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from interpreters.app.setup.errors import InputError, NotWritten
 from interpreters.real import files
-from interpreters.real.setup.errors import InputError, NotWritten
 from ssegrade import Effect, EvaluationResult, GradeOptions, GradingEffect
 from ssegrade.trace import Raised, Trace, TraceStep, dump_trace, raised_of
 

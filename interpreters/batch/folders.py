@@ -7,7 +7,7 @@ never through a link, each folder checked on its descriptor; nothing is read fro
 is a regular file of ours that no one else may write to. A run folder is written only while the
 driver holds it (`interpreters.real.holding`): `prepare` claims it, marks it incomplete,
 removes `result.json` and `summary.json` first, then the rest, and shares the hold with the
-worker that grades it (`interpreters.real.grading.HeldGrade`, with this batch's token).
+worker that grades it (`interpreters.app.grading.HeldGrade`, with this batch's token).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interpreters.app.setup.folders import RESULTS_ENTRIES
 from interpreters.real import files, holding
 from interpreters.real.files.descriptors import write_all
 from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld, Hold
@@ -34,7 +35,6 @@ from interpreters.real.private import (
     trusted,
 )
 from interpreters.real.resultsfolder import AGENT_PHASE
-from interpreters.real.setup.folders import RESULTS_ENTRIES
 from ssegrade import Status
 from ssegrade.result import ErrorKind, error_kind_of
 

@@ -21,9 +21,9 @@ from typing import Any
 from pydantic import ValidationError
 from returns.pipeline import is_successful
 
+from interpreters.app.setup import not_a_diff
 from interpreters.real import git
 from interpreters.real.runner import Runner, resolve_runner
-from interpreters.real.setup import not_a_diff
 from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular, task_reader, unreadable_by
 from ssegrade import Task

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from interpreters.app.grading import HeldGrade
 from interpreters.batch.engines import EngineName, GradeFunction, check_engine
 from interpreters.batch.folder_summary import BATCH_SUMMARY, write_folder_summary
 from interpreters.batch.folders import Found, RunFolders
@@ -43,7 +44,6 @@ from interpreters.batch.jobs import (
     validate_jobs,
 )
 from interpreters.batch.progress import Reporter, make_reporter
-from interpreters.real.grading import HeldGrade
 from interpreters.real.holding import INCOMPLETE
 from interpreters.real.private import FolderRefused
 from interpreters.real.runner import ContainmentRefused, choose

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from returns.pipeline import is_successful
 
+from interpreters.app.grading import HeldGrade
 from interpreters.batch.driving import drive
 from interpreters.batch.engines import (
     Done,
@@ -34,7 +35,6 @@ from interpreters.batch.evidence import log_head
 from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
 from interpreters.batch.jobs import BadJobs, check_runner, task_repo
 from interpreters.batch.staging import TaskCopyFailed, staged_tasks
-from interpreters.real.grading import HeldGrade
 from interpreters.real.holding import Hold
 from interpreters.real.results import read_guard
 from interpreters.real.runner import Runner

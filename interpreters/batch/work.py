@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from interpreters.app.setup import InputError
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
-from interpreters.real.setup import InputError
 from ssegrade import EvaluationResult, RuntimeResult
 from ssegrade.program import crashed
 from ssegrade.verdict import Crashed, not_graded

@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from interpreters.app.setup import InputError
 from interpreters.batch.engines import EngineName, EngineUnavailable
 from interpreters.batch.jobs import BadJobs
 from interpreters.batch.progress import make_reporter
@@ -30,7 +31,6 @@ from interpreters.cli.options import (
 )
 from interpreters.real import logs
 from interpreters.real.runner import ContainmentRefused, choose
-from interpreters.real.setup import InputError
 from ssegrade.batch.summary import RETRY_KINDS
 from ssegrade.guard import Flag
 from ssegrade.result import ERROR_KINDS, ErrorKind

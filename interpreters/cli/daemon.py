@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from interpreters.app.setup import InputError, Inputs, graded
 from interpreters.cli.options import (
     ScriptOptions,
     positive,
@@ -32,7 +33,6 @@ from interpreters.cli.options import (
 )
 from interpreters.real import logs
 from interpreters.real.results import ResultsWriter
-from interpreters.real.setup import InputError, Inputs, graded
 from ssegrade.preview import INTERNAL_FAILURE, preview
 from ssegrade.program import GradeOptions, Seen, grade
 from ssegrade.protocol.difficulty import LEVELS

@@ -18,6 +18,19 @@ from typing import Any, ClassVar, NoReturn
 import click
 from returns.pipeline import is_successful
 
+from interpreters.app.grading import Sources, grade_here, read_patch
+from interpreters.app.setup import (
+    InputError,
+    Interrupted,
+    NotWritten,
+    discard_made,
+    keep_repo_copy,
+    load_inputs,
+    make_results,
+    not_a_diff,
+    verdict_line,
+)
+from interpreters.app.trace import recording
 from interpreters.cli.entry import EXTRAS
 from interpreters.cli.options import (
     ScriptOptions,
@@ -31,20 +44,7 @@ from interpreters.cli.options import (
     verbose_option,
 )
 from interpreters.real import files, git, logs
-from interpreters.real.grading import Sources, grade_here, read_patch
 from interpreters.real.programs import ProgramError
-from interpreters.real.setup import (
-    InputError,
-    Interrupted,
-    NotWritten,
-    discard_made,
-    keep_repo_copy,
-    load_inputs,
-    make_results,
-    not_a_diff,
-    verdict_line,
-)
-from interpreters.real.trace import recording
 from ssegrade import RuntimeResult, result_schema
 from ssegrade.guard import guard_schema
 from ssegrade.text import inert_text

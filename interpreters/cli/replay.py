@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from returns.pipeline import is_successful
 
-from interpreters.real.setup import InputError, verdict_line
+from interpreters.app.setup import InputError, verdict_line
 from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade.text import inert_text
 from ssegrade.trace import parse_trace

@@ -3,7 +3,7 @@
 Interpreter layer, loaded only by `ssegrade daemon`. The order matters (SPEC §9): everything
 that can be refused is checked first (difficulty level, task, source tree, runner, results
 folder, admin socket folder), then the grading is set up as every grading is
-(`interpreters.real.setup.grading_setup`: the hidden material locked, the baseline recorded before
+(`interpreters.app.setup.grading_setup`: the hidden material locked, the baseline recorded before
 the agent runs, the grading repo), and only then does any listener bind. The daemon's private
 state (the baseline unless `--baseline` keeps it, the pristine grading repo when none is
 given, the sessions' scratch folders) lives in the set-up's scratch folder, removed at exit.
@@ -20,6 +20,14 @@ from pathlib import Path
 
 from returns.result import Failure
 
+from interpreters.app.setup import (
+    InputError,
+    Inputs,
+    Sources,
+    grading_setup,
+    load_inputs,
+    make_results,
+)
 from interpreters.daemon.binding import (
     Listening,
     SocketError,
@@ -37,14 +45,6 @@ from interpreters.daemon.shell import AgentShell
 from interpreters.daemon.workers import DEFAULT_WORKERS
 from interpreters.real.runner import ContainmentRefused, Runner, choose
 from interpreters.real.runner.options import ScriptOptions
-from interpreters.real.setup import (
-    InputError,
-    Inputs,
-    Sources,
-    grading_setup,
-    load_inputs,
-    make_results,
-)
 from ssegrade.protocol.difficulty import Level, parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]

@@ -2,7 +2,7 @@
 earlier grade.
 
 Interpreter side (files). `hold` is what `evaluate`, the daemon and `grade_patch` do before
-grading (`interpreters.real.setup` turns its refusals into one line and exit 2): the folder is made
+grading (`interpreters.app.setup` turns its refusals into one line and exit 2): the folder is made
 private (`interpreters.real.private`), held (`interpreters.real.holding`), and refused when it
 holds an earlier grade, unless forced, which clears it in an order that a kill at any moment
 cannot turn into a valid-looking grade.

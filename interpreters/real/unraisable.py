@@ -5,7 +5,7 @@ runs; an exception it raises inside a hook around a fork (`os.register_at_fork`'
 `logging`'s lock, called from C by `os.fork` or by `subprocess` with `preexec_fn`) or inside
 a finalizer (`__del__`) is printed as `Exception ignored in: …` and never reaches the code it
 was meant to stop. A handler that meets one of these asks for the signal again a moment later
-instead (`interpreters.real.setup` does, for the grading's interrupts).
+instead (`interpreters.app.setup` does, for the grading's interrupts).
 """
 
 from __future__ import annotations

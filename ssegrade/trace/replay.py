@@ -94,7 +94,7 @@ def escaped_result(
     raised: Raised, runtime: RuntimeResult, seen: Outcomes | None = None
 ) -> EvaluationResult:
     """The document the evaluator writes itself when an exception escapes the grading
-    program (as `interpreters.real.setup.graded` does: decided by a failed check among those
+    program (as `interpreters.app.setup.graded` does: decided by a failed check among those
     `seen` to finish, else an `error`), without the traceback the trace does not keep."""
     if isinstance(raised, InterruptRaised):
         return not_graded(Interrupted(raised.signal), runtime, seen)

@@ -14,18 +14,18 @@ Interpreter layer, with no command-line code: errors are plain exceptions (`Inpu
 | `graded` | a grading whose `result.json` is written whatever happens |
 """
 
-from interpreters.real.resultsfolder import DEFAULT_RESULTS
-from interpreters.real.setup.baselines import grading_repo, keep_repo_copy
-from interpreters.real.setup.errors import InputError, Interrupted, NotWritten
-from interpreters.real.setup.folders import (
+from interpreters.app.setup.baselines import grading_repo, keep_repo_copy
+from interpreters.app.setup.errors import InputError, Interrupted, NotWritten
+from interpreters.app.setup.folders import (
     RESULTS_ENTRIES,
     discard_made,
     hold_results,
     make_results,
 )
-from interpreters.real.setup.graded import graded, interrupts_raise, verdict_line
-from interpreters.real.setup.inputs import Inputs, load_inputs, lock_task, not_a_diff
-from interpreters.real.setup.prepare import SetUp, Sources, grading_setup
+from interpreters.app.setup.graded import graded, interrupts_raise, verdict_line
+from interpreters.app.setup.inputs import Inputs, load_inputs, lock_task, not_a_diff
+from interpreters.app.setup.prepare import SetUp, Sources, grading_setup
+from interpreters.real.resultsfolder import DEFAULT_RESULTS
 
 __all__ = [
     "DEFAULT_RESULTS",

@@ -1,6 +1,6 @@
 """The baseline a grading captures against, and the pristine grading repo its checks copy.
 
-Interpreter layer, for the set-up (`interpreters.real.setup.prepare`). Input they cannot be made
+Interpreter layer, for the set-up (`interpreters.app.setup.prepare`). Input they cannot be made
 from raises `InputError`; what is worth telling goes to the log.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from returns.pipeline import is_successful
 
+from interpreters.app.setup.errors import InputError
 from interpreters.real import files, git
-from interpreters.real.setup.errors import InputError
 
 __all__ = ["agents_baseline", "daemons_baseline", "grading_repo", "keep_repo_copy"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from interpreters.app.setup.errors import InputError
 from interpreters.real import resultsfolder
 from interpreters.real.holding import Hold
 from interpreters.real.resultsfolder import AGENT_PHASE
-from interpreters.real.setup.errors import InputError
 
 __all__ = ["RESULTS_ENTRIES", "discard_made", "hold_results", "make_results"]
 

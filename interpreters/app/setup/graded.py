@@ -16,8 +16,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from interpreters.app.setup.errors import Interrupted, NotWritten
 from interpreters.real import files, holding
-from interpreters.real.setup.errors import Interrupted, NotWritten
 from interpreters.real.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, verdict
 from ssegrade.program import GradingInterrupted, Seen, crashed

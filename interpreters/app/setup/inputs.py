@@ -11,9 +11,9 @@ from pathlib import Path
 
 from returns.pipeline import is_successful
 
+from interpreters.app.setup.errors import InputError
 from interpreters.real import git
 from interpreters.real.runner import Runner, resolve_runner
-from interpreters.real.setup.errors import InputError
 from interpreters.real.taskfolder import load_task, lock_hidden, resolve_source
 from ssegrade import Task
 

@@ -15,7 +15,7 @@ Interpreter layer. `grading_setup` is what `ssegrade evaluate`, the daemon, `ver
 5. the `Places` of the grading, and the notes said meanwhile (for `logs/notes.log`).
 
 Input that cannot be graded raises `InputError` before anything is graded. The results folder
-is held by the caller beforehand (`interpreters.real.setup.folders`): each holds it its own way.
+is held by the caller beforehand (`interpreters.app.setup.folders`): each holds it its own way.
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from interpreters.real import files, git
-from interpreters.real.local import Places
-from interpreters.real.runner import ContainmentRefused, release_scratch, scratch_folder
-from interpreters.real.runner.turns import container_turn
-from interpreters.real.setup.baselines import (
+from interpreters.app.setup.baselines import (
     SSEBENCH_REPO,
     agents_baseline,
     daemons_baseline,
     grading_repo,
 )
-from interpreters.real.setup.errors import InputError
-from interpreters.real.setup.inputs import Inputs, lock_task
+from interpreters.app.setup.errors import InputError
+from interpreters.app.setup.inputs import Inputs, lock_task
+from interpreters.real import files, git
+from interpreters.real.local import Places
+from interpreters.real.runner import ContainmentRefused, release_scratch, scratch_folder
+from interpreters.real.runner.turns import container_turn
 from interpreters.real.support import find_support_folders
 
 __all__ = ["SetUp", "Sources", "grading_setup"]
