@@ -19,6 +19,7 @@ __all__ = [
     "Finished",
     "Interrupted",
     "Outcomes",
+    "OutcomesRefused",
     "TimedOut",
     "bound_log",
     "decide",
@@ -83,15 +84,59 @@ class Interrupted:
 Ending = Finished | TimedOut | Crashed | Interrupted
 
 
+class OutcomesRefused(ValueError):
+    """Outcomes no grading of the task can give: a PoC run twice, a PoC run the task does not
+    name, or a PoC missing from a grading that ran to its end."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcomes:
-    """What grading observed: the checks the task has, its PoCs and the finished runs."""
+    """What grading observed: the checks the task has, its PoCs and the finished runs.
+
+    The PoC runs match the task's PoCs (`OutcomesRefused` otherwise): each names one of
+    `pocs`, none runs twice, and a grading that ran to its end (`Finished`, the patch
+    applied, the build not failed) ran every one, so that `decide` can trust them.
+
+    >>> Outcomes(frozenset({"poc"}), ("/t/a",), (CheckOutcome("poc", True, "", "/t/b"),))
+    Traceback (most recent call last):
+    ssegrade.verdict.OutcomesRefused: a PoC run names /t/b, which is not one of the task's PoCs
+    """
 
     has: frozenset[Check]
     pocs: tuple[str, ...] = ()
     runs: tuple[CheckOutcome, ...] = ()
     apply_failed: ApplyFailed | None = None
     ending: Ending = Finished()
+
+    def __post_init__(self) -> None:
+        problem = _poc_problem(self)
+        if problem is not None:
+            raise OutcomesRefused(problem)
+
+
+def _poc_problem(outcomes: Outcomes) -> str | None:
+    """What makes the PoC runs of `outcomes` impossible, or None."""
+    ran: set[str] = set()
+    for run in outcomes.runs:
+        if run.check != "poc":
+            continue
+        if run.poc is None:
+            return "a PoC run names no PoC"
+        if run.poc not in outcomes.pocs:
+            return f"a PoC run names {run.poc}, which is not one of the task's PoCs"
+        if run.poc in ran:
+            return f"the PoC {run.poc} ran twice"
+        ran.add(run.poc)
+    stopped = (
+        not isinstance(outcomes.ending, Finished)
+        or outcomes.apply_failed is not None
+        or "poc" not in outcomes.has
+        or any(run.check == "build" and not run.passed for run in outcomes.runs)
+    )
+    missing = [poc for poc in outcomes.pocs if poc not in ran]
+    if missing and not stopped:
+        return f"grading ran to its end without running the PoC {missing[0]}"
+    return None
 
 
 def bound_log(text: str, limit: int = LOG_LIMIT) -> str:

@@ -22,7 +22,7 @@ from ssegrade.trace.changes import verdict_changes
 from ssegrade.trace.codec import answer_type
 from ssegrade.trace.document import Trace
 from ssegrade.trace.raised import InterruptRaised, Raised, exception_of, raised_of
-from ssegrade.verdict import Interrupted, Outcomes, not_graded
+from ssegrade.verdict import Crashed, Interrupted, not_graded
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]
 
@@ -91,15 +91,17 @@ class Replay:
 
 
 def escaped_result(
-    raised: Raised, runtime: RuntimeResult, seen: Outcomes | None = None
+    raised: Raised, runtime: RuntimeResult, seen: Seen | None = None
 ) -> EvaluationResult:
     """The document the evaluator writes itself when an exception escapes the grading
     program (as `interpreters.app.setup.graded` does: decided by a failed check among those
     `seen` to finish, else an `error`), without the traceback the trace does not keep."""
+    ending: Interrupted | Crashed
     if isinstance(raised, InterruptRaised):
-        return not_graded(Interrupted(raised.signal), runtime, seen)
-    ending = crashed(exception_of(raised))
-    return not_graded(replace(ending, detail=None), runtime, seen)
+        ending = Interrupted(raised.signal)
+    else:
+        ending = replace(crashed(exception_of(raised)), detail=None)
+    return not_graded(ending, runtime, None if seen is None else seen.outcomes(ending))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ def _document(
         return result
     if raised is None:
         raise ValueError("the trace holds neither a document nor an exception")
-    return escaped_result(raised, trace.options.runtime, seen.outcomes())
+    return escaped_result(raised, trace.options.runtime, seen)
 
 
 def replay(trace: Trace) -> Replayed:

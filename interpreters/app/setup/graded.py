@@ -77,7 +77,7 @@ def graded(
                 ending: verdict.Crashed | verdict.Interrupted = verdict.Interrupted(exc.signal)
             else:
                 ending = crashed(exc)
-            outcomes = seen.outcomes() if seen is not None else None
+            outcomes = seen.outcomes(ending) if seen is not None else None
             result = verdict.not_graded(ending, runtime, outcomes)
             try:
                 _write_freeing(results / "result.json", result.to_json(), free)
