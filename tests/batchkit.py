@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
+from ssegrade.request import Graded, Request
 from ssegrade.verdict import Outcomes, TimedOut, document
 from tests.realtask import BUILD, RealTask, fix_to, make_task
 from tests.scriptmarks import mark
@@ -20,15 +21,26 @@ def saying(words: str) -> str:
     return fix_to(words)
 
 
-def verdict_grade(
+def verdict_grade(request: Request[Any]) -> Graded:
+    """`verdict_of` as a grading entry: the request in, its document out."""
+    return Graded(
+        verdict_of(
+            Path(request.task),
+            request.patch if request.patch is not None else b"",
+            Path(request.results),
+            timeout=request.limits.timeout,
+            runtime=request.runtime,
+            force=request.force,
+        )
+    )
+
+
+def verdict_of(
     task: Path,
     patch: Path | bytes,
-    repo: Path,
     results: Path,
     *,
     timeout: int = 3600,
-    script_timeout: int | None = None,
-    runner_user: str | None = None,
     runtime: RuntimeResult | None = None,
     force: bool = False,
 ) -> EvaluationResult:

@@ -32,6 +32,7 @@ from interpreters.real.files import remove_tree
 from interpreters.real.holding import Hold
 from interpreters.real.runner.guardian import owner_tag
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
+from ssegrade.request import Graded, Request
 
 TOKEN = "0123456789abcdef"
 
@@ -230,9 +231,9 @@ def test_a_grading_lost_half_way_leaves_an_error_and_nothing_half_written() -> N
 # ------------------------------------------------------------------ the node's side
 
 
-def writing_grade(task: Path, patch: Path | bytes, repo: Path, results: Path, **_: Any) -> Any:
+def writing_grade(request: Request[Any]) -> Graded:
     """A grading function that writes what a grading writes, logs named by their path."""
-    del task, repo
+    results, patch = Path(request.results), request.patch
     log = results / "logs" / "04-build.log"
     log.write_bytes(b"built\n" * 3)
     line = record(str(log)).decode()
@@ -240,7 +241,7 @@ def writing_grade(task: Path, patch: Path | bytes, repo: Path, results: Path, **
     (results / "final.patch").write_bytes(patch if isinstance(patch, bytes) else b"")
     result = EvaluationResult(patch_result=PatchResult(status="passed"))
     (results / "result.json").write_bytes(result.to_json())
-    return result
+    return Graded(result)
 
 
 def gone(folder: Path) -> bool:

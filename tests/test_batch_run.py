@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from interpreters.batch import BadJobs, run_batch
+from ssegrade import GuardReport
 from ssegrade.report import RunFolder, parse_run
+from ssegrade.request import Graded, Request
 from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import make_task
 
@@ -176,13 +179,13 @@ def test_same_digest_is_graded_once_and_cached_with_its_own_run_facts(world: Pat
     assert batch(more, world / "results", cache=False).tally.graded == 1
 
 
-def guarded_grade(task: Path, patch: Path | bytes, repo: Path, results: Path, **kw: Any) -> Any:
+def guarded_grade(request: Request[Any]) -> Graded:
     """`verdict_grade`, with the guard.json a grading writes beside result.json."""
-    result = verdict_grade(task, patch, repo, results, **kw)
+    graded = verdict_grade(request)
     flags = [{"kind": "tests", "paths": ["tests/x.sh"], "why": "the patch touches tests"}]
     report = {"version": 1, "checked": True, "flags": flags, "observed": None}
-    (results / "guard.json").write_text(json.dumps(report))
-    return result
+    (Path(request.results) / "guard.json").write_text(json.dumps(report))
+    return replace(graded, guard=GuardReport.model_validate(report))
 
 
 def test_summaries_carry_the_guard_cached_ones_too(world: Path) -> None:

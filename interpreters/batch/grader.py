@@ -250,7 +250,7 @@ class BatchGrader:
                 job.run_id,
                 done.result,
                 job.digest,
-                guard=parse_guard(self.folders.read(source, GUARD_NAME)),
+                guard=done.guard,
                 containment=done.containment,
                 attempts=attempt,
             )

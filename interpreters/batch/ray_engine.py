@@ -18,7 +18,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from interpreters.batch.landing import Arrival, Landing, TransitError
@@ -153,7 +153,7 @@ class RayEngine:
             except Exception as exc:  # noqa: BLE001 - the worker or its node died, or it raised
                 return self._lost(flow, _line(getattr(exc, "cause", None) or exc))
             if isinstance(item, Done):
-                return Done(flow.work.key, item.result, item.seconds, item.containment)
+                return replace(item, key=flow.work.key)
             try:
                 if flow.arrival is not None:
                     flow.arrival.take(item)

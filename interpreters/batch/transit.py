@@ -27,7 +27,16 @@ from interpreters.real.private import DIR_FLAGS
 from interpreters.real.runner import release_scratch, scratch_folder
 from interpreters.real.runner.processes import kill_owned
 
-__all__ = ["CHECKS", "CHUNK", "IN_FLIGHT", "Piece", "grade_on_node", "pieces", "relocate_checks"]
+__all__ = [
+    "CHECKS",
+    "CHUNK",
+    "IN_FLIGHT",
+    "Piece",
+    "grade_on_node",
+    "pieces",
+    "relocate_checks",
+    "relocate_done",
+]
 
 CHUNK = 4 << 20
 """The most bytes of a file one piece carries."""
@@ -69,6 +78,7 @@ def grade_on_node(
             try:
                 try:
                     done = run_work(grade, replace(work, results=str(held.path)))
+                    done = relocate_done(done, str(held.path), work.results)
                 finally:
                     kill_owned()  # what a script of it left (weak containment)
                 yield from pieces(held.folder, str(held.path), work.results)
@@ -140,6 +150,19 @@ def _read_all(fd: int) -> bytes:
     while block := os.read(fd, 1 << 20):
         parts.append(block)
     return b"".join(parts)
+
+
+def relocate_done(done: Done, here: str, there: str) -> Done:
+    """`done` with each check record's `log_file` under the folder `here` moved under
+    `there`, as `relocate_checks` does for `checks.jsonl`."""
+    moved = tuple(
+        replace(record, log_file=there + record.log_file[len(here) :])
+        if record.log_file is not None
+        and (record.log_file == here or record.log_file.startswith(f"{here}/"))
+        else record
+        for record in done.checks
+    )
+    return replace(done, checks=moved)
 
 
 def relocate_checks(data: bytes, here: str, there: str) -> bytes:

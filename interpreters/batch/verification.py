@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
 from returns.pipeline import is_successful
 
 from interpreters.app.grading import HeldGrade
@@ -36,7 +35,6 @@ from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
 from interpreters.batch.jobs import BadJobs, check_runner, task_repo
 from interpreters.batch.staging import TaskCopyFailed, staged_tasks
 from interpreters.real.holding import Hold
-from interpreters.real.results import read_guard
 from interpreters.real.runner import Runner
 from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.taskfolder import load_task
@@ -49,9 +47,6 @@ from ssegrade.ssebench import task_problems
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
 
 _log = logging.getLogger(__name__)
-
-_RECORD = TypeAdapter(CheckRecord)
-"""A line of `checks.jsonl`, read with the model that writes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,11 +316,10 @@ def _verify(
             if held is not None:
                 folders.remove(held)
             return []
-        checks, guard = _check_records(folder), read_guard(folder)  # read while still held
         if held is not None:
             held.unmark()
             held.release()
-        run = ControlResult(control, n, folder, done.result, done.seconds, checks, guard)
+        run = ControlResult(control, n, folder, done.result, done.seconds, done.checks, done.guard)
         subject.runs.append(run)
         finished = sum(len(s.runs) for s in subjects)
         status = done.result.patch_result.status
@@ -374,18 +368,3 @@ def _judge(subject: _Subject) -> TaskVerification:
         )
     heads = tuple(log_head(e.log) for e in verdict.evidence)
     return TaskVerification(subject.task.id, subject.folder, verdict, tuple(runs), heads)
-
-
-def _check_records(folder: Path) -> tuple[CheckRecord, ...]:
-    """The run's `checks.jsonl`, lines that cannot be read left out."""
-    try:
-        lines = (folder / "checks.jsonl").read_bytes().splitlines()
-    except OSError:
-        return ()
-    records: list[CheckRecord] = []
-    for line in lines:
-        try:
-            records.append(_RECORD.validate_json(line))
-        except ValidationError:
-            continue
-    return tuple(records)

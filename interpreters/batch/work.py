@@ -1,51 +1,42 @@
 """One grading of a batch: what to grade (`Work`), how it ended (`Done`), and running it with
 a grading function (`run_work`), wherever an engine runs it.
 
-Interpreter layer. The grading function is `interpreters.grade_patch` in production; tests
-inject their own (`GradeFunction`). The scripts' options (`Work.scripts`) reach it only when
-given, as `grade_patch`'s `script_env`, `clean_env`, `script_memory` and `containment`.
+Interpreter layer. The grading function is `interpreters.app.grading.HeldGrade` in
+production (the one grading entry, `grade(request) -> Graded`); tests inject their own
+(`GradeFunction`). A `Work` becomes the `Request` it asks for (`Work.request`), its script
+options (`Work.scripts`) passed whole; what the grading did comes back in its `Graded`
+record, never read back from the run folder.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from interpreters.app.setup import InputError
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade import EvaluationResult, RuntimeResult
+from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult
+from ssegrade.answers import Containment
 from ssegrade.program import crashed
+from ssegrade.request import Graded, Limits, Request
 from ssegrade.verdict import Crashed, not_graded
 
 __all__ = ["Done", "Engine", "GradeFunction", "Work", "run_work"]
 
 
 class GradeFunction(Protocol):
-    """The grading entry point's shape (`interpreters.grade_patch`)."""
+    """The grading entry point's shape (`interpreters.app.grading.grade`)."""
 
-    def __call__(
-        self,
-        task: Path,
-        patch: Path | bytes,
-        repo: Path,
-        results: Path,
-        *,
-        timeout: int = ...,
-        script_timeout: int | None = ...,
-        runner_user: str | None = ...,
-        runtime: RuntimeResult | None = ...,
-        force: bool = ...,
-    ) -> EvaluationResult: ...
+    def __call__(self, request: Request[ScriptOptions]) -> Graded: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Work:
     """One grading to run: `key` identifies it to its submitter; `scripts` are the options
-    of its scripts (None: the grading function's defaults)."""
+    of its scripts (None: the defaults)."""
 
     key: int
     task: str
@@ -58,16 +49,32 @@ class Work:
     runner_user: str | None = None
     scripts: ScriptOptions | None = None
 
+    def request(self) -> Request[ScriptOptions]:
+        """The grading this work asks for."""
+        return Request(
+            Path(self.task),
+            Path(self.results),
+            self.scripts if self.scripts is not None else ScriptOptions(),
+            patch=self.patch,
+            repo=Path(self.repo),
+            limits=Limits(self.timeout, self.script_timeout),
+            runtime=self.runtime,
+            runner_user=self.runner_user,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """A finished grading: its result (None when it was killed), how long it took, and the
-    containment its scripts ran in (`full`, `weak`; None when none ran)."""
+    """A finished grading: its result (None when it was killed), how long it took, the
+    containment its scripts ran in (`full`, `container`, `weak`; None when none ran), and
+    its check records and guard report as the grading gave them."""
 
     key: int
     result: EvaluationResult | None
     seconds: float
-    containment: str | None = None
+    containment: Containment | None = None
+    checks: tuple[CheckRecord, ...] = ()
+    guard: GuardReport | None = None
 
 
 class Engine(Protocol):
@@ -95,35 +102,20 @@ def run_work(grade: GradeFunction, work: Work) -> Done:
     """Run one grading with `grade`; an exception it raises becomes an `error` result written
     into the results folder (the grade of a job that could not be graded)."""
     start = time.monotonic()
-    results = Path(work.results)
-    result = _grade(grade, work, results)
-    return Done(work.key, result, time.monotonic() - start, _containment(results))
+    answer = _grade(grade, work, Path(work.results))
+    return Done(
+        work.key,
+        answer.document,
+        time.monotonic() - start,
+        answer.containment,
+        answer.checks,
+        answer.guard,
+    )
 
 
-def _options(scripts: ScriptOptions | None) -> dict[str, Any]:
-    if scripts is None:
-        return {}
-    return {
-        "script_env": scripts.env.extra,
-        "clean_env": scripts.env.clean,
-        "script_memory": scripts.memory,
-        "containment": scripts.containment,
-    }
-
-
-def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
+def _grade(grade: GradeFunction, work: Work, results: Path) -> Graded:
     try:
-        return grade(
-            Path(work.task),
-            work.patch,
-            Path(work.repo),
-            results,
-            timeout=work.timeout,
-            script_timeout=work.script_timeout,
-            runner_user=work.runner_user,
-            runtime=work.runtime,
-            **_options(work.scripts),
-        )
+        return grade(work.request())
     except Exception as exc:  # noqa: BLE001 - the job's error belongs in its result.json
         # What escapes `grade` never reached the grading program (input it refused: the
         # task's), or its grade could not be written (the host's): no check is known.
@@ -131,23 +123,4 @@ def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
         result = not_graded(Crashed(ending.message, kind=ending.kind), work.runtime)
         results.mkdir(parents=True, exist_ok=True)
         files.atomic_write(results / "result.json", result.to_json())
-        return result
-
-
-def _containment(results: Path) -> str | None:
-    """The containment the grading's scripts ran in, from its `checks.jsonl` (the weakest
-    when they differ; None when no script ran or it cannot be read)."""
-    try:
-        lines = (results / "checks.jsonl").read_bytes().splitlines()
-    except OSError:
-        return None
-    modes: set[object] = set()
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            modes.add(record.get("containment"))
-    weakest = ("weak", "container", "full")
-    return next((mode for mode in weakest if mode in modes), None)
+        return Graded(result)

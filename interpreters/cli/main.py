@@ -18,7 +18,7 @@ from typing import Any, ClassVar, NoReturn
 import click
 from returns.pipeline import is_successful
 
-from interpreters.app.grading import Sources, grade_here, read_patch
+from interpreters.app.grading import grade, read_patch
 from interpreters.app.setup import (
     InputError,
     Interrupted,
@@ -30,7 +30,6 @@ from interpreters.app.setup import (
     not_a_diff,
     verdict_line,
 )
-from interpreters.app.trace import recording
 from interpreters.cli.entry import EXTRAS
 from interpreters.cli.options import (
     ScriptOptions,
@@ -47,6 +46,7 @@ from interpreters.real import files, git, logs
 from interpreters.real.programs import ProgramError
 from ssegrade import RuntimeResult, result_schema
 from ssegrade.guard import guard_schema
+from ssegrade.request import Limits, Request
 from ssegrade.text import inert_text
 
 __all__ = ["cli", "main"]
@@ -316,7 +316,6 @@ def evaluate(
     recorded = read_patch(patch_file) if patch_file is not None else None
     if recorded is not None and (why := not_a_diff(recorded)) is not None:
         raise InputError(f"--patch {patch_file}: {why}")
-    inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
     if agent_timeout is None:
         agent_timeout = "SSE_METRIC_AGENT_TIMEOUT" in os.environ
     runtime = RuntimeResult(
@@ -324,32 +323,33 @@ def evaluate(
         agent_timeout=bool(agent_timeout),
         agent_exit_code=agent_exit_code,
     )
-    results = make_results(results, force=force, join=daemon_socket is not None)
     if daemon_socket is not None:
         from interpreters.cli.daemon import evaluate_through_daemon  # noqa: PLC0415
 
         result = evaluate_through_daemon(
             daemon_socket,
-            inputs,
-            results,
+            load_inputs(task_dir, source, runner_user),
+            make_results(results, force=force, join=True),
             timeout=timeout,
             script_timeout=script_timeout,
             runtime=runtime,
         )
     else:
-        with recording(trace_file) as recorder:
-            result = grade_here(
-                inputs,
-                Sources(patch=recorded, repo=repo, baseline=baseline_dir),
-                results,
-                timeout=timeout,
-                script_timeout=script_timeout,
-                runtime=runtime,
-                env=scripts.env,
-                memory=scripts.memory,
-                record=recorder,
-                containment=scripts.containment,
-            )
+        request = Request(
+            task_dir,
+            results,
+            scripts,
+            patch=recorded,
+            source=source if recorded is None else None,
+            baseline=baseline_dir,
+            repo=repo,
+            limits=Limits(timeout, script_timeout),
+            runtime=runtime,
+            runner_user=runner_user,
+            force=force,
+            trace=trace_file,
+        )
+        result = grade(request).document
     if shown is not None:
         shown.settle()
     click.echo(inert_text(verdict_line(result)))
