@@ -6,11 +6,18 @@ Pure core: this module describes the grade; it never reads or writes a file.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from returns.result import Failure, Result, Success
 
 Status = Literal["passed", "failed", "error"]
@@ -31,6 +38,7 @@ __all__ = [
     "Status",
     "error_kind_of",
     "parse_result",
+    "patch_result_model",
     "result_schema",
     "status_of",
 ]
@@ -163,6 +171,38 @@ class PatchResult(BaseModel):
             unfinished=unfinished,
         )
         return cls.model_validate({**data, "status": status}, context=context)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def patch_result_model(
+    name: str,
+    base: type[M],
+    source: type[PatchResult],
+    *,
+    status: Any,
+    field: Callable[[Any], Any] = lambda annotation: annotation,
+    required: bool = False,
+    doc: str | None = None,
+) -> type[M]:
+    """A model of the grade under another reader's rules (the daemon's wire, SSEBench's run
+    summary), derived from the fields of `source` (`PatchResult`) rather than restating
+    them: the same fields in the same order, `status` typed as `status` (default None),
+    each other field's type as `field` maps it, required or defaulting to None; the config
+    (extra keys, frozen) is `base`'s.
+
+    >>> Loose = patch_result_model("Loose", BaseModel, PatchResult, status=str | None)
+    >>> list(Loose.model_fields) == list(PatchResult.model_fields)
+    True
+    >>> Loose.model_validate({"status": "odd", "pov_total": 2}).pov_total
+    2
+    """
+    fields: dict[str, Any] = {"status": (status, None)}
+    for key, info in source.model_fields.items():
+        if key != "status":
+            fields[key] = (field(info.annotation), ... if required else None)
+    return create_model(name, __base__=base, __doc__=doc, __module__=base.__module__, **fields)
 
 
 class RuntimeResult(BaseModel):

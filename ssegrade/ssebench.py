@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ssegrade.result import PatchResult, Status, patch_result_model
 from ssegrade.task import Task
 
 __all__ = [
@@ -305,15 +306,10 @@ class _PluginOutcome(BaseModel):
     error: str | None = None
 
 
-class _Grade(BaseModel):
-    status: Literal["passed", "failed", "error"] | None = None
-    build_success: bool | None = None
-    pov_passed: int | None = None
-    pov_total: int | None = None
-    func_test_success: bool | None = None
-    intent_test_success: bool | None = None
-    error_msg: str | None = None
-    error_log: str | None = None
+if TYPE_CHECKING:  # the fields are `PatchResult`'s, derived when the module loads
+    _Grade = BaseModel
+else:
+    _Grade = patch_result_model("_Grade", BaseModel, PatchResult, status=Status | None)
 
 
 class _Runtime(BaseModel):

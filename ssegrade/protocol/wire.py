@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from ssegrade.answers import ScriptResult
 from ssegrade.bencher import task_path
 from ssegrade.protocol.documents import ChangedFile
+from ssegrade.result import PatchResult, patch_result_model
 from ssegrade.task import Task
 
 __all__ = [
@@ -119,17 +120,17 @@ class WireFiles(_Doc):
     files: list[WireChangedFile]
 
 
-class WirePatchResult(_Doc):
-    """The grade inside `GET /result`; `status` is left out when the grade has none."""
-
-    status: str | None = None
-    build_success: bool | None
-    pov_passed: int | None
-    pov_total: int | None
-    func_test_success: bool | None
-    intent_test_success: bool | None
-    error_msg: str | None
-    error_log: str | None
+if TYPE_CHECKING:  # the fields are `PatchResult`'s, derived when the module loads
+    WirePatchResult = _Doc
+else:
+    WirePatchResult = patch_result_model(
+        "WirePatchResult",
+        _Doc,
+        PatchResult,
+        status=str | None,
+        required=True,
+        doc="The grade inside `GET /result`; `status` is left out when the grade has none.",
+    )
 
 
 class WireRuntimeResult(_Doc):
@@ -230,17 +231,25 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 """The bounds of the original's 64-bit integers: a dialog line's `seq` and `since`."""
 
 
-class _StoredPatch(BaseModel):
+class _Read(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="ignore")
 
-    status: str | None = None
-    build_success: StrictBool | None = None
-    pov_passed: _I32 | None = None
-    pov_total: _I32 | None = None
-    func_test_success: StrictBool | None = None
-    intent_test_success: StrictBool | None = None
-    error_msg: str | None = None
-    error_log: str | None = None
+
+def _original_type(annotation: Any) -> Any:
+    """A grade field's type as the original reads it: strict booleans, 32-bit integers."""
+    if annotation == bool | None:
+        return StrictBool | None
+    if annotation == int | None:
+        return _I32 | None
+    return annotation
+
+
+if TYPE_CHECKING:
+    _StoredPatch = _Read
+else:
+    _StoredPatch = patch_result_model(
+        "_StoredPatch", _Read, PatchResult, status=str | None, field=_original_type
+    )
 
 
 class _StoredRuntime(BaseModel):
@@ -275,12 +284,13 @@ def wire_result(data: bytes | None) -> dict[str, Any]:
         stored = _Stored.model_validate_json(data)
     except ValidationError:
         return {"available": False}
-    patch = WirePatchResult(**stored.patch_result.model_dump())
+    patch = WirePatchResult(**stored.patch_result.model_dump()).model_dump()
     runtime = WireRuntimeResult(**stored.runtime_result.model_dump())
-    graded = {} if patch.status is None else {"status": patch.status}
+    status = patch.pop("status")
+    graded = {} if status is None else {"status": status}
     return {
         "available": True,
-        "patch_result": graded | patch.model_dump(exclude={"status"}),
+        "patch_result": graded | patch,
         "runtime_result": runtime.model_dump(),
     }
 
