@@ -4,7 +4,8 @@ cluster (`ray_engine.RayEngine`, whose run folders come back to the driver's: `t
 
 Interpreter layer. A `Work` is one grading (a task folder, the patch bytes, the grading repo
 and the folder to write, the scripts' options); an engine runs it with a grading function
-(production: `interpreters.grade_patch`; tests inject their own) and hands back a `Done`
+(production: `interpreters.app.grading.HeldGrade`, the one entry `grade(request) -> Graded`;
+tests inject their own) and hands back a `Done`
 (see `work`); `interpreters.batch.driving` feeds an engine and owns the interrupt rules.
 """
 
