@@ -13,8 +13,10 @@ from pydantic import TypeAdapter
 
 from interpreters.app.grading import grade
 from interpreters.batch import run_batch
+from interpreters.batch.transit import grade_on_node
+from interpreters.batch.work import Done, Work
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade import CheckRecord, GuardReport
+from ssegrade import CheckRecord, GuardReport, RuntimeResult
 from ssegrade.request import Graded, Limits, Request
 from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import FIX, make_task
@@ -106,3 +108,25 @@ def test_a_batch_summary_says_what_the_grading_answered_not_what_its_folder_hold
     summary = json.loads((tmp_path / "out/shell-001/unknown/unknown/r/summary.json").read_bytes())
     assert summary["containment"] == "weak"
     assert "guard" not in summary
+
+
+def _node_grade(request: Request[Any]) -> Graded:
+    """A grading on a node: its log and its record name the node's own run folder."""
+    results = Path(request.results)
+    (results / "logs").mkdir(exist_ok=True)
+    (results / "logs" / "03-build.log").write_bytes(b"built\n")
+    record = CheckRecord("build", None, 0, 1.0, False, str(results / "logs" / "03-build.log"), True)
+    return replace(verdict_grade(request), checks=(record,))
+
+
+def test_a_ray_nodes_record_names_the_logs_where_the_driver_keeps_them(tmp_path: Path) -> None:
+    """The record a node sends back names each log by the driver's path, as its
+    `checks.jsonl` does: verify shows a failing check's log from there (the node's folder is
+    gone once the stream ends)."""
+    made = make_task(tmp_path / "t")
+    driver_run = tmp_path / "results" / "shell-001" / "r"
+    work = Work(1, str(made.task), b"", str(made.source), str(driver_run), RuntimeResult())
+    items = list(grade_on_node(_node_grade, work, "0123456789abcdef"))
+    done = items[-1]
+    assert isinstance(done, Done)
+    assert [c.log_file for c in done.checks] == [f"{driver_run}/logs/03-build.log"]
