@@ -133,10 +133,13 @@ def ready_file(scratch: Path, token: str, proc: subprocess.Popen[str]) -> Path:
     copy, or the own layer of a copy-on-write view)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        found = [
-            *scratch.glob(f"ssegrade-*/work/copy-*/ready-{token}"),
-            *scratch.glob(f"ssegrade-*/work/layers/upper-*/ready-{token}"),
-        ]
+        try:
+            found = [
+                *scratch.glob(f"ssegrade-*/work/copy-*/ready-{token}"),
+                *scratch.glob(f"ssegrade-*/work/layers/upper-*/ready-{token}"),
+            ]
+        except FileNotFoundError:  # a folder went while it was read (another grading's)
+            found = []
         if found:
             return found[0]
         assert proc.poll() is None, proc.communicate()
