@@ -1,6 +1,6 @@
 """Recording a grading's trace (`ssegrade evaluate --trace FILE`).
 
-Interpreter layer. `TraceRecorder` is a plain observer of the run loop of the grading program
+Application layer. `TraceRecorder` is a plain observer of the run loop of the grading program
 (`run(…, observe=recorder.observe)`; its effects are `PrepareGrading`, `Bench`, `Archive`, …):
 whoever runs the program tells it the options (`begin`) and how the program ended (`end`), and
 it keeps every effect with its answer, or the exception thrown into the program in its place.

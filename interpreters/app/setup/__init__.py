@@ -1,7 +1,7 @@
 """Before and around grading, for every entry point: the inputs checked, the results folder
 held, the one set-up of a grading (`grading_setup`), and a result written whatever happens.
 
-Interpreter layer, with no command-line code: errors are plain exceptions (`InputError`,
+Application layer, with no command-line code: errors are plain exceptions (`InputError`,
 `NotWritten`, `Interrupted`) that the commands alone turn into exit statuses.
 
 | module | its one job |

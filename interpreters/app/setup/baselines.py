@@ -1,6 +1,6 @@
 """The baseline a grading captures against, and the pristine grading repo its checks copy.
 
-Interpreter layer, for the set-up (`interpreters.app.setup.prepare`). Input they cannot be made
+Application layer, for the set-up (`interpreters.app.setup.prepare`). Input they cannot be made
 from raises `InputError`; what is worth telling goes to the log.
 """
 

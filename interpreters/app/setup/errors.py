@@ -1,6 +1,6 @@
 """What the Python API of grading raises when it cannot do what it was asked.
 
-Interpreter layer. Plain exceptions, each with a one-line message: the commands alone turn
+Application layer. Plain exceptions, each with a one-line message: the commands alone turn
 them into an exit status (`interpreters.cli.main`: `InputError` 2, `NotWritten` 1,
 `Interrupted` 128 + the signal's number); an embedder catches them as it likes.
 """

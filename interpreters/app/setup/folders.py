@@ -1,7 +1,7 @@
 """The results folder a grading writes: made ready, held while it is written, and not left
 behind empty when grading is refused.
 
-Interpreter layer, over `interpreters.real.resultsfolder`; a folder that cannot be used raises
+Application layer, over `interpreters.real.resultsfolder`; a folder that cannot be used raises
 `InputError`.
 """
 

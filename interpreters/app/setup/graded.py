@@ -1,6 +1,6 @@
 """A grading whose result is written whatever happens: an interrupt, a crash, a time limit.
 
-Interpreter layer. `graded` runs a grading with SIGTERM and SIGINT turned into
+Application layer. `graded` runs a grading with SIGTERM and SIGINT turned into
 `GradingInterrupted` where it is, and writes an `error` result itself when something escapes
 the grading program.
 """

@@ -1,7 +1,7 @@
 """A grading's inputs checked on disk: the task, the agent's tree, who runs the scripts, a
 recorded patch, and the task's hidden material locked away from the runner.
 
-Interpreter layer. Input that cannot be graded raises `InputError`.
+Application layer. Input that cannot be graded raises `InputError`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one set-up of every grading: scratch folder, locks, baseline, grading repo, places.
 
-Interpreter layer. `grading_setup` is what `ssegrade evaluate`, the daemon, `verify` and
-`batch` (through `grade_patch`) all do before the first effect is answered, and undo after:
+Application layer. `grading_setup` is what `ssegrade evaluate`, the daemon, `verify` and
+`batch` (through `grade`) all do before the first effect is answered, and undo after:
 
 0. inside a container, as root, the container's turn (`container_turn`: one grading at a
    time there, the runner's processes and files removed before and after);
