@@ -14,7 +14,6 @@ import csv
 import io
 import json
 import os
-import stat
 
 from markupsafe import escape
 from pydantic import ValidationError
@@ -33,24 +32,23 @@ _STATUSES = ("passed", "failed", "error")
 def _folders(path: str) -> list[str]:
     """The folders in `path`, sorted (links and files left out)."""
     try:
-        names = os.listdir(path)
+        with os.scandir(path) as entries:
+            return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
-    found = []
-    for name in names:
-        try:
-            if stat.S_ISDIR(os.lstat(os.path.join(path, name)).st_mode):
-                found.append(name)
-        except OSError:
-            continue
-    return sorted(found)
 
 
 def is_verify_folder(root: str) -> bool:
     """Whether `root` holds `ssegrade verify` runs: every task folder holds only control
-    folders (`empty`, `reference`, `adversarial`), and one at least does."""
-    tasks = [_folders(os.path.join(root, t)) for t in _folders(root)]
-    return any(tasks) and all(set(children) <= _CONTROLS for children in tasks if children)
+    folders (`empty`, `reference`, `adversarial`), and one at least does. A results folder
+    of runs (`<task>/<model…>/…`) is told at its first task."""
+    seen = False
+    for task in _folders(root):
+        children = _folders(os.path.join(root, task))
+        if children and not set(children) <= _CONTROLS:
+            return False
+        seen = seen or bool(children)
+    return seen
 
 
 def _run(folder: str, cheat: str, n: int, warnings: list[str]) -> CheatRun | None:
