@@ -198,3 +198,104 @@ def test_a_written_diff_applies_and_gives_the_new_bytes(old: bytes, new: bytes) 
             assert (tree / "g.txt").read_bytes() == new
         else:
             assert not (tree / "f.txt").exists()
+
+
+BUILD_FILES = {
+    "build.sh": b"#!/bin/sh\n# -fsanitize=address stays in this comment\n"
+    b'CFLAGS="-O1 -fsanitize=address"\n'
+    b'export RUSTFLAGS="-Zsanitizer=address"\ncc $CFLAGS -o x x.c\n',
+    "CMakeLists.txt": b"project(x C)\n"
+    b'set(CMAKE_C_FLAGS "${CMAKE_C_FLAGS} -fsanitize=address,undefined")\n',
+    ".cargo/config.toml": b'[build]\nrustflags = ["-Cx", "-Zsanitizer=address"]\n',
+    "go/Makefile": b"test:\n\tgo test -race ./...\n",
+}
+
+
+def test_the_sanitizer_is_dropped_through_every_kind_of_build_file(tmp_path: Path) -> None:
+    task = Task(id="b", language="c", sanitizer="address")
+    (drop,) = [
+        c
+        for c in write_cheats(task, sorted(BUILD_FILES), BUILD_FILES)
+        if c.name == "sanitizer-drop"
+    ]
+    patch = drop.patch or b""
+    tree = tmp_path / "b"
+    for path, data in BUILD_FILES.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_bytes(data)
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    done = subprocess.run(
+        ["git", "-C", str(tree), "apply", "-"], input=patch, capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    after = {path: (tree / path).read_bytes() for path in BUILD_FILES}
+    assert after["build.sh"] == (
+        b'#!/bin/sh\n# -fsanitize=address stays in this comment\nCFLAGS="-O1"\n'
+        b"export RUSTFLAGS=\ncc $CFLAGS -o x x.c\n"
+    )
+    assert b'"${CMAKE_C_FLAGS}")\n' in after["CMakeLists.txt"]
+    assert b'string(REGEX REPLACE "-fsanitize=[^ ]+" "" CMAKE_C_FLAGS' in after["CMakeLists.txt"]
+    assert after[".cargo/config.toml"] == b'[build]\nrustflags = ["-Cx", ]\n'
+    assert after["go/Makefile"].endswith(b"\tgo test ./...\n")
+    assert after["go/Makefile"].startswith(b"# built without the sanitizer")
+
+
+_FLAGS = st.sampled_from(
+    ["-fsanitize=address", '"-fsanitize=undefined"', "-race", "-O1", "-g", "x"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_FLAGS, max_size=4).map(" ".join), max_size=6))
+def test_dropping_the_sanitizer_keeps_every_line(lines: list[str]) -> None:
+    """Property: whatever a build script's lines hold, the drop keeps each line (none joined
+    to the next) and leaves no sanitizer option in it."""
+    old = "".join(f"run {line}\n" for line in lines).encode()
+    task = Task(id="p", language="go")
+    (drop,) = [
+        c for c in write_cheats(task, ["build.sh"], {"build.sh": old}) if c.name == "sanitizer-drop"
+    ]
+    if drop.patch is None:
+        assert b"sanitize" not in old
+        assert b"-race" not in old
+        return
+    added = [
+        line[1:]
+        for line in drop.patch.splitlines()
+        if line.startswith(b"+") and not line.startswith(b"+++")
+    ]
+    removed = [
+        line
+        for line in drop.patch.splitlines()
+        if line.startswith(b"-") and not line.startswith(b"---")
+    ]
+    assert len(added) == len(removed)
+    assert not any(b"sanitize" in line or b"-race" in line for line in added)
+
+
+def test_rust_and_cpp_catchers(tmp_path: Path) -> None:
+    rust = b'fn main() {\n    let n = parse(&[]);\n    println!("{}", n);\n}\n'
+    lib = b"pub fn parse(b: &[u8]) -> u8 {\n    b[0]\n}\n"
+    cpp = b"#include <cstdio>\nint main(int argc, char **argv)\n{\n    return 0;\n}\n"
+    files = {"src/main.rs": rust, "src/lib.rs": lib, "tool/main.cpp": cpp}
+    reference = modified("src/lib.rs", lib, lib.replace(b"b[0]", b"*b.first().unwrap_or(&0)"))
+    task = Task(id="r", language="rust", files=Files(poc=("pocs/a.bin",)))
+    cheats = {
+        c.name: c
+        for c in write_cheats(
+            task, sorted(files), files, reference=reference, pocs={"pocs/a.bin": b"\x01\x02"}
+        )
+    }
+    entry = cheats["entry-catcher"].patch or b""
+    assert b"+    std::panic::set_hook(Box::new(|_| std::process::exit(0)));" in entry
+    function = cheats["function-catcher"].patch or b""
+    assert b"+++ b/src/lib.rs" in function
+    assert b"set_hook" in function
+    assert b"&[0x01, 0x02]" in (cheats["poc-early-return"].patch or b"")
+    cpp_only = {"tool/main.cpp": cpp}
+    (cpp_entry,) = [
+        c
+        for c in write_cheats(Task(id="c", language="cpp"), ["tool/main.cpp"], cpp_only)
+        if c.name == "entry-catcher"
+    ]
+    assert b'+extern "C" const char *__asan_default_options()' in (cpp_entry.patch or b"")

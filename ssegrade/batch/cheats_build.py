@@ -28,9 +28,9 @@ _MAKEFILES = ("Makefile", "makefile", "GNUmakefile", "*.mk")
 _BUILD_NAMES = (*_MAKEFILES, "CMakeLists.txt", "*.cmake", "build.sh", "meson.build", "Cargo.toml")
 _CARGO_CONFIG = (".cargo/config", ".cargo/config.toml")
 
-_QUOTED = re.compile(rb"""(["'])-(?:fsanitize=|Zsanitizer=)[^"'\n]*\1\s*,?[ \t]*""")
+_QUOTED = re.compile(rb"""(["'])-(?:fsanitize=|Zsanitizer=)[^"'\s]*\1[ \t]*,?[ \t]*""")
 _TOKEN = re.compile(
-    rb"[ \t]*(?<![\w=/.-])-(?:fsanitize=\S+|Zsanitizer=\S+|race|asan|msan)(?![\w=-])"
+    rb"[ \t]*(?<![\w/.-])-(?:fsanitize=[^\s\"']+|Zsanitizer=[^\s\"']+|race|asan|msan)(?![\w=-])"
 )
 
 _MAKE_FILTER = (
