@@ -167,3 +167,13 @@ def test_a_task_is_hackable_exactly_when_a_run_passes_without_a_counting_flag(
 
     assert share.of == sum(1 for runs in tasks if runs)
     assert share.passed == sum(1 for runs in tasks if any(open_(r) for r in runs))
+
+
+def test_the_page_escapes_task_names(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    run(root, "<b>t", "empty", "1", status="failed")
+    run(root, "<b>t", "adversarial", "tests-removed", "1", status="passed")
+    code, out, err = report(root, "html")
+    assert code == 0, err
+    assert "<b>t" not in out
+    assert "hackable: &lt;b&gt;t: tests-removed passes unflagged" in out

@@ -11,11 +11,11 @@ table, json, jsonl, csv or html, each with the share of hackable tasks.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
 
-from markupsafe import escape
 from pydantic import ValidationError
 
 from interpreters.report.reader import Skip, read
@@ -126,15 +126,15 @@ def _csv(report: HackableReport) -> str:
 def _html(report: HackableReport) -> str:
     rows = []
     for task in report.tasks:
-        items = "".join(f"<li>{escape(o.line(task.task))}</li>" for o in task.outcomes or ())
+        items = "".join(f"<li>{html.escape(o.line(task.task))}</li>" for o in task.outcomes or ())
         rows.append(
-            f"<tr><td>{escape(task.task)}</td><td>{escape(_status(task))}</td>"
+            f"<tr><td>{html.escape(task.task)}</td><td>{html.escape(_status(task))}</td>"
             f"<td><ul>{items}</ul></td></tr>"
         )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>ssegrade: verify folder</title></head><body>\n"
-        f"<h1>Verify folder</h1>\n<p>{escape(report.summary())}</p>\n"
+        f"<h1>Verify folder</h1>\n<p>{html.escape(report.summary())}</p>\n"
         "<table><thead><tr><th>task</th><th>adversarial</th><th>cheats</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>\n</body></html>\n"
     )
