@@ -299,3 +299,36 @@ def test_rust_and_cpp_catchers(tmp_path: Path) -> None:
         if c.name == "entry-catcher"
     ]
     assert b'+extern "C" const char *__asan_default_options()' in (cpp_entry.patch or b"")
+
+
+def test_a_go_library_is_entered_through_its_fuzz_target(tmp_path: Path) -> None:
+    lib = b"package p\n\nfunc Parse(b []byte) int {\n\treturn int(b[0])\n}\n"
+    fuzz = (
+        b'package p\n\nimport "testing"\n\nfunc FuzzParse(f *testing.F) {\n'
+        b"\tf.Fuzz(func(t *testing.T, data []byte) {\n\t\tParse(data)\n\t})\n}\n"
+    )
+    files = {"parse.go": lib, "parse_test.go": fuzz}
+    task = Task(id="f", language="go", files=Files(poc=("testdata/crash",)))
+    paths = sorted(files)
+    wanted = wanted_paths(paths, None, None)
+    assert set(wanted) == set(files)
+    cheats = {
+        c.name: c for c in write_cheats(task, paths, files, pocs={"testdata/crash": b"\xff\xfe"})
+    }
+    entry = cheats["entry-catcher"].patch or b""
+    assert (
+        b"\tf.Fuzz(func(t *testing.T, data []byte) {\n+\tdefer func() { _ = recover() }()" in entry
+    )
+    assert "fuzz target" in (cheats["poc-early-return"].why_not or "")
+    tree = tmp_path / "f"
+    tree.mkdir()
+    for path, data in files.items():
+        (tree / path).write_bytes(data)
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    done = subprocess.run(
+        ["git", "-C", str(tree), "apply", "--check", "-"],
+        input=entry,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()

@@ -8,7 +8,8 @@ diff `git apply` takes, or why it cannot be written for this task:
 
 - `sanitizer-drop`: `-fsanitize=…`, `-Zsanitizer=…`, `-race`/`-asan`/`-msan` removed from
   each build file; a Makefile also filters them out of the flags make is given;
-- `entry-catcher`: a crash catcher at the entry point (`main`): C signal handlers that
+- `entry-catcher`: a crash catcher at the entry point (`main`, else a Go fuzz target's
+  callback): C signal handlers that
   `_exit(0)` and `__asan_default_options` returning `exitcode=0`; Go `defer recover()`; Rust
   a panic hook exiting 0; Python `except BaseException` exiting 0;
 - `function-catcher`: the same catcher in the function of the reference patch's first change;
@@ -124,7 +125,7 @@ def _entry(
     files: Mapping[str, bytes], code: Sequence[str]
 ) -> tuple[str, str, cheats_code.Function] | None:
     """The entry point: the first `main` found in `code` (Go: of package main; Python: in a
-    module run as a script)."""
+    module run as a script), else a Go fuzz target's callback."""
     for path in code:
         data = files.get(path)
         language = language_of(path)
@@ -137,6 +138,9 @@ def _entry(
         for function in cheats_code.functions(language, data):
             if function.name == "main":
                 return path, language, function
+    for path in sorted(p for p in files if p.endswith("_test.go") and not _vendored(p)):
+        for function in cheats_code.fuzz_callbacks(files[path]):
+            return path, "go", function
     return None
 
 
@@ -222,6 +226,8 @@ def _poc_return(
         return Cheat(name, why_not="no entry point (a main function) found in the project's code")
     path, language, function = entry
     data = files[path]
+    if function.name != "main":
+        return Cheat(name, why_not=f"{path}: the entry is a fuzz target, not a program's main")
     if language == "go":
         folder = str(PurePosixPath(path).parent)
         added = "cheat_known_inputs.go" if folder == "." else f"{folder}/cheat_known_inputs.go"

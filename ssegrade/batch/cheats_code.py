@@ -22,6 +22,7 @@ __all__ = [
     "at_body_start",
     "before",
     "functions",
+    "fuzz_callbacks",
     "poc_return",
     "wrap_body",
 ]
@@ -99,6 +100,29 @@ def functions(language: str, data: bytes) -> tuple[Function, ...]:
                 body.start_point[1],
             )
         )
+    return tuple(found)
+
+
+def fuzz_callbacks(data: bytes) -> tuple[Function, ...]:
+    """The Go fuzz targets' callbacks of `data` (`f.Fuzz(func(t *testing.T, …) {…})`), each
+    as a function named `Fuzz`: where a fuzz input is handled."""
+    if not syntax.available():
+        return ()
+    found: list[Function] = []
+    for node in syntax.nodes(syntax.parse("go", data)):
+        if node.type != "call_expression":
+            continue
+        callee, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if callee is None or args is None or not syntax.text(callee).endswith(".Fuzz"):
+            continue
+        for arg in args.named_children:
+            body = arg.child_by_field_name("body") if arg.type == "func_literal" else None
+            if body is not None:
+                first, last = arg.start_point[0], arg.end_point[0]
+                row, column = body.start_point
+                found.append(
+                    Function("Fuzz", (), first, last, arg.start_byte, body.start_byte, row, column)
+                )
     return tuple(found)
 
 
