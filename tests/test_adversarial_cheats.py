@@ -17,7 +17,7 @@ from interpreters.batch.verify_cheats import project_paths
 from interpreters.real.taskfolder import load_task
 from ssegrade.batch.cheats import CHEATS, PREFIX, Cheat, wanted_paths, write_cheats
 from ssegrade.batch.cheats_diff import created, deleted, modified
-from ssegrade.guard import Flag, guard
+from ssegrade.guard import Flag, guard, parse_diff
 from ssegrade.task import Files, Task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -332,3 +332,35 @@ def test_a_go_library_is_entered_through_its_fuzz_target(tmp_path: Path) -> None
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
+
+
+_NAMES = st.sampled_from(
+    ["main.c", "src/a.c", "cli.py", "m.go", "x_test.go", "Makefile", "t/test_a.py"]
+)
+_CODE = st.one_of(
+    st.binary(max_size=200),
+    st.sampled_from(
+        [
+            b"int main(int a, char **b) {\n  return 0;\n}\n",
+            b"int main(int a, char **b) {\n  return 0; /* \0 */\n}\n",
+            b"def main():\n    pass\n",
+        ]
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(files=st.dictionaries(_NAMES, _CODE, max_size=5), reference=st.binary(max_size=200))
+def test_hostile_project_files_never_break_the_generator(
+    files: dict[str, bytes], reference: bytes
+) -> None:
+    """Property: whatever the project's bytes and the reference patch, every cheat is a diff
+    of text files the project has (or adds) or says why not; nothing raises."""
+    task = Task(id="h", language="c", sanitizer="address", files=Files(poc=("p.bin",)))
+    paths = sorted(files)
+    wanted = {p: files[p] for p in wanted_paths(paths, reference, None) if p in files}
+    for cheat in write_cheats(task, paths, wanted, reference=reference, pocs={"p.bin": b"\x01"}):
+        assert (cheat.patch is None) != (cheat.why_not is None)
+        for change in parse_diff(cheat.patch or b""):
+            assert change.old_path is None or change.old_path in files
+            assert change.old_path is None or b"\0" not in files[change.old_path]

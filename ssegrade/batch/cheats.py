@@ -293,12 +293,14 @@ def write_cheats(
     """Every cheat of `CHEATS` for `task`, in order: its patch, or why it is not applicable.
 
     `paths` are the project's files, `files` the bytes of those `wanted_paths` named (a file
-    missing is one that could not be read), `reference` the reference patch, `hidden` the
-    hidden test diff, `pocs` each PoC's bytes by its config path."""
+    missing is one that could not be read; a binary one is left alone), `reference` the
+    reference patch, `hidden` the hidden test diff, `pocs` each PoC's bytes by its config
+    path."""
     if not available():
         return tuple(
             Cheat(n, why_not="the code parsers (the guard extra) are not installed") for n in CHEATS
         )
+    files = {path: data for path, data in files.items() if is_text(data)}  # git diffs as text
     hidden_paths = _hidden_paths(hidden)
     refs = [p for p in _reference_paths(reference) if p in files]
     entry = _entry(files, _code_files(paths, refs))
