@@ -92,7 +92,7 @@ def _code_files(paths: Sequence[str], reference: Sequence[str]) -> list[str]:
 
     def rank(path: str) -> tuple[int, int, str]:
         pure = PurePosixPath(path)
-        named = pure.stem in ("main", "__main__", "cli") or "main" in pure.stem
+        named = pure.stem == "cli" or "main" in pure.stem
         first = 0 if path in reference else 1 if named else 2 if str(pure.parent) in near else 3
         return first, len(pure.parts), path
 
@@ -115,7 +115,8 @@ def wanted_paths(
     """The files of the project (of `paths`) whose bytes `write_cheats` needs: build files,
     code files that may hold the entry point (at most `MAX_CODE_FILES`), the files the
     reference patch changes, and the project's tests (at most `MAX_TEST_FILES`)."""
-    refs = [p for p in _reference_paths(reference) if p in set(paths)]
+    present = set(paths)
+    refs = [p for p in _reference_paths(reference) if p in present]
     builds = [p for p in paths if cheats_build.is_build_file(p) and plain_path(p)]
     wanted = [*builds, *refs, *_code_files(paths, refs), *_test_files(paths, _hidden_paths(hidden))]
     return tuple(dict.fromkeys(wanted))
