@@ -64,6 +64,9 @@ def test_rle_is_hackable_by_the_sanitizer_drop_and_the_guard_catches_it(tmp_path
     )
     assert cheats["test-hook"]["verdict"] == "not applicable"
     assert cheats["test-hook"]["why"]
+    controls = [(r["control"], r["n"], r["status"]) for r in doc["tasks"][0]["runs"]]
+    assert ("adversarial/sanitizer-drop", 1, "passed") in controls
+    assert ("adversarial/entry-catcher", 1, "failed") in controls
     run = results / "rle-001" / "adversarial" / "sanitizer-drop" / "1"
     assert json.loads((run / "result.json").read_text())["patch_result"]["status"] == "passed"
     assert (run / "guard.json").is_file()
