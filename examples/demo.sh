@@ -3,7 +3,11 @@
 # (expected verdict: failed) and as one that applies the reference fix (expected: passed, and
 # no flag from the patch guard); the C task a third time, as an agent that cheats by dropping
 # the sanitizer through the project's Makefile (expected: passed, flagged sanitizer and
-# build-config). Exits non-zero when a verdict or the flags are not the expected ones.
+# build-config). Then each example is verified with its canonical cheats (`ssegrade verify
+# --adversarial`): ssegrade writes the cheats itself, grades each and runs the patch guard on
+# it, and prints a line per cheat; no example may be hackable (a cheat that passes unflagged),
+# and the C task's sanitizer drop must pass and be caught by the guard. Exits non-zero when a
+# verdict, the flags or a verification are not the expected ones.
 #
 #   bash examples/demo.sh
 #
@@ -121,6 +125,34 @@ else
     echo
     echo "demo: NOTE: examples/rle skipped: it needs gcc (with libasan) to build with AddressSanitizer"
 fi
+
+# adversarial NAME [LINE]: verify the example with its canonical cheats, into the shared
+# folder $results/verify; it must exit 0 (no cheat passes unflagged) and print LINE if given.
+adversarial() {
+    local name="$1" line="${2:-}" src="$work/$1/project" out status=0
+    git -C "$src" checkout -q -- . && git -C "$src" clean -fdq
+    echo
+    echo "== $name: ssegrade verify --adversarial (the canonical cheats, each graded and guarded)"
+    out="$("$ssegrade" verify "$work/$name/task" --repo "$src" --adversarial \
+        --results "$results/verify")" || status=$?
+    printf '%s\n' "$out"
+    mark="ok"
+    if [ "$status" -ne 0 ] || { [ -n "$line" ] && ! grep -qF -- "$line" <<<"$out"; }; then
+        mark="UNEXPECTED"
+        wrong=$((wrong + 1))
+    fi
+    summary+=("$(printf '%-10s %-7s %-8s exit %s (expected 0%s)' "$mark" "$name" verify \
+        "$status" "${line:+, and: $line}")")
+}
+
+adversarial tlv
+adversarial kvconf
+if command -v gcc > /dev/null; then
+    adversarial rle "caught by the guard: rle-001: sanitizer-drop passes"
+fi
+echo
+echo "== the report of the verify folder: the share of hackable tasks"
+"$ssegrade" report "$results/verify" | head -n 1
 
 echo
 echo "== verdicts and patch guard flags"

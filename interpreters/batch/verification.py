@@ -5,17 +5,18 @@ patch, `repeat` times each, on the same engines as `run_batch`; every run is kep
 `RESULTS/<task id>/<control>/<n>/`. As root, a staged copy of each task folder is graded
 (`interpreters.batch.staging`): the author's files keep their owners and modes. The decision
 is the pure `ssegrade.batch.verify.judge`; each problem is shown with the log of the check that
-failed (`interpreters.batch.evidence`).
+failed (`interpreters.batch.evidence`). With `adversarial`, the task's canonical cheats
+(`interpreters.batch.verify_cheats`) are graded as a third control, each `repeat` times, into
+`RESULTS/<task id>/adversarial/<cheat>/<n>/`, and judged by `ssegrade.batch.verify_adversarial`.
 """
 
 from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from returns.pipeline import is_successful
 
@@ -34,104 +35,27 @@ from interpreters.batch.evidence import log_head
 from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
 from interpreters.batch.jobs import BadJobs, check_runner, task_repo
 from interpreters.batch.staging import TaskCopyFailed, staged_tasks
+from interpreters.batch.verify_cheats import task_cheats
+from interpreters.batch.verify_report import (
+    CheatResult,
+    ControlResult,
+    TaskVerification,
+    VerifyReport,
+)
 from interpreters.real.holding import Hold
 from interpreters.real.runner import Runner
 from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular
-from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult, Task
+from ssegrade import RuntimeResult, Task
+from ssegrade.batch.cheats import CHEATS, Cheat
 from ssegrade.batch.verify import CONTROLS, Control, ControlRun, Verification, judge
-from ssegrade.guard import Flag
+from ssegrade.batch.verify_adversarial import CheatRun, judge_cheats
 from ssegrade.ssebench import task_problems
 
-__all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
+__all__ = ["CheatResult", "ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ControlResult:
-    """One graded control run: where it was written, its grade, how long it took."""
-
-    control: Control
-    n: int
-    folder: Path
-    result: EvaluationResult
-    seconds: float
-    checks: tuple[CheckRecord, ...] = ()
-    guard: GuardReport | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskVerification:
-    """A task's verdict, problems, flaky checks and control runs."""
-
-    task: str
-    folder: Path
-    verification: Verification
-    runs: tuple[ControlResult, ...]
-    heads: tuple[tuple[str, ...], ...] = ()
-    """The first lines of each evidence's log (`verification.evidence`, in order)."""
-
-    @property
-    def reference_flags(self) -> tuple[Flag, ...]:
-        """The patch guard's flags the reference patch raises (in any of its runs), once each:
-        what is normal for this task (a real fix may touch its tests or build files)."""
-        found: dict[Flag, None] = {}
-        for run in self.runs:
-            if run.control == "reference" and run.guard is not None:
-                found.update(dict.fromkeys(run.guard.flags))
-        return tuple(found)
-
-    def to_json(self) -> dict[str, Any]:
-        """The task's entry in `verify --format json`."""
-        v = self.verification
-        return {
-            "task": self.task,
-            "folder": str(self.folder),
-            "verdict": v.verdict,
-            "problems": list(v.problems),
-            "flaky": list(v.flaky),
-            "reference_flags": [f.model_dump(mode="json") for f in self.reference_flags],
-            "evidence": [
-                {
-                    "about": e.about,
-                    "control": e.control,
-                    "n": e.n,
-                    "check": e.check,
-                    "log": e.log,
-                    "head": list(head),
-                }
-                for e, head in zip(v.evidence, self.heads, strict=True)
-            ],
-            "runs": [
-                {
-                    "control": r.control,
-                    "n": r.n,
-                    "status": r.result.patch_result.status,
-                    "result": r.result.patch_result.model_dump(mode="json"),
-                    "seconds": round(r.seconds, 3),
-                    "results": str(r.folder),
-                    "guard": None if r.guard is None else r.guard.model_dump(mode="json"),
-                }
-                for r in self.runs
-            ],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
-    """Every task verified (all of them unless interrupted) and whether it was interrupted."""
-
-    tasks: tuple[TaskVerification, ...]
-    interrupted: bool
-
-    @property
-    def exit_code(self) -> int:
-        """130 when interrupted, 1 when a task is not `ok`, else 0."""
-        if self.interrupted:
-            return 130
-        return 0 if all(t.verification.verdict == "ok" for t in self.tasks) else 1
 
 
 @dataclass
@@ -142,6 +66,9 @@ class _Subject:
     reference: bytes | None
     missing_reference: str | None
     runs: list[ControlResult] = field(default_factory=list)
+    cheats: tuple[Cheat, ...] | None = None
+    """The canonical cheats written for the task (`--adversarial`; None: not asked)."""
+    cheat_runs: list[CheatResult] = field(default_factory=list)
     graded: Path | None = None
     """The folder graded: a staged copy of `folder` (as root), or `folder` itself."""
 
@@ -184,12 +111,16 @@ def verify_tasks(
     checks: bool = False,
     grade: GradeFunction | None = None,
     scripts: ScriptOptions | None = None,
+    adversarial: bool = False,
+    cheats: Collection[str] | None = None,
 ) -> VerifyReport:
     """Verify every task (SPEC §13): grade the `empty` and `reference` controls `repeat`
     times each into `results/<task id>/<control>/<n>/` (`results` None: a new scratch
-    folder) and judge them. It logs (`interpreters.real.logs`) where the results are kept, once
-    the input is good, then one line per run; with `checks`, each grading's own log (each
-    check of each run) is shown on its worker's stderr.
+    folder) and judge them; with `adversarial`, also each canonical cheat (those named in
+    `cheats`, default all) into `results/<task id>/adversarial/<cheat>/<n>/`. It logs
+    (`interpreters.real.logs`) where the results are kept, once the input is good, then one
+    line per run; with `checks`, each grading's own log (each check of each run) is shown on
+    its worker's stderr.
 
     The project graded is `repo`, else each task's `source`, read as root only when the
     account the task speaks for could read it (`interpreters.batch.jobs.task_repo`);
@@ -201,6 +132,9 @@ def verify_tasks(
     holds one of its run folders.
     """
     check_engine(engine, ray_address)
+    unknown = sorted(set(cheats or ()) - set(CHEATS))
+    if unknown:
+        raise BadJobs([f"no cheat named {name} (cheats: {', '.join(CHEATS)})" for name in unknown])
     runner = check_runner(runner_user)
     subjects: list[_Subject] = []
     problems: list[str] = []
@@ -214,6 +148,10 @@ def verify_tasks(
             subjects.append(loaded)
     if problems:
         raise BadJobs(problems)
+    for subject in subjects if adversarial else ():
+        subject.cheats = task_cheats(
+            subject.task, subject.folder, subject.repo, subject.reference, cheats
+        )
     for subject in subjects:  # graded all the same; SSEBench itself could not run it
         refused = task_problems(subject.task)
         if refused:
@@ -267,15 +205,12 @@ def _verify(
     options: _Options,
 ) -> VerifyReport:
     works: list[Work] = []
-    where: list[tuple[_Subject, Control, int]] = []
+    where: list[tuple[_Subject, str, int]] = []
     busy: list[str] = []
     for subject in subjects:
-        for control in CONTROLS:
-            patch = b"" if control == "empty" else subject.reference
-            if patch is None:
-                continue
+        for control, patch in _patches(subject):
             for n in range(1, repeat + 1):
-                parts = (subject.task.id, control, str(n))
+                parts = (subject.task.id, *control.split("/"), str(n))
                 folder = folders.root.joinpath(*parts)
                 try:
                     if folders.look(parts).held:
@@ -304,7 +239,7 @@ def _verify(
     def start(work: Work) -> None:
         subject, control, n = where[work.key]
         try:
-            holds[work.key] = folders.prepare((subject.task.id, control, str(n)))
+            holds[work.key] = folders.prepare((subject.task.id, *control.split("/"), str(n)))
         except (FolderHeld, FolderRefused, OSError) as exc:
             _log.warning("%s %s %s: %s", subject.task.id, control, n, exc)
 
@@ -319,9 +254,17 @@ def _verify(
         if held is not None:
             held.unmark()
             held.release()
-        run = ControlResult(control, n, folder, done.result, done.seconds, done.checks, done.guard)
-        subject.runs.append(run)
-        finished = sum(len(s.runs) for s in subjects)
+        if control in CONTROLS:
+            run = ControlResult(
+                _control(control), n, folder, done.result, done.seconds, done.checks, done.guard
+            )
+            subject.runs.append(run)
+        else:
+            cheat = control.removeprefix("adversarial/")
+            subject.cheat_runs.append(
+                CheatResult(cheat, n, folder, done.result, done.seconds, done.guard)
+            )
+        finished = sum(len(s.runs) + len(s.cheat_runs) for s in subjects)
         status = done.result.patch_result.status
         run_name = f"{subject.task.id} {control} {n}"
         _log.info("[%d/%d] %s: %s (%.1f s)", finished, len(works), run_name, status, done.seconds)
@@ -341,13 +284,26 @@ def _verify(
     finally:
         for held in holds.values():
             held.release()
-    expected = 2 * repeat
     judged = []
     for s in subjects:
-        if driven.interrupted and len(s.runs) < (expected if s.reference is not None else repeat):
+        if driven.interrupted and len(s.runs) + len(s.cheat_runs) < repeat * len(_patches(s)):
             continue
         judged.append(_judge(s))
     return VerifyReport(tuple(judged), driven.interrupted)
+
+
+def _patches(subject: _Subject) -> list[tuple[str, bytes]]:
+    """What is graded for `subject`: each control's patch (the empty patch, the reference
+    patch when there is one) and each cheat's as `adversarial/<cheat>`."""
+    graded = [("empty", b"")]
+    if subject.reference is not None:
+        graded.append(("reference", subject.reference))
+    graded += [(f"adversarial/{c.name}", c.patch) for c in subject.cheats or () if c.patch]
+    return graded
+
+
+def _control(name: str) -> Control:
+    return "empty" if name == "empty" else "reference"
 
 
 def _judge(subject: _Subject) -> TaskVerification:
@@ -367,4 +323,19 @@ def _judge(subject: _Subject) -> TaskVerification:
             verdict.evidence,
         )
     heads = tuple(log_head(e.log) for e in verdict.evidence)
-    return TaskVerification(subject.task.id, subject.folder, verdict, tuple(runs), heads)
+    cheat_runs = tuple(sorted(subject.cheat_runs, key=lambda r: (CHEATS.index(r.cheat), r.n)))
+    outcomes = None
+    if subject.cheats is not None:
+        graded = [
+            CheatRun(
+                r.cheat,
+                r.n,
+                r.result.patch_result.status,
+                None if r.guard is None else r.guard.flags,
+            )
+            for r in cheat_runs
+        ]
+        outcomes = judge_cheats(subject.cheats, graded)
+    return TaskVerification(
+        subject.task.id, subject.folder, verdict, tuple(runs), heads, outcomes, cheat_runs
+    )

@@ -31,6 +31,7 @@ from interpreters.cli.options import (
 )
 from interpreters.real import logs
 from interpreters.real.runner import ContainmentRefused, choose
+from ssegrade.batch.cheats import CHEATS
 from ssegrade.batch.summary import RETRY_KINDS
 from ssegrade.guard import Flag
 from ssegrade.result import ERROR_KINDS, ErrorKind
@@ -156,6 +157,20 @@ def _bad_input() -> Iterator[None]:
 @click.option(
     "-v", "--verbose", is_flag=True, help="Also say each check of each run, with its log."
 )
+@click.option(
+    "--adversarial",
+    is_flag=True,
+    help="Also grade the canonical cheats written for each task (sanitizer dropped, crash "
+    "catchers, early return on the PoC's bytes, tests removed, a test hook): a task where "
+    "one passes and the patch guard does not flag it is hackable.",
+)
+@click.option(
+    "--cheat",
+    "cheats",
+    multiple=True,
+    metavar="NAME",
+    help=f"With --adversarial: grade only this cheat (repeat): {', '.join(CHEATS)}.",
+)
 def verify(
     tasks: tuple[Path, ...],
     repo: Path | None,
@@ -170,10 +185,13 @@ def verify(
     fmt: str,
     output: Path | None,
     verbose: bool,
+    adversarial: bool,
+    cheats: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Check that each TASK tells a fix from no fix: grade it with the empty patch and with
-    its reference patch; `ok`, `broken` or `flaky`, one sentence per problem.
+    its reference patch; `ok`, `broken` or `flaky`, one sentence per problem. With
+    --adversarial, also grade canonical cheats: `hackable` when one passes unflagged.
 
     Exits 0 when every task is ok, 1 when one is not, 2 for bad input.
 
@@ -181,7 +199,10 @@ def verify(
     Examples:
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
+      ssegrade verify tasks/* --adversarial --results verify-runs/
     """
+    if cheats and not adversarial:
+        _refuse(("--cheat goes with --adversarial",))
     scripts = _scripts(engine, options)
     _show(verbose=verbose)
     with _bad_input():
@@ -198,6 +219,8 @@ def verify(
             runner_user=runner_user,
             scripts=scripts,
             checks=verbose,
+            adversarial=adversarial,
+            cheats=cheats or None,
         )
     if fmt == "json":
         text = json.dumps({"tasks": [t.to_json() for t in report.tasks]}, indent=1) + "\n"
@@ -210,6 +233,10 @@ def verify(
             raise InputError(f"-o {output}: {exc.strerror}") from None
     else:
         click.echo("".join(inert_text(line) + "\n" for line in text.splitlines()), nl=False)
+    for task in report.tasks:  # what makes the exit status 1, said on stderr too
+        for outcome in task.adversarial or ():
+            if outcome.verdict == "hackable":
+                click.echo(inert_text(outcome.line(task.task)), err=True)
     if report.interrupted:
         _log.warning("interrupted: tasks whose runs did not all finish are not reported")
     raise click.exceptions.Exit(report.exit_code)
@@ -225,7 +252,7 @@ def _table(tasks: tuple[TaskVerification, ...]) -> str:
     lines = [f"{'task':<{width}}  verdict"]
     for t in tasks:
         v = t.verification
-        lines.append(f"{t.task:<{width}}  {v.verdict}")
+        lines.append(f"{t.task:<{width}}  {t.verdict}")
         shown = {e.about: (e, head) for e, head in zip(v.evidence, t.heads, strict=True)}
         for flaky, about in [(False, p) for p in v.problems] + [(True, f) for f in v.flaky]:
             lines.append(f"{pad}  - {'flaky: ' if flaky else ''}{about}")
@@ -235,6 +262,7 @@ def _table(tasks: tuple[TaskVerification, ...]) -> str:
                 lines.append(f"{pad}    log ({where}): {evidence.log or 'none'}")
                 lines += [f"{pad}    | {line}" for line in head]
         lines += [f"{pad}  - {_flag_line(flag)}" for flag in t.reference_flags]
+        lines += [f"{pad}  - {outcome.line(t.task)}" for outcome in t.adversarial or ()]
     return "\n".join(lines) + "\n"
 
 

@@ -153,6 +153,21 @@ def _show_batch(results: str, fmt: str, verbose: bool, output: str | None) -> No
     _write(lambda out: print_batch(results, summary, out, verbose, width), output)
 
 
+def _show_verify(results: str, fmt: str, output: str | None) -> bool:
+    """Report a verify folder (`ssegrade verify --results`): the share of hackable tasks;
+    False when `results` is not one."""
+    from interpreters.report.verify_folder import is_verify_folder, load_verify, render  # noqa: PLC0415
+
+    if not is_verify_folder(results):
+        return False
+    report, warnings = load_verify(results)
+    for warning in warnings:
+        click.echo(inert_text(f"warning: {warning}"), err=True)
+    text = render(report, fmt)
+    _write(lambda out: out.write(text), output)
+    return True
+
+
 def _write(write: Callable[[TextIO], object], output: str | None) -> None:
     try:
         emit(write, output)
@@ -274,6 +289,8 @@ def report(
     """
     if batch:
         _show_batch(results, fmt, verbose, output)
+        return
+    if _show_verify(results, fmt, output):
         return
     if per_run and fmt != "csv":
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")

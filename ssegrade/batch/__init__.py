@@ -6,9 +6,13 @@ gradings is `interpreters.batch`'s job:
 - `ssegrade.batch.jobs`: the job lines (`parse_jobs`), where a run goes, the digest that
   identifies a grading, a run's `summary.json` and the tally of the progress line;
 - `ssegrade.batch.summary`: the batch's own `batch.json`, and which runs are graded again;
-- `ssegrade.batch.verify`: the verdict on a task's controls (`judge`).
+- `ssegrade.batch.verify`: the verdict on a task's controls (`judge`);
+- `ssegrade.batch.cheats`: the canonical cheats of `verify --adversarial` (`write_cheats`),
+  with `cheats_build` (build files), `cheats_code` (where code goes) and `cheats_diff`;
+- `ssegrade.batch.verify_adversarial`: which cheats pass unflagged (`judge_cheats`).
 """
 
+from ssegrade.batch.cheats import CHEATS, Cheat, wanted_paths, write_cheats
 from ssegrade.batch.jobs import (
     JOB_KEYS,
     Job,
@@ -44,14 +48,25 @@ from ssegrade.batch.verify import (
     judge,
     observed_outcomes,
 )
+from ssegrade.batch.verify_adversarial import (
+    CheatOutcome,
+    CheatRun,
+    counts_against,
+    judge_cheats,
+    task_verdict,
+)
 
 __all__ = [
+    "CHEATS",
     "CONTROLS",
     "JOB_KEYS",
     "KINDS",
     "BatchCounts",
     "BatchRuns",
     "BatchSummary",
+    "Cheat",
+    "CheatOutcome",
+    "CheatRun",
     "Control",
     "ControlRun",
     "Evidence",
@@ -64,15 +79,20 @@ __all__ = [
     "Verification",
     "batch_summary",
     "cached_result",
+    "counts_against",
     "describe_invalid",
     "duplicate_problems",
     "expected_outcomes",
     "job_digest",
     "judge",
+    "judge_cheats",
     "nested_problems",
     "next_attempt",
     "observed_outcomes",
     "parse_jobs",
     "run_parts",
     "summary_document",
+    "task_verdict",
+    "wanted_paths",
+    "write_cheats",
 ]
