@@ -13,6 +13,10 @@ that dies, even by kill -9, holds nothing):
 
 `.incomplete` marks a folder being rewritten: written before anything is removed, removed
 once the new grade is whole. The lock file itself is never removed, except with its folder.
+
+A folder may come with an empty `result.json` made before grading (SSEBench's runner makes it,
+and may bind-mount that very file): `Hold.premade` names it, and `write_premade` writes the
+grade into it in place, since a mount point cannot be replaced by a rename.
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ __all__ = [
     "FIRST_CLEARED",
     "INCOMPLETE",
     "LOCK",
+    "RESULT",
     "FolderHeld",
     "Hold",
     "claim",
+    "held_premade",
     "is_held",
     "join",
+    "plain",
     "unmark_finished",
 ]
 
@@ -46,7 +53,9 @@ LOCK = ".lock"
 """The lock file of a results folder."""
 INCOMPLETE = ".incomplete"
 """The marker of a results folder being written anew."""
-FIRST_CLEARED = ("result.json", "summary.json")
+RESULT = "result.json"
+"""The grade."""
+FIRST_CLEARED = (RESULT, "summary.json")
 """What says a folder holds a valid grade: removed first when the folder is cleared."""
 
 _LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -55,6 +64,9 @@ _PAUSE = 0.02
 """A lock found taken is tried again this many times, this many seconds apart: a grading holds
 it for its whole run, `is_held` for an instant."""
 _MARKED: dict[Path, Hold] = {}
+_PREMADE: dict[Path, Hold] = {}
+"""The holds of this process whose folder came with an empty `result.json` to write into."""
+_WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class FolderHeld(Exception):
@@ -70,6 +82,45 @@ class Hold:
     fd: int
     claimed: bool
     open: bool = field(default=True)
+    premade: int | None = field(default=None)
+    """The empty `result.json` found there when the folder was taken (an `O_PATH` descriptor,
+    which keeps its inode from being reused), to be written in place (`write_premade`); None:
+    the grade is written by rename."""
+
+    def keep_premade(self, fd: int) -> None:
+        """Write the grade in place into the empty `result.json` open as `fd` (taken over)."""
+        self.premade = fd
+        _PREMADE[self.path] = self
+
+    def write_premade(self, data: bytes) -> None:
+        """Write `data` into the pre-made `result.json` in place: opened below the held
+        folder without following a link or blocking on a FIFO, refused (`OSError`) unless it
+        is still that very regular file with no other link; the whole grade lies in a
+        temporary file first, then goes in with one write, truncated to its length and
+        synced."""
+        spare = f".{RESULT}.grade.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(spare, dir_fd=self.folder)
+        made = os.open(spare, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=self.folder)
+        try:
+            _write_all(made, data)
+            os.fsync(made)
+        finally:
+            os.close(made)
+        fd = os.open(RESULT, _WRITE_FLAGS, dir_fd=self.folder)
+        try:
+            info = os.fstat(fd)
+            kept = os.fstat(self.premade) if self.premade is not None else None
+            if kept is None or (info.st_dev, info.st_ino) != (kept.st_dev, kept.st_ino):
+                raise OSError(errno.EEXIST, f"{self.path / RESULT}: replaced during grading")
+            if not plain(info):
+                raise OSError(errno.EMLINK, f"{self.path / RESULT}: linked elsewhere meanwhile")
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.unlink(spare, dir_fd=self.folder)
 
     def share(self) -> None:
         """Turn a claim into a shared hold, which lets `join` in and keeps claimers out.
@@ -114,10 +165,26 @@ class Hold:
         """Let go of the folder (idempotent)."""
         if self.open:
             self.open = False
-            if _MARKED.get(self.path) is self:
-                del _MARKED[self.path]
+            for kept in (_MARKED, _PREMADE):
+                if kept.get(self.path) is self:
+                    del kept[self.path]
+            if self.premade is not None:
+                os.close(self.premade)
             os.close(self.fd)
             os.close(self.folder)
+
+
+def plain(info: os.stat_result) -> bool:
+    """A regular file with no other hard link."""
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write `data` at the start of `fd`, whole."""
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, view[done:], done)
 
 
 def _open_lock(folder: int, path: Path, *, create: bool) -> int:
@@ -217,3 +284,9 @@ def unmark_finished(path: Path) -> None:
     hold = _MARKED.get(path)
     if hold is not None and hold.open:
         hold.unmark()
+
+
+def held_premade(path: Path) -> Hold | None:
+    """The open hold of this process on `path` whose `result.json` is pre-made, if any."""
+    hold = _PREMADE.get(path)
+    return hold if hold is not None and hold.open else None
