@@ -34,7 +34,9 @@ def _pod(job: dict[str, Any]) -> dict[str, Any]:
 
 def _container(job: dict[str, Any], name: str) -> dict[str, Any]:
     pod = _pod(job)
-    found = [c for c in [*pod["initContainers"], *pod["containers"]] if c["name"] == name]
+    found: list[dict[str, Any]] = [
+        c for c in [*pod["initContainers"], *pod["containers"]] if c["name"] == name
+    ]
     assert len(found) == 1, name
     return found[0]
 
