@@ -156,6 +156,7 @@ def test_a_result_json_swapped_during_grading_is_not_written_into(tmp_path: Path
         with pytest.raises(OSError, match="replaced during grading"):
             resultsfolder.write_result(held.path, b"{}")
         assert made.read_bytes() == b""
+        assert sorted(os.listdir(tmp_path / "run")) == [".lock", "archive", "logs", "result.json"]
     finally:
         held.release()
     assert holding.held_premade(held.path) is None

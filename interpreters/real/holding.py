@@ -45,7 +45,6 @@ __all__ = [
     "held_premade",
     "is_held",
     "join",
-    "plain",
     "unmark_finished",
 ]
 
@@ -95,32 +94,39 @@ class Hold:
     def write_premade(self, data: bytes) -> None:
         """Write `data` into the pre-made `result.json` in place: opened below the held
         folder without following a link or blocking on a FIFO, refused (`OSError`) unless it
-        is still that very regular file with no other link; the whole grade lies in a
-        temporary file first, then goes in with one write, truncated to its length and
-        synced."""
+        is still that very regular file with no other link. The whole grade is written and
+        synced in a temporary file of the folder first (a full disk shows there, before the
+        runner's file is touched), then goes into the file with one write, truncated to its
+        length and synced; the temporary file is removed whatever happens."""
         spare = f".{RESULT}.grade.tmp"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(spare, dir_fd=self.folder)
-        made = os.open(spare, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=self.folder)
         try:
-            _write_all(made, data)
-            os.fsync(made)
+            made = os.open(spare, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=self.folder)
+            try:
+                _write_all(made, data)
+                os.fsync(made)
+            finally:
+                os.close(made)
+            self._write_into(data)
         finally:
-            os.close(made)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spare, dir_fd=self.folder)
+
+    def _write_into(self, data: bytes) -> None:
         fd = os.open(RESULT, _WRITE_FLAGS, dir_fd=self.folder)
         try:
             info = os.fstat(fd)
             kept = os.fstat(self.premade) if self.premade is not None else None
             if kept is None or (info.st_dev, info.st_ino) != (kept.st_dev, kept.st_ino):
                 raise OSError(errno.EEXIST, f"{self.path / RESULT}: replaced during grading")
-            if not plain(info):
+            if not _plain(info):
                 raise OSError(errno.EMLINK, f"{self.path / RESULT}: linked elsewhere meanwhile")
             _write_all(fd, data)
             os.ftruncate(fd, len(data))
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.unlink(spare, dir_fd=self.folder)
 
     def share(self) -> None:
         """Turn a claim into a shared hold, which lets `join` in and keeps claimers out.
@@ -174,7 +180,7 @@ class Hold:
             os.close(self.folder)
 
 
-def plain(info: os.stat_result) -> bool:
+def _plain(info: os.stat_result) -> bool:
     """A regular file with no other hard link."""
     return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
