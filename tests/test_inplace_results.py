@@ -143,6 +143,34 @@ def test_a_bind_mounted_result_json_receives_the_grade(tmp_path: Path) -> None:
     assert (run / "result.json").read_bytes() == b""  # the mount went with its namespace
 
 
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+def test_force_empties_a_bind_mounted_grade_and_writes_into_it(tmp_path: Path) -> None:
+    # A mount point cannot be removed (EBUSY): --force used to stop there, grading nothing.
+    outside = tmp_path / "host-result.json"
+    outside.write_text('{"patch_result":{"status":"failed"}}')
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    (run / "result.json").touch()
+    (run / "checks.jsonl").write_text("{}\n")  # what the earlier grading left
+    make_task(tmp_path / "t", pocs=1)
+    (tmp_path / "t" / "fix.diff").write_text(FIX)
+    grade = [
+        "evaluate", "--task", str(tmp_path / "t" / "task"), "--patch",
+        str(tmp_path / "t" / "fix.diff"), "--repo", str(tmp_path / "t" / "source"),
+        "--results", str(run), "--containment", "weak", "--force",
+    ]  # fmt: skip
+    script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    command = [sys.executable, "-c", "from interpreters.cli.entry import main; main()", *grade]
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "bind",
+         str(outside), str(run / "result.json"), *command],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(outside.read_bytes())["patch_result"]["status"] == "passed"
+    assert not (run / ".incomplete").exists()
+
+
 def _held(folder: Path) -> holding.Hold:
     return resultsfolder.hold(folder, RESULTS_ENTRIES)
 

@@ -158,14 +158,35 @@ class Hold:
     def clear(self, keep: Collection[str] = ()) -> None:
         """Mark the folder incomplete, remove `result.json` and `summary.json`, then the rest
         but `keep` (the lock and the marker stay): a kill at any moment leaves no earlier
-        grade that looks valid."""
+        grade that looks valid. A `result.json` that cannot be removed because a file is
+        mounted there is emptied instead, and the grade written into it in place."""
         self.mark()
         for name in FIRST_CLEARED:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(name, dir_fd=self.folder)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if name != RESULT or exc.errno != errno.EBUSY:
+                    raise
+                self._empty_mounted()
+        kept = (LOCK, INCOMPLETE, *keep, *([RESULT] if self.premade is not None else []))
         for name in sorted(os.listdir(self.folder)):
-            if name not in (LOCK, INCOMPLETE, *keep):
+            if name not in kept:
                 files.remove_tree(self.path / name)
+
+    def _empty_mounted(self) -> None:
+        """Empty the `result.json` mounted there (a plain file, else `OSError`), to be written
+        in place."""
+        fd = os.open(RESULT, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.folder)
+        try:
+            if not _plain(os.fstat(fd)):
+                raise OSError(errno.EBUSY, f"{self.path / RESULT}: mounted, not a plain file")
+        except BaseException:
+            os.close(fd)
+            raise
+        self.keep_premade(fd)
+        self._write_into(b"")
 
     def release(self) -> None:
         """Let go of the folder (idempotent)."""
