@@ -194,9 +194,10 @@ class Service:
         return capabilities(self.task, self.level, listener, self.agent_phase)
 
     def result(self) -> EvaluationResult:
-        """`GET /result`: the grade in the results folder (404 before one is written)."""
+        """`GET /result`: the grade in the results folder (404 before one is written: the
+        empty `result.json` a runner makes before grading is none)."""
         data = self.results_file("result.json")
-        if data is None:
+        if data is None or not data.strip():
             raise Refused(404, "no result yet: grading has not written result.json")
         parsed = parse_result(data)
         if isinstance(parsed, Failure):

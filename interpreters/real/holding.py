@@ -13,6 +13,10 @@ that dies, even by kill -9, holds nothing):
 
 `.incomplete` marks a folder being rewritten: written before anything is removed, removed
 once the new grade is whole. The lock file itself is never removed, except with its folder.
+
+A folder may come with an empty `result.json` made before grading (SSEBench's runner makes it,
+and may bind-mount that very file): `Hold.premade` names it, and `write_premade` writes the
+grade into it in place, since a mount point cannot be replaced by a rename.
 """
 
 from __future__ import annotations
@@ -34,9 +38,11 @@ __all__ = [
     "FIRST_CLEARED",
     "INCOMPLETE",
     "LOCK",
+    "RESULT",
     "FolderHeld",
     "Hold",
     "claim",
+    "held_premade",
     "is_held",
     "join",
     "unmark_finished",
@@ -46,7 +52,9 @@ LOCK = ".lock"
 """The lock file of a results folder."""
 INCOMPLETE = ".incomplete"
 """The marker of a results folder being written anew."""
-FIRST_CLEARED = ("result.json", "summary.json")
+RESULT = "result.json"
+"""The grade."""
+FIRST_CLEARED = (RESULT, "summary.json")
 """What says a folder holds a valid grade: removed first when the folder is cleared."""
 
 _LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -55,6 +63,9 @@ _PAUSE = 0.02
 """A lock found taken is tried again this many times, this many seconds apart: a grading holds
 it for its whole run, `is_held` for an instant."""
 _MARKED: dict[Path, Hold] = {}
+_PREMADE: dict[Path, Hold] = {}
+"""The holds of this process whose folder came with an empty `result.json` to write into."""
+_WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class FolderHeld(Exception):
@@ -70,6 +81,52 @@ class Hold:
     fd: int
     claimed: bool
     open: bool = field(default=True)
+    premade: int | None = field(default=None)
+    """The empty `result.json` found there when the folder was taken (an `O_PATH` descriptor,
+    which keeps its inode from being reused), to be written in place (`write_premade`); None:
+    the grade is written by rename."""
+
+    def keep_premade(self, fd: int) -> None:
+        """Write the grade in place into the empty `result.json` open as `fd` (taken over)."""
+        self.premade = fd
+        _PREMADE[self.path] = self
+
+    def write_premade(self, data: bytes) -> None:
+        """Write `data` into the pre-made `result.json` in place: opened below the held
+        folder without following a link or blocking on a FIFO, refused (`OSError`) unless it
+        is still that very regular file with no other link. The whole grade is written and
+        synced in a temporary file of the folder first (a full disk shows there, before the
+        runner's file is touched), then goes into the file with one write, truncated to its
+        length and synced; the temporary file is removed whatever happens."""
+        spare = f".{RESULT}.grade.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(spare, dir_fd=self.folder)
+        try:
+            made = os.open(spare, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=self.folder)
+            try:
+                _write_all(made, data)
+                os.fsync(made)
+            finally:
+                os.close(made)
+            self._write_into(data)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spare, dir_fd=self.folder)
+
+    def _write_into(self, data: bytes) -> None:
+        fd = os.open(RESULT, _WRITE_FLAGS, dir_fd=self.folder)
+        try:
+            info = os.fstat(fd)
+            kept = os.fstat(self.premade) if self.premade is not None else None
+            if kept is None or (info.st_dev, info.st_ino) != (kept.st_dev, kept.st_ino):
+                raise OSError(errno.EEXIST, f"{self.path / RESULT}: replaced during grading")
+            if not _plain(info):
+                raise OSError(errno.EMLINK, f"{self.path / RESULT}: linked elsewhere meanwhile")
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def share(self) -> None:
         """Turn a claim into a shared hold, which lets `join` in and keeps claimers out.
@@ -101,23 +158,60 @@ class Hold:
     def clear(self, keep: Collection[str] = ()) -> None:
         """Mark the folder incomplete, remove `result.json` and `summary.json`, then the rest
         but `keep` (the lock and the marker stay): a kill at any moment leaves no earlier
-        grade that looks valid."""
+        grade that looks valid. A `result.json` that cannot be removed because a file is
+        mounted there is emptied instead, and the grade written into it in place."""
         self.mark()
         for name in FIRST_CLEARED:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(name, dir_fd=self.folder)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if name != RESULT or exc.errno != errno.EBUSY:
+                    raise
+                self._empty_mounted()
+        kept = (LOCK, INCOMPLETE, *keep, *([RESULT] if self.premade is not None else []))
         for name in sorted(os.listdir(self.folder)):
-            if name not in (LOCK, INCOMPLETE, *keep):
+            if name not in kept:
                 files.remove_tree(self.path / name)
+
+    def _empty_mounted(self) -> None:
+        """Empty the `result.json` mounted there (a plain file, else `OSError`), to be written
+        in place."""
+        fd = os.open(RESULT, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.folder)
+        try:
+            if not _plain(os.fstat(fd)):
+                raise OSError(errno.EBUSY, f"{self.path / RESULT}: mounted, not a plain file")
+        except BaseException:
+            os.close(fd)
+            raise
+        self.keep_premade(fd)
+        self._write_into(b"")
 
     def release(self) -> None:
         """Let go of the folder (idempotent)."""
         if self.open:
             self.open = False
-            if _MARKED.get(self.path) is self:
-                del _MARKED[self.path]
+            for kept in (_MARKED, _PREMADE):
+                if kept.get(self.path) is self:
+                    del kept[self.path]
+            if self.premade is not None:
+                os.close(self.premade)
             os.close(self.fd)
             os.close(self.folder)
+
+
+def _plain(info: os.stat_result) -> bool:
+    """A regular file with no other hard link."""
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write `data` at the start of `fd`, whole."""
+    view = memoryview(data)
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, view[done:], done)
 
 
 def _open_lock(folder: int, path: Path, *, create: bool) -> int:
@@ -217,3 +311,9 @@ def unmark_finished(path: Path) -> None:
     hold = _MARKED.get(path)
     if hold is not None and hold.open:
         hold.unmark()
+
+
+def held_premade(path: Path) -> Hold | None:
+    """The open hold of this process on `path` whose `result.json` is pre-made, if any."""
+    hold = _PREMADE.get(path)
+    return hold if hold is not None and hold.open else None

@@ -5,9 +5,10 @@
 `running`) and ends, a note at WARNING.
 
 Every write is safe against links planted in the results folder: appends never follow one,
-whole files are written atomically. The archive never holds the grade back: it is written by a
-child process, started at the latest when grading asks for it, and waited for only once
-`result.json` is written.
+whole files are written atomically (`result.json` in place when the folder came with an empty
+one: `interpreters.real.resultsfolder.write_result`). The archive never holds the grade back:
+it is written by a child process, started at the latest when grading asks for it, and waited
+for only once `result.json` is written.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from returns.result import Failure, Result, Success
 from interpreters.real import files
 from interpreters.real.logs import running
 from interpreters.real.objects import read_start
+from interpreters.real.resultsfolder import write_result
 from ssegrade import (
     Archive,
     ArchiveError,
@@ -236,7 +238,7 @@ class ResultsWriter:
                 return None
             case WriteResult(result=result):
                 try:
-                    files.atomic_write(self.results / "result.json", result.to_json())
+                    write_result(self.results, result.to_json())
                 except BaseException:
                     self.stop_archive()
                     raise

@@ -5,7 +5,9 @@ Interpreter side (files). `hold` is what `evaluate`, the daemon and `grade_patch
 grading (`interpreters.app.setup` turns its refusals into one line and exit 2): the folder is made
 private (`interpreters.real.private`), held (`interpreters.real.holding`), and refused when it
 holds an earlier grade, unless forced, which clears it in an order that a kill at any moment
-cannot turn into a valid-looking grade.
+cannot turn into a valid-looking grade. An empty `result.json` made before grading (SSEBench's
+runner makes one, and may bind-mount it) is no earlier grade: when it is a plain regular file,
+`write_result` writes the grade into it in place.
 """
 
 from __future__ import annotations
@@ -13,14 +15,23 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Collection
 from pathlib import Path
 
-from interpreters.real import holding
+from interpreters.real import files, holding
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused, make_private
 
-__all__ = ["AGENT_PHASE", "DAEMON_OWN", "DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
+__all__ = [
+    "AGENT_PHASE",
+    "DAEMON_OWN",
+    "DEFAULT_RESULTS",
+    "NotReady",
+    "discard_unused",
+    "hold",
+    "write_result",
+]
 
 DEFAULT_RESULTS = Path("/var/lib/ssebench/results")
 """The results folder when none is named; its parent is private too, as in the task
@@ -54,7 +65,9 @@ def hold(
     one cut short is refused unless `force`, which first marks it incomplete and removes
     `result.json` and `summary.json`, then the rest of `entries` (but `DAEMON_OWN` when it
     joined a daemon), and only in a folder that holds nothing else: the logs of two gradings
-    never mix, and a kill never leaves an earlier grade looking valid.
+    never mix, and a kill never leaves an earlier grade looking valid. An empty `result.json`
+    alone is no grade: when it is a regular file with no other link, the grade is written into
+    it (`write_result`); a link, a FIFO or another kind of file there is refused.
 
     How it is held: claimed alone; with `share`, claimed then shared (the daemon, beside
     which `evaluate --daemon` grades); with `join`, claimed, or else joined when whoever
@@ -111,7 +124,12 @@ def _ready(held: Hold, entries: Collection[str], *, force: bool, prepared: bool)
         raise NotReady(f"results folder {results}: {exc.strerror}") from exc
     if prepared:
         names.discard(holding.INCOMPLETE)
-    graded = sorted(names & {"result.json", "checks.jsonl", holding.INCOMPLETE})
+    graded = sorted(names & {holding.RESULT, "checks.jsonl", holding.INCOMPLETE})
+    if not force and graded == [holding.RESULT]:
+        premade = _premade(held)
+        if premade is not None:
+            held.keep_premade(premade)
+            graded = []
     if force:
         strangers = sorted(
             n for n in names if n not in entries and n != holding.INCOMPLETE and not _temp_name(n)
@@ -133,6 +151,49 @@ def _ready(held: Hold, entries: Collection[str], *, force: bool, prepared: bool)
         )
     with contextlib.suppress(FileExistsError):
         os.mkdir("logs", 0o700, dir_fd=held.folder)
+
+
+def _premade(held: Hold) -> int | None:
+    """The folder's `result.json` (an `O_PATH` descriptor) when it is an empty regular file
+    with no other link, to be written in place; None when it holds something (an earlier
+    grade); `NotReady` when it is a link or another kind of file."""
+    where = held.path / holding.RESULT
+    flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC  # opens a link itself, never a FIFO's peer
+    try:
+        fd = os.open(holding.RESULT, flags, dir_fd=held.folder)
+    except OSError as exc:
+        raise NotReady(f"results folder {held.path}: {exc.strerror}") from exc
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISLNK(info.st_mode):
+            raise NotReady(
+                f"results folder {where}: a link (links are not followed); not written into"
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise NotReady(f"results folder {where}: not a regular file; not written into")
+        if info.st_nlink != 1:
+            raise NotReady(
+                f"results folder {where}: {info.st_nlink} hard links to it; not written into"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    if info.st_size:
+        os.close(fd)
+        return None
+    return fd
+
+
+def write_result(results: Path, data: bytes) -> None:
+    """Write the grade `data` as `result.json` of the results folder `results` (absolute):
+    into the empty `result.json` this process found there when it took the folder, in place
+    (`Hold.write_premade`: it may be a bind mount, which no rename replaces), else by an
+    atomic rename. `OSError` when it cannot be written."""
+    held = holding.held_premade(results)
+    if held is None:
+        files.atomic_write(results / holding.RESULT, data)
+    else:
+        held.write_premade(data)
 
 
 def discard_unused(results: Path) -> None:

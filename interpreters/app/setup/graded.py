@@ -17,7 +17,8 @@ from types import FrameType
 from typing import Any
 
 from interpreters.app.setup.errors import Interrupted, NotWritten
-from interpreters.real import files, holding
+from interpreters.real import holding
+from interpreters.real.resultsfolder import write_result
 from interpreters.real.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, verdict
 from ssegrade.program import GradingInterrupted, Seen, crashed
@@ -80,7 +81,7 @@ def graded(
             outcomes = seen.outcomes(ending) if seen is not None else None
             result = verdict.not_graded(ending, runtime, outcomes)
             try:
-                _write_freeing(results / "result.json", result.to_json(), free)
+                _write_freeing(results, result.to_json(), free)
             except OSError as write_error:
                 raise NotWritten(f"result.json not written: {write_error}") from exc
         holding.unmark_finished(results)
@@ -89,15 +90,15 @@ def graded(
     return result
 
 
-def _write_freeing(path: Path, text: bytes, free: Callable[[], object] | None) -> None:
-    """Write `path` atomically; on a full disk, call `free` and try once more."""
+def _write_freeing(results: Path, text: bytes, free: Callable[[], object] | None) -> None:
+    """Write `result.json` of `results`; on a full disk, call `free` and try once more."""
     try:
-        files.atomic_write(path, text)
+        write_result(results, text)
     except OSError as exc:
         if exc.errno != errno.ENOSPC or free is None:
             raise
         free()
-        files.atomic_write(path, text)
+        write_result(results, text)
 
 
 def verdict_line(result: EvaluationResult) -> str:
