@@ -10,6 +10,7 @@ gradings is `interpreters.batch`'s job:
 """
 
 from ssegrade.batch.jobs import (
+    IMAGE_TASK,
     JOB_KEYS,
     Job,
     JobProblem,
@@ -17,6 +18,7 @@ from ssegrade.batch.jobs import (
     cached_result,
     describe_invalid,
     duplicate_problems,
+    engine_problems,
     job_digest,
     nested_problems,
     parse_jobs,
@@ -47,6 +49,7 @@ from ssegrade.batch.verify import (
 
 __all__ = [
     "CONTROLS",
+    "IMAGE_TASK",
     "JOB_KEYS",
     "KINDS",
     "BatchCounts",
@@ -66,6 +69,7 @@ __all__ = [
     "cached_result",
     "describe_invalid",
     "duplicate_problems",
+    "engine_problems",
     "expected_outcomes",
     "job_digest",
     "judge",

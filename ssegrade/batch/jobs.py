@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
@@ -24,6 +24,7 @@ from ssegrade.ssebench import RunConfig, start_time, task_document
 from ssegrade.task import Task
 
 __all__ = [
+    "IMAGE_TASK",
     "JOB_KEYS",
     "Job",
     "JobProblem",
@@ -31,6 +32,7 @@ __all__ = [
     "cached_result",
     "describe_invalid",
     "duplicate_problems",
+    "engine_problems",
     "job_digest",
     "nested_problems",
     "parse_jobs",
@@ -47,10 +49,26 @@ def _folder_name(value: str, what: str) -> str:
     return value
 
 
+IMAGE_TASK = "/ssebench"
+"""Where SSEBench's case images hold the task folder: an image job's default `task`."""
+
+
+def _in_image(value: str, what: str) -> str:
+    if not value.startswith("/") or "\0" in value or any(p == ".." for p in value.split("/")):
+        raise ValueError(f"{what}: in an image job, an absolute path in the image ({value!r})")
+    return value
+
+
 class Job(BaseModel):
     """One line of a jobs file (SPEC §14). Paths are as written: relative to the jobs file.
     `mode`, `timeout`, `difficulty`, `tool_layer`, `egress` and `plugins` are the SSEBench run
-    config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`)."""
+    config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`).
+
+    An image job (`image`: an image reference, or `docker-archive:PATH` to load) is graded in
+    a container of that image: `task` (default `/ssebench`) and `repo` are then absolute paths
+    in the image; `build` is a host folder holding the Dockerfile the image is built from when
+    the engine lacks it; `script_network: host` gives its container a network. `patch` stays
+    a path of the host."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
@@ -72,6 +90,31 @@ class Job(BaseModel):
     tool_layer: str | None = None
     egress: Literal["restricted", "open"] = "restricted"
     plugins: list[str] = Field(default_factory=list)
+    image: str | None = Field(default=None, min_length=1, max_length=4096)
+    build: str | None = Field(default=None, min_length=1)
+    script_network: Literal["loopback", "host"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _image_task(cls, data: object) -> object:
+        """An image job without `task` grades SSEBench's task folder, `/ssebench`."""
+        if isinstance(data, dict) and data.get("image") is not None and "task" not in data:
+            return {**data, "task": IMAGE_TASK}
+        return data
+
+    @model_validator(mode="after")
+    def _image_paths(self) -> Job:
+        if self.image is None:
+            for key in ("build", "script_network"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key}: for image jobs only (give `image`)")
+            return self
+        if any(ord(char) < 0x21 or char == "\x7f" for char in self.image):
+            raise ValueError(f"image: {self.image!r} is not an image reference")
+        _in_image(self.task, "task")
+        if self.repo is not None:
+            _in_image(self.repo, "repo")
+        return self
 
     @field_validator("model")
     @classmethod
@@ -186,6 +229,29 @@ def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
     return jobs, problems
 
 
+def engine_problems(jobs: Sequence[tuple[int, Job]], engine: str) -> list[JobProblem]:
+    """One problem per job its engine cannot grade: an image job needs a container engine
+    (`podman`, `docker`), and a container engine grades image jobs only.
+
+    >>> found = engine_problems([(1, Job(task="t", patch="p")), (2, Job(image="i", patch="p"))],
+    ...                         "local")
+    >>> [(p.line, p.message) for p in found]
+    [(2, 'image: an image job needs --engine podman or docker (not local)')]
+    >>> [p.message for p in engine_problems([(1, Job(task="t", patch="p"))], "podman")]
+    ['image: --engine podman grades image jobs only: give this job an `image`']
+    """
+    container = engine in ("podman", "docker")
+    problems: list[JobProblem] = []
+    for line, job in jobs:
+        if job.image is not None and not container:
+            why = f"image: an image job needs --engine podman or docker (not {engine})"
+            problems.append(JobProblem(line, why))
+        elif job.image is None and container:
+            why = f"image: --engine {engine} grades image jobs only: give this job an `image`"
+            problems.append(JobProblem(line, why))
+    return problems
+
+
 def _unknown(key: str) -> str:
     # Letters swapped (`modle`) name their key before any merely close one (`mode`).
     swapped = [known for known in JOB_KEYS if sorted(known) == sorted(key)]
@@ -208,7 +274,8 @@ def describe_invalid(exc: ValidationError) -> list[str]:
         if err["type"] == "missing":
             found.append(f"{key}: required key is missing")
         else:
-            found.append(f"{key}: {err['msg'].removeprefix('Value error, ')}")
+            why = err["msg"].removeprefix("Value error, ")
+            found.append(f"{key}: {why}" if key else why)
     return found
 
 
