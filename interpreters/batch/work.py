@@ -12,7 +12,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
@@ -21,7 +21,7 @@ from ssegrade import EvaluationResult, RuntimeResult
 from ssegrade.program import crashed
 from ssegrade.verdict import Crashed, not_graded
 
-__all__ = ["Done", "Engine", "GradeFunction", "Work", "run_work"]
+__all__ = ["Done", "Engine", "GradeFunction", "Work", "checks_containment", "run_work"]
 
 
 class GradeFunction(Protocol):
@@ -57,6 +57,10 @@ class Work:
     script_timeout: int | None = None
     runner_user: str | None = None
     scripts: ScriptOptions | None = None
+    image: str | None = None
+    """The ID of the image a container engine grades it in (`task`, `repo`: paths there)."""
+    network: Literal["loopback", "host"] | None = None
+    """The scripts' network its job asked for (None: the batch's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +101,7 @@ def run_work(grade: GradeFunction, work: Work) -> Done:
     start = time.monotonic()
     results = Path(work.results)
     result = _grade(grade, work, results)
-    return Done(work.key, result, time.monotonic() - start, _containment(results))
+    return Done(work.key, result, time.monotonic() - start, checks_containment(results))
 
 
 def _options(scripts: ScriptOptions | None) -> dict[str, Any]:
@@ -134,7 +138,7 @@ def _grade(grade: GradeFunction, work: Work, results: Path) -> EvaluationResult:
         return result
 
 
-def _containment(results: Path) -> str | None:
+def checks_containment(results: Path) -> str | None:
     """The containment the grading's scripts ran in, from its `checks.jsonl` (the weakest
     when they differ; None when no script ran or it cannot be read)."""
     try:
