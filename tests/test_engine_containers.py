@@ -196,21 +196,25 @@ def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
     kvconf: str, work: Path, hostile_bundle: Path
 ) -> None:
     lines = []
-    ids = {word: _unique(word) for word in ("symlink", "huge", "nothing")}
+    ids = {word: _unique(word) for word in ("symlink", "huge", "nothing", "sleep")}
     for word, run_id in ids.items():
         (work / f"{word}.diff").write_text(_diff(word))
         lines.append({"image": kvconf, "patch": f"{word}.diff", "run_id": run_id})
-    settings = ContainerSettings("podman", hostile_bundle, results_limit=1 << 20)
+    settings = ContainerSettings("podman", hostile_bundle, results_limit=1 << 20, grace=1)
     os.environ["CONTAINERS_CONF"] = str(containerkit.CONTAINERS_CONF)
     report = run_batch(lines, work / "r", base=work, containers=settings, engine="podman",
-                       workers=2, retry=False)  # fmt: skip
+                       workers=4, retry=False, timeout=3)  # fmt: skip
     said = {}
     for outcome in report.jobs:
         said[outcome.folder.name] = json.loads((outcome.folder / "result.json").read_text())
         assert [p.name for p in outcome.folder.rglob("*") if p.is_symlink()] == []
         sizes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file())
         assert sizes <= 1 << 20  # the staging folder's bound, and the ingest's
-    for word, why in (("symlink", "no result.json"), ("nothing", "exited 3 without a grade")):
+    for word, why in (
+        ("symlink", "no result.json"),
+        ("nothing", "exited 3 without a grade"),
+        ("sleep", "ran past its time limit (4 s)"),
+    ):
         result = said[ids[word]]
         assert result["patch_result"]["status"] == "error"
         assert result["runtime_result"]["error_kind"] == "infrastructure"
@@ -249,3 +253,27 @@ def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
         if driver.poll() is None:
             driver.kill()
         driver.wait()
+
+
+def test_an_image_built_by_the_batch_is_built_once_and_removed_past_the_budget(
+    kvconf: str, work: Path, hostile_bundle: Path
+) -> None:
+    context = work / "context"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"FROM {kvconf}\nLABEL ssegrade.test.built=yes\n")
+    image = f"localhost/ssegrade-test-built:{uuid.uuid4().hex[:12]}"
+    lines = []
+    for word in ("one", "two"):
+        (work / f"{word}.diff").write_text(_diff(word))
+        lines.append({"image": image, "build": "context", "patch": f"{word}.diff"})
+    settings = ContainerSettings("podman", hostile_bundle, image_budget=1)
+    os.environ["CONTAINERS_CONF"] = str(containerkit.CONTAINERS_CONF)
+    try:
+        report = run_batch(lines, work / "r", base=work, containers=settings, engine="podman",
+                           retry=False)  # fmt: skip
+        assert len(report.jobs) == 2
+        assert {job.status for job in report.jobs} == {"error"}  # the stand-in grades nothing
+        assert containerkit.podman("image", "exists", image).returncode == 1
+        assert containerkit.podman("image", "exists", kvconf).returncode == 0
+    finally:
+        containerkit.podman("image", "rm", "--force", image)

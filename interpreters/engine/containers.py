@@ -53,14 +53,16 @@ GRACE = 60
 @dataclass(frozen=True, slots=True)
 class ContainerSettings:
     """How a batch's containers run: the engine, the bundle (a host folder), the limits of
-    each container, the most bytes a grading may bring back, and the most bytes of images
-    the batch pulled itself that it keeps (None: all)."""
+    each container, the most bytes a grading may bring back, the most bytes of images the
+    batch pulled itself that it keeps (None: all), and the seconds a container is given
+    past its job's timeout before it is killed."""
 
     engine: EngineProgram
     bundle: Path
     limits: Limits = field(default_factory=Limits)
     results_limit: int = 1 << 30
     image_budget: int | None = None
+    grace: int = GRACE
 
 
 @dataclass(slots=True)
@@ -122,7 +124,7 @@ class ContainerEngine:
                 env=env,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + work.timeout + GRACE
+        deadline = time.monotonic() + work.timeout + self.settings.grace
         exited = os.pidfd_open(process.pid)
         self._boxes[work.key] = _Box(work, name, folder, process, exited, arrival, deadline)
 
@@ -203,7 +205,8 @@ class ContainerEngine:
             )
             if isinstance(result, str):
                 said = _last_line(box.folder / "engine.log")
-                why = f"ran past its time limit ({box.work.timeout + GRACE} s)" if box.late else ""
+                limit = box.work.timeout + self.settings.grace
+                why = f"ran past its time limit ({limit} s)" if box.late else ""
                 why = why or f"exited {code} without a grade: {result}"
                 result = box.arrival.lost(f"the container {why}{said}")
                 containment = None

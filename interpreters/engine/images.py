@@ -102,11 +102,14 @@ class Images:
     def _prepare(self, ref: str, base: Path, build: Path | None) -> Image:
         if ref.startswith(ARCHIVE):
             archive = (base / ref.removeprefix(ARCHIVE)).absolute()
+            before = set(self.run("images", "--quiet", "--no-trunc").split())
             said = self.run("load", "--input", str(archive), timeout=_SLOW)
             loaded = [line.split(":", 1)[1].strip() for line in said.splitlines() if ":" in line]
             if not loaded:
                 raise EngineFailed(f"{self.engine} load: {archive} named no image")
-            return self._ours(self._inspect(loaded[-1]))
+            image = self._inspect(loaded[-1])
+            known = image.id in before or f"sha256:{image.id}" in before
+            return image if known else self._ours(image)
         try:
             return self._inspect(ref)
         except EngineFailed:
