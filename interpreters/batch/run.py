@@ -170,8 +170,10 @@ def run_batch(
     images = None
     if engine in ("podman", "docker"):
         images, planned, more = _plan_images(engine, lines, base, results, containers)
-    else:
-        planned, more = plan_jobs(lines, base, results, runner)
+    else:  # an image job here is a bad line already
+        planned, more = plan_jobs(
+            [(n, j) for n, j in lines if j.image is None], base, results, runner
+        )
     problems += more
     head: list[str] = []
     folders: RunFolders | None = None
