@@ -277,3 +277,36 @@ def test_an_image_built_by_the_batch_is_built_once_and_removed_past_the_budget(
         assert containerkit.podman("image", "exists", kvconf).returncode == 0
     finally:
         containerkit.podman("image", "rm", "--force", image)
+
+
+def test_a_second_ctrl_c_removes_the_running_containers(
+    kvconf: str, work: Path, hostile_bundle: Path
+) -> None:
+    (work / "sleep.diff").write_text(_diff("sleep"))
+    run_id = _unique("sleep")
+    line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
+    (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
+    argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
+            "--engine", "podman", "--bundle", str(hostile_bundle)]  # fmt: skip
+    quiet = subprocess.DEVNULL
+    driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
+    try:
+        deadline = time.monotonic() + 60
+        while not _left(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (container,) = _left(f"ssegrade.run={run_id}")
+        labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
+        batch = json.loads(labels.stdout)[BATCH_LABEL]
+        (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
+        driver.send_signal(signal.SIGINT)
+        time.sleep(1)
+        assert _left(f"ssegrade.run={run_id}") == [container]  # the first waits for it
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(60) == 130
+        assert _left(f"{BATCH_LABEL}={batch}") == []
+        assert not staging.exists()
+        assert list((work / "r").rglob("summary.json")) == []
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait()
