@@ -117,6 +117,11 @@ def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Pat
     args = ["batch", str(work / "jobs.jsonl"), "--results", str(work / "c"), *engine]
     done = ssegrade(*args, env=conf, timeout=300)
     assert done.returncode == 0, done.stderr
+    # Two containers at once: the batch took less than its two gradings one after the other.
+    each = [float(s) for s in re.findall(r"\((\d+\.\d) s\)", done.stderr)]
+    (whole,) = re.findall(r" in (\d+\.\d) s$", done.stderr.strip())
+    assert len(each) == 2
+    assert float(whole) < sum(each), done.stderr
     for run_id in ids.values():
         assert _left(f"ssegrade.run={run_id}") == []
     example = lay_out(work / "host", "kvconf", "diffs/patch.diff", baseline=False)

@@ -22,6 +22,9 @@ class _Said(Images):
     task: Path = Path()
     ids: dict[str, Image | str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """No engine, no staging root, no reaper: planning needs none."""
+
     def prepare(self, ref: str, base: Path, build: Path | None = None) -> Image | str:
         return self.ids[ref]
 

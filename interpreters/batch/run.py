@@ -220,6 +220,8 @@ def run_batch(
     finally:
         if folders is not None:
             folders.close()
+        if images is not None:
+            images.close()
     report = BatchReport(batch.tally, tuple(batch.outcomes), interrupted, time.monotonic() - start)
     batch.reporter.end(report.last_line)
     return report

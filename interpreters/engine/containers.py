@@ -9,8 +9,8 @@ own (the terminal's Ctrl-C is the driver's), waits for it at most the job's time
 grace, kills it past that, then ingests the staging folder into the held run folder
 (`interpreters.engine.ingest`). A container that ends without a whole grade is an `error` of
 kind `infrastructure`. Every container carries the batch's label: the second Ctrl-C, the end
-of the batch and, when the driver is killed, its reaper (`interpreters.engine.reaper`) remove
-them all.
+of the batch (`Images.close`) and, when the driver is killed, its reaper
+(`interpreters.engine.reaper`) remove them all.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import subprocess
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,14 +29,12 @@ from interpreters.batch.landing import Arrival, Landing
 from interpreters.batch.work import Done, Work, checks_containment
 from interpreters.engine.images import Images
 from interpreters.engine.ingest import ingest
-from interpreters.engine.reaper import Reaper
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch.containers import (
     ContainerJob,
     EngineProgram,
     Limits,
-    batch_containers_argv,
     run_argv,
 )
 from ssegrade.verdict import Crashed, not_graded
@@ -87,16 +84,8 @@ class ContainerEngine:
     capacity: int
     landing: Landing
     scripts: ScriptOptions | None = None
-    _root: Path = field(init=False)
-    _reaper: Reaper = field(init=False)
     _boxes: dict[int, _Box] = field(default_factory=dict)
     _ready: list[Done] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._root = Path(tempfile.mkdtemp(prefix=f"ssegrade-containers-{self.images.batch}-"))
-        self._reaper = Reaper.start(
-            self.settings.engine, self.images.program, self.images.batch, self._root
-        )
 
     def start(self, work: Work) -> None:
         """Start the container of one grading (none when the driver does not hold its run
@@ -107,7 +96,7 @@ class ContainerEngine:
             self._ready.append(Done(work.key, not_graded(lost, work.runtime), 0.0))
             return
         name = f"ssegrade-{self.images.batch}-{work.key}-{uuid.uuid4().hex[:8]}"
-        folder = self._root / str(work.key)
+        folder = self.images.root / str(work.key)
         folder.mkdir(mode=0o700)
         patch = folder / "patch.diff"
         files.atomic_write(patch, work.patch)
@@ -238,19 +227,10 @@ class ContainerEngine:
         return keys
 
     def close(self) -> None:
-        """Remove every container of the batch still there, the staging root, and let the
-        reaper go."""
+        """Remove every container still running (the batch's `Images.close` removes what
+        else the batch left on the engine)."""
         if self._boxes:
             self.kill()
-        try:
-            listing = batch_containers_argv(self.settings.engine, self.images.batch)
-            listed = self.images.run(*listing)
-            self.images.remove(listed.split())
-        except Exception as exc:  # noqa: BLE001 - the reaper is still there to do it
-            _log.warning("%s", exc)
-            return
-        files.remove_tree(self._root)
-        self._reaper.finish()
 
 
 def _unmount(path: Path) -> None:

@@ -5,6 +5,9 @@ Interpreter layer (processes). Every command goes through the engine's own comma
 (`podman`, `docker`), with this process's environment (a `CONTAINERS_CONF`, a `DOCKER_HOST`).
 What the batch pulled, loaded or built itself is remembered, with its size, so that the
 images past `--image-budget` can be removed once their jobs are done (`Images.trim`).
+`Images` also holds the batch's place on the engine from its first command on: the staging
+root its containers write in, and the reaper that removes every container of the batch and
+that root if this process dies (`interpreters.engine.reaper`); `close` does it otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ssegrade.batch.containers import BATCH_LABEL, EngineProgram, remove_argv
+from interpreters.engine.reaper import Reaper
+from interpreters.real import files
+from ssegrade.batch.containers import (
+    BATCH_LABEL,
+    EngineProgram,
+    batch_containers_argv,
+    remove_argv,
+)
 
 __all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "engine_program"]
 
@@ -64,9 +74,28 @@ class Images:
     prepared: dict[str, Image | str] = field(default_factory=dict)
     ours: dict[str, int] = field(default_factory=dict)
     """The IDs of images this batch brought in (pulled, loaded, built), with their sizes."""
+    root: Path = field(init=False)
+    """The staging root: a private folder for the batch's containers' job folders."""
+    _reaper: Reaper | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.program = self.program or engine_program(self.engine)
+        self.root = Path(tempfile.mkdtemp(prefix=f"ssegrade-containers-{self.batch}-"))
+        self._reaper = Reaper.start(self.engine, self.program, self.batch, self.root)
+
+    def close(self) -> None:
+        """Remove every container of the batch still there and the staging root, then let
+        the reaper go (it stays, to act at this process's death, when they cannot be)."""
+        try:
+            listed = self.run(*batch_containers_argv(self.engine, self.batch))
+            self.remove(listed.split())
+        except EngineFailed as exc:
+            _log.warning("%s", exc)
+            return
+        files.remove_tree(self.root)
+        if self._reaper is not None:
+            self._reaper.finish()
+            self._reaper = None
 
     def run(self, *args: str, timeout: float = _QUICK) -> str:
         """Run one engine command; its standard output, or `EngineFailed`."""
