@@ -104,15 +104,23 @@ class ContainerEngine:
         staging.mkdir(mode=0o700)
         self._bound(staging)
         argv, env = self._command(work, name, patch, staging)
-        with open(folder / "engine.log", "wb") as log:
-            process = subprocess.Popen(
-                [self.images.program, *argv],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        try:
+            with open(folder / "engine.log", "wb") as log:
+                process = subprocess.Popen(
+                    [self.images.program, *argv],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+        except OSError as exc:  # the engine's program is gone: this job is not graded
+            result = arrival.lost(f"the container could not be started: {exc.strerror}")
+            arrival.close()
+            _unmount(staging)
+            files.remove_tree(folder)
+            self._ready.append(Done(work.key, result, 0.0))
+            return
         deadline = time.monotonic() + work.timeout + self.settings.grace
         exited = os.pidfd_open(process.pid)
         self._boxes[work.key] = _Box(work, name, folder, process, exited, arrival, deadline)

@@ -136,7 +136,7 @@ class Images:
             loaded = [line.split(":", 1)[1].strip() for line in said.splitlines() if ":" in line]
             if not loaded:
                 raise EngineFailed(f"{self.engine} load: {archive} named no image")
-            image = self._inspect(loaded[-1])
+            image = self._inspect(loaded[-1].split(",")[0].strip())  # podman: `a,b`
             known = image.id in before or f"sha256:{image.id}" in before
             return image if known else self._ours(image)
         try:

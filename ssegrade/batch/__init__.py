@@ -9,8 +9,9 @@ gradings is `interpreters.batch`'s job:
 - `ssegrade.batch.verify`: the verdict on a task's controls (`judge`).
 """
 
+from ssegrade.batch.containers import engine_problems
+from ssegrade.batch.image_paths import IMAGE_TASK
 from ssegrade.batch.jobs import (
-    IMAGE_TASK,
     JOB_KEYS,
     Job,
     JobProblem,
@@ -18,7 +19,6 @@ from ssegrade.batch.jobs import (
     cached_result,
     describe_invalid,
     duplicate_problems,
-    engine_problems,
     job_digest,
     nested_problems,
     parse_jobs,

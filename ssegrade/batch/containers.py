@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ssegrade.batch.jobs import Job, JobProblem
+
 __all__ = [
     "BATCH_LABEL",
     "BUNDLE_AT",
@@ -27,6 +29,7 @@ __all__ = [
     "EngineProgram",
     "Limits",
     "batch_containers_argv",
+    "engine_problems",
     "remove_argv",
     "run_argv",
 ]
@@ -169,3 +172,26 @@ def remove_argv(engine: EngineProgram, containers: Sequence[str]) -> list[str]:
     if engine == "podman":
         return ["rm", "--force", "--ignore", "--time", "0", *containers]
     return ["rm", "--force", *containers]
+
+
+def engine_problems(jobs: Sequence[tuple[int, Job]], engine: str) -> list[JobProblem]:
+    """One problem per job its engine cannot grade: an image job needs a container engine
+    (`podman`, `docker`), and a container engine grades image jobs only.
+
+    >>> found = engine_problems([(1, Job(task="t", patch="p")), (2, Job(image="i", patch="p"))],
+    ...                         "local")
+    >>> [(p.line, p.message) for p in found]
+    [(2, 'image: an image job needs --engine podman or docker (not local)')]
+    >>> [p.message for p in engine_problems([(1, Job(task="t", patch="p"))], "podman")]
+    ['image: --engine podman grades image jobs only: give this job an `image`']
+    """
+    container = engine in ("podman", "docker")
+    problems: list[JobProblem] = []
+    for line, job in jobs:
+        if job.image is not None and not container:
+            why = f"image: an image job needs --engine podman or docker (not {engine})"
+            problems.append(JobProblem(line, why))
+        elif job.image is None and container:
+            why = f"image: --engine {engine} grades image jobs only: give this job an `image`"
+            problems.append(JobProblem(line, why))
+    return problems

@@ -18,13 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ssegrade.batch.image_paths import IMAGE_TASK, image_job_problem
 from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
 from ssegrade.ssebench import RunConfig, start_time, task_document
 from ssegrade.task import Task
 
 __all__ = [
-    "IMAGE_TASK",
     "JOB_KEYS",
     "Job",
     "JobProblem",
@@ -32,7 +32,6 @@ __all__ = [
     "cached_result",
     "describe_invalid",
     "duplicate_problems",
-    "engine_problems",
     "job_digest",
     "nested_problems",
     "parse_jobs",
@@ -46,16 +45,6 @@ def _folder_name(value: str, what: str) -> str:
         raise ValueError(f"{what} {value!r} cannot name a folder")
     if any(ord(char) < 0x20 or char == "\x7f" for char in value) or len(value.encode()) > 255:
         raise ValueError(f"{what} {value!r} cannot name a folder")
-    return value
-
-
-IMAGE_TASK = "/ssebench"
-"""Where SSEBench's case images hold the task folder: an image job's default `task`."""
-
-
-def _in_image(value: str, what: str) -> str:
-    if not value.startswith("/") or "\0" in value or any(p == ".." for p in value.split("/")):
-        raise ValueError(f"{what}: in an image job, an absolute path in the image ({value!r})")
     return value
 
 
@@ -104,16 +93,7 @@ class Job(BaseModel):
 
     @model_validator(mode="after")
     def _image_paths(self) -> Job:
-        if self.image is None:
-            for key in ("build", "script_network"):
-                if getattr(self, key) is not None:
-                    raise ValueError(f"{key}: for image jobs only (give `image`)")
-            return self
-        if any(ord(char) < 0x21 or char == "\x7f" for char in self.image):
-            raise ValueError(f"image: {self.image!r} is not an image reference")
-        _in_image(self.task, "task")
-        if self.repo is not None:
-            _in_image(self.repo, "repo")
+        image_job_problem(self.image, self.task, self.repo, self.build, self.script_network)
         return self
 
     @field_validator("model")
@@ -227,29 +207,6 @@ def parse_jobs(data: bytes) -> tuple[list[tuple[int, Job]], list[JobProblem]]:
         if not unknown:
             jobs.append((number, job))
     return jobs, problems
-
-
-def engine_problems(jobs: Sequence[tuple[int, Job]], engine: str) -> list[JobProblem]:
-    """One problem per job its engine cannot grade: an image job needs a container engine
-    (`podman`, `docker`), and a container engine grades image jobs only.
-
-    >>> found = engine_problems([(1, Job(task="t", patch="p")), (2, Job(image="i", patch="p"))],
-    ...                         "local")
-    >>> [(p.line, p.message) for p in found]
-    [(2, 'image: an image job needs --engine podman or docker (not local)')]
-    >>> [p.message for p in engine_problems([(1, Job(task="t", patch="p"))], "podman")]
-    ['image: --engine podman grades image jobs only: give this job an `image`']
-    """
-    container = engine in ("podman", "docker")
-    problems: list[JobProblem] = []
-    for line, job in jobs:
-        if job.image is not None and not container:
-            why = f"image: an image job needs --engine podman or docker (not {engine})"
-            problems.append(JobProblem(line, why))
-        elif job.image is None and container:
-            why = f"image: --engine {engine} grades image jobs only: give this job an `image`"
-            problems.append(JobProblem(line, why))
-    return problems
 
 
 def _unknown(key: str) -> str:
