@@ -52,6 +52,7 @@ case "$(cat /ssegrade-in/patch.diff)" in
   *huge*) echo '{"patch_result": {"status": "failed"}}' > "$out/result.json"
           head -c 3000000 /dev/zero > "$out/logs/huge.log" ;;
   *sleep*) exec sleep 300 ;;
+  *nap*) sleep 4; exit 3 ;;
   *) exit 3 ;;
 esac
 """
@@ -260,28 +261,55 @@ def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
         driver.wait()
 
 
-def test_an_image_built_by_the_batch_is_built_once_and_removed_past_the_budget(
+def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
     kvconf: str, work: Path, hostile_bundle: Path
 ) -> None:
-    context = work / "context"
-    context.mkdir()
-    (context / "Dockerfile").write_text(f"FROM {kvconf}\nLABEL ssegrade.test.built=yes\n")
-    image = f"localhost/ssegrade-test-built:{uuid.uuid4().hex[:12]}"
-    lines = []
-    for word in ("one", "two"):
-        (work / f"{word}.diff").write_text(_diff(word))
-        lines.append({"image": image, "build": "context", "patch": f"{word}.diff"})
-    settings = ContainerSettings("podman", hostile_bundle, image_budget=1)
-    os.environ["CONTAINERS_CONF"] = str(containerkit.CONTAINERS_CONF)
+    # Jobs come grouped by image: once the second image's jobs start, the first one's image
+    # is removed (a budget of one byte keeps none but the one in use); at the end, none.
+    images, lines = [], []
+    for word in ("first", "second"):
+        (work / word).mkdir()
+        (work / word / "Dockerfile").write_text(f"FROM {kvconf}\nLABEL ssegrade.test={word}\n")
+        images.append(f"localhost/ssegrade-test-built:{word}-{uuid.uuid4().hex[:12]}")
+        for n in range(2):
+            (work / f"{word}{n}.diff").write_text(_diff(f"nap-{word}{n}"))
+            run_id = _unique(f"{word}{n}")
+            lines.append({"image": images[-1], "build": word, "patch": f"{word}{n}.diff",
+                          "run_id": run_id})  # fmt: skip
+    (work / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
+            "--engine", "podman", "--bundle", str(hostile_bundle), "--workers", "1",
+            "--image-budget", "1", "--no-retry"]  # fmt: skip
+    quiet = subprocess.DEVNULL
+    driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
-        report = run_batch(lines, work / "r", base=work, containers=settings, engine="podman",
-                           retry=False)  # fmt: skip
-        assert len(report.jobs) == 2
-        assert {job.status for job in report.jobs} == {"error"}  # the stand-in grades nothing
-        assert containerkit.podman("image", "exists", image).returncode == 1
+        firsts = {lines[0]["run_id"]: images, lines[2]["run_id"]: images[::-1]}
+        deadline = time.monotonic() + 120
+        started: list[str] = []
+        while not started and time.monotonic() < deadline:
+            started = [run for run in firsts if _left(f"ssegrade.run={run}")]
+            time.sleep(0.2)
+        assert started, "no job started"
+        # whichever image's jobs run first, its image is gone once the other's start
+        ran, then = firsts[started[0]]
+        other = next(run for run in firsts if run != started[0])
+        while not _left(f"ssegrade.run={other}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _left(f"ssegrade.run={other}"), "the other image's first job never started"
+        assert containerkit.podman("image", "exists", ran).returncode == 1
+        assert containerkit.podman("image", "exists", then).returncode == 0
+        assert driver.wait(120) == 1  # the stand-in grades nothing: every job an error
+        for image in images:
+            assert containerkit.podman("image", "exists", image).returncode == 1
         assert containerkit.podman("image", "exists", kvconf).returncode == 0
+        summaries = list((work / "r").rglob("summary.json"))
+        assert len(summaries) == 4
     finally:
-        containerkit.podman("image", "rm", "--force", image)
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait()
+        for image in images:
+            containerkit.podman("image", "rm", "--force", image)
 
 
 def test_a_second_ctrl_c_removes_the_running_containers(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -266,7 +267,9 @@ def _grade(
         factory = None
         if options.images is not None and options.containers is not None:
             todo.sort(key=lambda job: job.image or "")  # each image's jobs together
-            factory = _container_factory(options)
+            waiting = [job for queue in batch.followers.values() for job in queue]
+            pending = Counter(job.image or "" for job in [*todo, *waiting])
+            factory = _container_factory(options, pending)
         try:
             return batch.grade(
                 todo, options.engine, grade, options.workers, options.ray_address, factory
@@ -303,7 +306,7 @@ def _plan_images(
     return images, planned, problems
 
 
-def _container_factory(options: _Options) -> Callable[[Landing], Engine]:
+def _container_factory(options: _Options, pending: Counter[str]) -> Callable[[Landing], Engine]:
     """What makes the container engine of a batch, once its run folders are held."""
     from interpreters.engine.containers import ContainerEngine  # noqa: PLC0415
 
@@ -311,7 +314,9 @@ def _container_factory(options: _Options) -> Callable[[Landing], Engine]:
     assert settings is not None
     assert images is not None
     capacity = options.workers or os.cpu_count() or 1
-    return lambda landing: ContainerEngine(settings, images, capacity, landing, options.scripts)
+    return lambda landing: ContainerEngine(
+        settings, images, capacity, landing, options.scripts, pending
+    )
 
 
 def _write_summary(

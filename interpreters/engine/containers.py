@@ -21,6 +21,7 @@ import os
 import subprocess
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -84,8 +85,13 @@ class ContainerEngine:
     capacity: int
     landing: Landing
     scripts: ScriptOptions | None = None
+    pending: Counter[str] = field(default_factory=Counter)
+    """The jobs still to start of each image (with those that may follow a job's error)."""
     _boxes: dict[int, _Box] = field(default_factory=dict)
     _ready: list[Done] = field(default_factory=list)
+    _current: str | None = None
+    """The image whose jobs are being started (the jobs come grouped by image)."""
+    _removed: set[str] = field(default_factory=set)
 
     def start(self, work: Work) -> None:
         """Start the container of one grading (none when the driver does not hold its run
@@ -95,6 +101,17 @@ class ContainerEngine:
             lost = Crashed(f"{work.results}: not held", kind="infrastructure")
             self._ready.append(Done(work.key, not_graded(lost, work.runtime), 0.0))
             return
+        self.pending[work.image] -= 1
+        if work.image != self._current:
+            self._current = work.image
+            self._trim()
+        if work.image in self._removed:
+            why = self.images.again(work.image)
+            if why is not None:
+                self._ready.append(Done(work.key, arrival.lost(why), 0.0))
+                arrival.close()
+                return
+            self._removed.discard(work.image)
         name = f"ssegrade-{self.images.batch}-{work.key}-{uuid.uuid4().hex[:8]}"
         folder = self.images.root / str(work.key)
         folder.mkdir(mode=0o700)
@@ -124,6 +141,15 @@ class ContainerEngine:
         deadline = time.monotonic() + work.timeout + self.settings.grace
         exited = os.pidfd_open(process.pid)
         self._boxes[work.key] = _Box(work, name, folder, process, exited, arrival, deadline)
+
+    def _trim(self) -> None:
+        """Remove the images the batch brought in past `--image-budget`, but those of jobs
+        still to start and of running containers."""
+        budget = self.settings.image_budget
+        if budget is not None:
+            keep = {box.work.image for box in self._boxes.values()} | {self._current}
+            keep |= {image for image, count in self.pending.items() if count > 0}
+            self._removed.update(self.images.trim(budget, {i for i in keep if i}))
 
     def _bound(self, staging: Path) -> None:
         """Make `staging` a tmpfs of `results_limit` bytes (root only): a container cannot
@@ -212,6 +238,7 @@ class ContainerEngine:
         finally:
             box.arrival.close()
             self._clear(box)
+            self._trim()
         return Done(box.work.key, result, time.monotonic() - box.start, containment)
 
     def _clear(self, box: _Box) -> None:

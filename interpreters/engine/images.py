@@ -74,6 +74,8 @@ class Images:
     prepared: dict[str, Image | str] = field(default_factory=dict)
     ours: dict[str, int] = field(default_factory=dict)
     """The IDs of images this batch brought in (pulled, loaded, built), with their sizes."""
+    origins: dict[str, tuple[str, Path, Path | None]] = field(default_factory=dict)
+    """How each image was named, by its ID: its reference, the jobs' folder, its build."""
     root: Path = field(init=False)
     """The staging root: a private folder for the batch's containers' job folders."""
     _reaper: Reaper | None = field(init=False, default=None)
@@ -126,7 +128,23 @@ class Images:
                 self.prepared[key] = self._prepare(ref, base, build)
             except EngineFailed as exc:
                 self.prepared[key] = f"image: {exc}"
+            found = self.prepared[key]
+            if isinstance(found, Image):
+                self.origins.setdefault(found.id, (ref, base, build))
         return self.prepared[key]
+
+    def again(self, image_id: str) -> str | None:
+        """Bring back the image `image_id`, removed past the budget while a job of it was
+        still to come (an `error` graded again): prepared as it first was; why not, when it
+        cannot be or is another image now."""
+        ref, base, build = self.origins[image_id]
+        try:
+            found = self._prepare(ref, base, build)
+        except EngineFailed as exc:
+            return f"image {ref} removed past --image-budget and not brought back: {exc}"
+        if found.id != image_id:
+            return f"image {ref} removed past --image-budget, and is another image now"
+        return None
 
     def _prepare(self, ref: str, base: Path, build: Path | None) -> Image:
         if ref.startswith(ARCHIVE):
@@ -201,6 +219,7 @@ class Images:
                 continue
             del self.ours[image_id]
             removed.append(image_id)
+            _log.info("image %s removed (past --image-budget)", image_id[:12])
         return removed
 
 
