@@ -76,8 +76,8 @@ def container_options(command: F) -> F:
             "--image-budget",
             callback=_size,
             metavar="BYTES",
-            help="Remove images the batch pulled, loaded or built itself, at its end, while "
-            "they take more than this (default: keep them).",
+            help="Remove images the batch pulled, loaded or built itself, once their jobs are "
+            "done, while they take more than this (default: keep them).",
         ),
     ]
     for option in reversed(options):
