@@ -169,12 +169,14 @@ def shell_image() -> str:
     return image
 
 
-def test_the_bundle_grades_in_an_image_without_python(shell_image: str, work: Path) -> None:
+def test_the_bundle_grades_in_an_image_without_python(
+    shell_image: str, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (work / "fix.diff").write_text(FIX)
     assert containerkit.podman("run", "--rm", "--entrypoint", "sh", shell_image, "-c",
                                "! command -v python3").returncode == 0  # fmt: skip
     settings = ContainerSettings("podman", containerkit.ssegrade_bundle())
-    os.environ["CONTAINERS_CONF"] = str(containerkit.CONTAINERS_CONF)
+    monkeypatch.setenv("CONTAINERS_CONF", str(containerkit.CONTAINERS_CONF))
     report = run_batch(
         [{"image": shell_image, "patch": "fix.diff"}], work / "r", base=work, containers=settings,
         engine="podman",
@@ -199,7 +201,7 @@ def _diff(word: str) -> str:
 
 
 def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
-    kvconf: str, work: Path, hostile_bundle: Path
+    kvconf: str, work: Path, hostile_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = []
     ids = {word: _unique(word) for word in ("symlink", "huge", "nothing", "sleep")}
@@ -207,7 +209,7 @@ def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
         (work / f"{word}.diff").write_text(_diff(word))
         lines.append({"image": kvconf, "patch": f"{word}.diff", "run_id": run_id})
     settings = ContainerSettings("podman", hostile_bundle, results_limit=1 << 20, grace=1)
-    os.environ["CONTAINERS_CONF"] = str(containerkit.CONTAINERS_CONF)
+    monkeypatch.setenv("CONTAINERS_CONF", str(containerkit.CONTAINERS_CONF))
     report = run_batch(lines, work / "r", base=work, containers=settings, engine="podman",
                        workers=4, retry=False, timeout=3)  # fmt: skip
     said = {}
