@@ -21,9 +21,15 @@ Printed, each measured in this one run:
 - the Ray engine (skipped with --no-ray or without Ray): a one-node Ray with 2 CPUs
   started once for the benchmark (its own temporary folder and ports, `tests.raycluster`),
   each batch connecting to it (connecting included): 1 worker, 2 workers, their ratio, and
-  the per-job cost of the Ray engine against the local one, both with 2 workers.
+  the per-job cost of the Ray engine against the local one, both with 2 workers;
+- the podman engine (skipped with --no-container, or where no container can run:
+  `tests/containers/setup.sh`): the same jobs as image jobs of a python-less image of the
+  same task (the bundle mounted in), 2 workers, and their time against the local engine's
+  with 2 workers (target <= 1.2x); apart, what preparing took: the bundle, the image's build
+  and the batch's own preparation (the image inspected, its task read out of it).
 
     .venv/bin/python benchmarks/bench_batch.py [--jobs 16] [--sleep 2] [--no-ray]
+        [--no-container]
 """
 
 from __future__ import annotations
@@ -77,6 +83,67 @@ def write_jobs(root: Path, count: int, run_prefix: str) -> Path:
     return jobs
 
 
+SHELL_IMAGE = """FROM {base}
+COPY task /ssebench
+COPY source /src/shell
+RUN git -C /src/shell init -q -b main && git -C /src/shell add -A \\
+ && git -C /src/shell -c user.name=b -c user.email=b@example.invalid commit -q -m buggy \\
+ && useradd --system --no-create-home --shell /usr/sbin/nologin sse-runner
+ENV SSE_REPO_PATH=/src/shell
+"""
+
+
+def container_engine(root: Path, n: int, local_two: float) -> None:
+    """The podman engine on the same jobs as image jobs, against the local engine."""
+    from interpreters.engine.containers import ContainerSettings  # noqa: PLC0415
+    from tests import containerkit  # noqa: PLC0415
+
+    why = containerkit.unavailable()
+    if why is not None:
+        print(f"podman engine: skipped ({why})")
+        return
+    os.environ["CONTAINERS_CONF"] = str(containerkit.CONTAINERS_CONF)
+    start = time.perf_counter()
+    bundle = containerkit.ssegrade_bundle()
+    bundled = time.perf_counter() - start
+    context = root / "context"
+    context.mkdir()
+    shutil.copytree(root / "t" / "task", context / "task")
+    shutil.copytree(
+        root / "t" / "source", context / "source", ignore=shutil.ignore_patterns(".git")
+    )
+    (context / "Containerfile").write_text(SHELL_IMAGE.format(base=containerkit.BASE))
+    image = f"localhost/ssegrade-bench-shell:{os.getpid()}"
+    start = time.perf_counter()
+    built = containerkit.podman("build", "--network", "none", "-q", "-t", image, str(context))
+    assert built.returncode == 0, built.stderr
+    building = time.perf_counter() - start
+    try:
+        lines = []
+        for index in range(n):
+            job = {"image": image, "patch": f"patches/p{index}.patch", "model": "bench"}
+            lines.append(json.dumps({**job, "run_id": f"k{index}"}))
+        jobs = root / "jobs-image.jsonl"
+        jobs.write_text("\n".join(lines) + "\n")
+        settings = ContainerSettings("podman", bundle)
+        start = time.perf_counter()
+        warm = root / "jobs-warm.jsonl"
+        warm.write_text(lines[0].replace('"k0"', '"w0"') + "\n")
+        timed("podman, preparing (1 job)", warm, root / "warm", engine="podman",
+              containers=settings, workers=1)  # fmt: skip
+        preparing = time.perf_counter() - start
+        two = timed("podman, 2 workers", jobs, root / "podman", engine="podman",
+                    containers=settings, workers=2)  # fmt: skip
+    finally:
+        containerkit.podman("image", "rm", "--force", image)
+    print(
+        f"podman engine, 2 workers: {two / local_two:.2f}x the local engine's time "
+        f"({(two - local_two) / n * 1000:+.0f} ms per job; target <= 1.2x); apart: the bundle "
+        f"{bundled:.1f} s, the image's build {building:.1f} s, a first batch (inspect, task "
+        f"read out, one job) {preparing:.1f} s"
+    )
+
+
 def load() -> str:
     return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
@@ -101,6 +168,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=2.0)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--no-container", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-batch-"))
     root.chmod(0o755)
@@ -119,6 +187,10 @@ def main() -> None:
             f"cache hit: {per_hit * 1000:.1f} ms per job against {per_grading * 1000:.0f} ms "
             f"per grading: {per_hit / per_grading:.2%} (target <= 2 %)"
         )
+        if args.no_container:
+            print("podman engine: skipped (--no-container)")
+        else:
+            container_engine(root, n, two)
         if args.no_ray or importlib.util.find_spec("ray") is None:
             print("ray engine: skipped (not installed, or --no-ray)")
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from typing import Literal
 
 from interpreters.batch.landing import Landing
@@ -35,7 +36,8 @@ __all__ = [
     "run_work",
 ]
 
-EngineName = Literal["local", "ray"]
+EngineName = Literal["local", "ray", "podman", "docker"]
+"""Where gradings run: worker processes here, Ray tasks, or containers of the jobs' images."""
 
 
 def check_engine(name: EngineName, address: str | None = None) -> None:
@@ -45,6 +47,8 @@ def check_engine(name: EngineName, address: str | None = None) -> None:
         raise EngineUnavailable(NO_RAY)
     if name == "ray" and address is not None:
         check_reachable(address)
+    if name in ("podman", "docker") and shutil.which(name) is None:
+        raise EngineUnavailable(f"--engine {name}: {name} is not installed")
 
 
 def make_engine(

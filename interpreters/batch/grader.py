@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from typing import Any, Literal
 from interpreters.batch.driving import drive
 from interpreters.batch.engines import (
     Done,
+    Engine,
     EngineName,
     GradeFunction,
     Landing,
@@ -184,6 +185,8 @@ class BatchGrader:
             script_timeout=self.script_timeout,
             runner_user=self.runner_user,
             scripts=self.scripts,
+            image=job.image,
+            network=job.job.script_network,
         )
 
     # ------------------------------------------------------------------ while running
@@ -195,13 +198,18 @@ class BatchGrader:
         grade: GradeFunction,
         workers: int | None,
         ray_address: str | None,
+        containers: Callable[[Landing], Engine] | None = None,
     ) -> bool:
-        """Grade `todo` on the engine; whether it was interrupted."""
+        """Grade `todo` on the engine (`containers` makes a container engine); whether it
+        was interrupted."""
         works = [self.work(job) for job in todo]
         if not works:
             return False
         landing = Landing(self.folders.token, self.holds)
-        running = make_engine(engine, grade, workers, ray_address, landing)
+        if containers is not None:
+            running = containers(landing)
+        else:
+            running = make_engine(engine, grade, workers, ray_address, landing)
         self.capacity = running.capacity
         try:
             driven = drive(

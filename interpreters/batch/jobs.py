@@ -47,6 +47,7 @@ __all__ = [
     "jobs_digest",
     "plan_jobs",
     "read_jobs",
+    "read_patch",
     "refuse",
     "repo_identity",
     "ssegrade_version",
@@ -81,6 +82,9 @@ class Planned:
     results: Path
     parts: tuple[str, ...]
     """The run folder's components below `results`."""
+    image: str | None = None
+    """The ID of the image an image job is graded in (its `task_dir` and `repo` are then
+    paths in the image)."""
 
     @property
     def folder(self) -> Path:
@@ -189,7 +193,7 @@ def plan_jobs(
         found: list[str] = []
         if isinstance(known, str):
             found.append(known)
-        patch = _patch(base / job.patch, found)
+        patch = read_patch(base / job.patch, found)
         repo: Path | str | None = None
         if job.repo is not None:
             repo = (base / job.repo).absolute()
@@ -219,7 +223,7 @@ def plan_jobs(
     return planned, problems
 
 
-def _patch(path: Path, found: list[str]) -> bytes | None:
+def read_patch(path: Path, found: list[str]) -> bytes | None:
     """The patch bytes, or None with why in `found` (not a regular file, or not a diff)."""
     try:
         data = read_regular(path)

@@ -21,14 +21,23 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interpreters.app.grading import HeldGrade
-from interpreters.batch.engines import EngineName, GradeFunction, check_engine
+from interpreters.batch.engines import (
+    Engine,
+    EngineName,
+    EngineUnavailable,
+    GradeFunction,
+    Landing,
+    check_engine,
+)
 from interpreters.batch.folder_summary import BATCH_SUMMARY, write_folder_summary
 from interpreters.batch.folders import Found, RunFolders
 from interpreters.batch.grader import BatchGrader, JobOutcome, Retry
@@ -48,9 +57,13 @@ from interpreters.real.holding import INCOMPLETE
 from interpreters.real.private import FolderRefused
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade.batch import Job, Tally
+from ssegrade.batch import Job, Tally, engine_problems
 from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile
 from ssegrade.result import ErrorKind
+
+if TYPE_CHECKING:
+    from interpreters.engine.containers import ContainerSettings
+    from interpreters.engine.images import Images
 
 __all__ = ["BATCH_SUMMARY", "INCOMPLETE", "BatchReport", "JobOutcome", "run_batch"]
 
@@ -94,6 +107,8 @@ class _Options:
     again: Retry
     label: str | None
     scripts: ScriptOptions | None
+    containers: ContainerSettings | None = None
+    images: Images | None = None
 
 
 def run_batch(
@@ -117,6 +132,7 @@ def run_batch(
     checks: bool = False,
     grade: GradeFunction | None = None,
     scripts: ScriptOptions | None = None,
+    containers: ContainerSettings | None = None,
 ) -> BatchReport:
     """Grade every job into `results` (SPEC §14) and answer what happened.
 
@@ -134,7 +150,10 @@ def run_batch(
     ran, `results/batch.json` (named `label`) says what the batch did, also when it was
     interrupted. `reporter` hears of each job (default: one line per job on stderr, or a
     live bar on a terminal); with `checks`, each grading also says each check on stderr.
-    `scripts`: the options of every job's scripts.
+    `scripts`: the options of every job's scripts. With `engine` `podman` or `docker`,
+    every job names an `image` and is graded in a fresh container of it, as `containers`
+    says (`interpreters.engine.containers`); a job's line that names one with another
+    engine is a problem of its line.
     """
     start = time.monotonic()
     started_at = datetime.now(UTC)
@@ -148,7 +167,14 @@ def run_batch(
         base = (base or Path.cwd()).absolute()
     runner = check_runner(runner_user)
     results = results.absolute()
-    planned, more = plan_jobs(lines, base, results, runner)
+    problems += engine_problems(lines, engine)
+    images = None
+    if engine in ("podman", "docker"):
+        images, planned, more = _plan_images(engine, lines, base, results, containers)
+    else:  # an image job here is a bad line already
+        planned, more = plan_jobs(
+            [(n, j) for n, j in lines if j.image is None], base, results, runner
+        )
     problems += more
     head: list[str] = []
     folders: RunFolders | None = None
@@ -169,6 +195,8 @@ def run_batch(
             Retry(force, retry, max_attempts, frozenset(retry_kinds)),
             label,
             scripts,
+            containers,
+            images,
         )
         batch = BatchGrader(
             folders,
@@ -193,6 +221,8 @@ def run_batch(
     finally:
         if folders is not None:
             folders.close()
+        if images is not None:
+            images.close()
     report = BatchReport(batch.tally, tuple(batch.outcomes), interrupted, time.monotonic() - start)
     batch.reporter.end(report.last_line)
     return report
@@ -234,9 +264,59 @@ def _grade(
         todo = batch.sort(looked, cache=options.cache, again=options.again)
         batch.reporter.begin(batch.tally)
         todo += [job for job, source in batch.cache_hits if not batch.write_cached(job, source)]
-        return batch.grade(todo, options.engine, grade, options.workers, options.ray_address)
+        factory = None
+        if options.images is not None and options.containers is not None:
+            todo.sort(key=lambda job: job.image or "")  # each image's jobs together
+            waiting = [job for queue in batch.followers.values() for job in queue]
+            pending = Counter(job.image or "" for job in [*todo, *waiting])
+            factory = _container_factory(options, pending)
+        try:
+            return batch.grade(
+                todo, options.engine, grade, options.workers, options.ray_address, factory
+            )
+        finally:
+            if options.images is not None and options.containers is not None:
+                budget = options.containers.image_budget
+                if budget is not None:
+                    options.images.trim(budget, keep=set())
     finally:
         batch.release()
+
+
+def _plan_images(
+    engine: EngineName,
+    lines: list[tuple[int, Job]],
+    base: Path,
+    results: Path,
+    containers: ContainerSettings | None,
+) -> tuple[Images, list[Planned], list[JobProblem]]:
+    """Prepare the images of the image jobs and place them (`interpreters.engine`)."""
+    # Imported here: the container engine stands on the batch's own modules.
+    from interpreters.engine.images import EngineFailed, Images  # noqa: PLC0415
+    from interpreters.engine.planning import plan_image_jobs  # noqa: PLC0415
+
+    if containers is None or containers.engine != engine:
+        raise EngineUnavailable(f"--engine {engine}: no ssegrade bundle for its containers")
+    try:
+        images = Images(engine, uuid.uuid4().hex[:12])
+    except EngineFailed as exc:
+        raise EngineUnavailable(str(exc)) from None
+    wanted = [(line, job) for line, job in lines if job.image is not None]
+    planned, problems = plan_image_jobs(wanted, base, results, images)
+    return images, planned, problems
+
+
+def _container_factory(options: _Options, pending: Counter[str]) -> Callable[[Landing], Engine]:
+    """What makes the container engine of a batch, once its run folders are held."""
+    from interpreters.engine.containers import ContainerEngine  # noqa: PLC0415
+
+    settings, images = options.containers, options.images
+    assert settings is not None
+    assert images is not None
+    capacity = options.workers or os.cpu_count() or 1
+    return lambda landing: ContainerEngine(
+        settings, images, capacity, landing, options.scripts, pending
+    )
 
 
 def _write_summary(

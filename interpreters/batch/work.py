@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from interpreters.app.setup import InputError
 from interpreters.real import files
@@ -48,6 +48,10 @@ class Work:
     script_timeout: int | None = None
     runner_user: str | None = None
     scripts: ScriptOptions | None = None
+    image: str | None = None
+    """The ID of the image a container engine grades it in (`task`, `repo`: paths there)."""
+    network: Literal["loopback", "host"] | None = None
+    """The scripts' network its job asked for (None: the batch's)."""
 
     def request(self) -> Request[ScriptOptions]:
         """The grading this work asks for."""

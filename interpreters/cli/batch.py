@@ -22,6 +22,7 @@ from interpreters.batch.jobs import BadJobs
 from interpreters.batch.progress import make_reporter
 from interpreters.batch.run import run_batch
 from interpreters.batch.verification import TaskVerification, verify_tasks
+from interpreters.cli.container_options import container_options, container_settings
 from interpreters.cli.options import (
     ScriptOptions,
     containment_options,
@@ -32,6 +33,7 @@ from interpreters.cli.options import (
 from interpreters.real import logs
 from interpreters.real.runner import ContainmentRefused, choose
 from ssegrade.batch.cheats import CHEATS
+from ssegrade.batch.containers import Limits
 from ssegrade.batch.summary import RETRY_KINDS
 from ssegrade.guard import Flag
 from ssegrade.result import ERROR_KINDS, ErrorKind
@@ -64,10 +66,11 @@ def _engine_options(command: F) -> F:
             ),
             click.option(
                 "--engine",
-                type=click.Choice(["local", "ray"]),
+                type=click.Choice(["local", "ray", "podman", "docker"]),
                 default="local",
                 show_default=True,
-                help="Where gradings run: worker processes here, or Ray tasks.",
+                help="Where gradings run: worker processes here, Ray tasks, or (batch only) "
+                "a fresh container of each job's image.",
             ),
             click.option(
                 "--ray-address",
@@ -201,8 +204,8 @@ def verify(
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
       ssegrade verify tasks/* --adversarial --results verify-runs/
     """
-    if cheats and not adversarial:
-        _refuse(("--cheat goes with --adversarial",))
+    if engine in ("podman", "docker"):
+        raise click.BadParameter("verify runs on local or ray", param_hint="--engine")
     scripts = _scripts(engine, options)
     _show(verbose=verbose)
     with _bad_input():
@@ -317,6 +320,7 @@ def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[
     help=f"Kinds of `error` graded again on resume, comma-separated ({', '.join(ERROR_KINDS)}).",
 )
 @click.option("--label", help="A name for this batch, written in RESULTS/batch.json.")
+@container_options
 @click.option(
     "-v", "--verbose", is_flag=True, help="Also say each check of each grading, with its log."
 )
@@ -338,12 +342,18 @@ def batch(
     label: str | None,
     verbose: bool,
     quiet: bool,
+    bundle: Path | None,
+    container_memory: int,
+    container_pids: int,
+    container_tmp_size: int,
+    image_budget: int | None,
     **options: Any,
 ) -> None:
     """Grade every recorded patch of the JSON Lines file JOBS, one job per line (`task` and
     `patch` required; `repo`, `model`, `agent`, `run_id`, `reference_run`, `agent_duration`,
     `agent_timeout`, `agent_exit_code`, `spend`, `started_at` optional; paths relative to
-    JOBS), resuming what an earlier run did (and grading again what errored), reusing grades
+    JOBS; with --engine podman or docker each job names its `image`, and `task`, `repo` are
+    paths in it), resuming what an earlier run did (and grading again what errored), reusing grades
     of identical jobs. Says one line per finished job (a live bar on a terminal) and a last
     line; RESULTS/batch.json says what the batch did.
 
@@ -354,8 +364,13 @@ def batch(
     Examples:
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
+      ssegrade batch image-jobs.jsonl --results results --engine podman --workers 2
     """
     scripts = _scripts(engine, options)
+    containers = None
+    if engine in ("podman", "docker"):
+        limits = Limits(container_memory, container_pids, container_tmp_size)
+        containers = container_settings(engine, bundle, limits, image_budget)
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be used together")
     _show(quiet=quiet, verbose=verbose)
@@ -378,5 +393,6 @@ def batch(
             scripts=scripts,
             reporter=make_reporter(quiet=quiet),
             checks=verbose,
+            containers=containers,
         )
     raise click.exceptions.Exit(report.exit_code)

@@ -13,6 +13,8 @@ gradings is `interpreters.batch`'s job:
 """
 
 from ssegrade.batch.cheats import CHEATS, Cheat, wanted_paths, write_cheats
+from ssegrade.batch.containers import engine_problems
+from ssegrade.batch.image_paths import IMAGE_TASK
 from ssegrade.batch.jobs import (
     JOB_KEYS,
     Job,
@@ -59,6 +61,7 @@ from ssegrade.batch.verify_adversarial import (
 __all__ = [
     "CHEATS",
     "CONTROLS",
+    "IMAGE_TASK",
     "JOB_KEYS",
     "KINDS",
     "BatchCounts",
@@ -82,6 +85,7 @@ __all__ = [
     "counts_against",
     "describe_invalid",
     "duplicate_problems",
+    "engine_problems",
     "expected_outcomes",
     "job_digest",
     "judge",

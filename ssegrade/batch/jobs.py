@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ssegrade.batch.image_paths import IMAGE_TASK, image_job_problem
 from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
 from ssegrade.ssebench import RunConfig, start_time, task_document
@@ -50,7 +51,13 @@ def _folder_name(value: str, what: str) -> str:
 class Job(BaseModel):
     """One line of a jobs file (SPEC §14). Paths are as written: relative to the jobs file.
     `mode`, `timeout`, `difficulty`, `tool_layer`, `egress` and `plugins` are the SSEBench run
-    config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`)."""
+    config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`).
+
+    An image job (`image`: an image reference, or `docker-archive:PATH` to load) is graded in
+    a container of that image: `task` (default `/ssebench`) and `repo` are then absolute paths
+    in the image; `build` is a host folder holding the Dockerfile the image is built from when
+    the engine lacks it; `script_network: host` gives its container a network. `patch` stays
+    a path of the host."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", strict=True)
 
@@ -72,6 +79,22 @@ class Job(BaseModel):
     tool_layer: str | None = None
     egress: Literal["restricted", "open"] = "restricted"
     plugins: list[str] = Field(default_factory=list)
+    image: str | None = Field(default=None, min_length=1, max_length=4096)
+    build: str | None = Field(default=None, min_length=1)
+    script_network: Literal["loopback", "host"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _image_task(cls, data: object) -> object:
+        """An image job without `task` grades SSEBench's task folder, `/ssebench`."""
+        if isinstance(data, dict) and data.get("image") is not None and "task" not in data:
+            return {**data, "task": IMAGE_TASK}
+        return data
+
+    @model_validator(mode="after")
+    def _image_paths(self) -> Job:
+        image_job_problem(self.image, self.task, self.repo, self.build, self.script_network)
+        return self
 
     @field_validator("model")
     @classmethod
@@ -208,7 +231,8 @@ def describe_invalid(exc: ValidationError) -> list[str]:
         if err["type"] == "missing":
             found.append(f"{key}: required key is missing")
         else:
-            found.append(f"{key}: {err['msg'].removeprefix('Value error, ')}")
+            why = err["msg"].removeprefix("Value error, ")
+            found.append(f"{key}: {why}" if key else why)
     return found
 
 

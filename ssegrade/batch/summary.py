@@ -93,7 +93,7 @@ class BatchCommand(_Frozen):
     interrupted."""
 
     ssegrade: str
-    engine: Literal["local", "ray"]
+    engine: Literal["local", "ray", "podman", "docker"]
     workers: int = Field(ge=1)
     containment: str
     jobs: str
@@ -131,7 +131,7 @@ class BatchSummary(_Frozen):
 
     label: str | None
     ssegrade: tuple[str, ...]
-    engines: tuple[Literal["local", "ray"], ...]
+    engines: tuple[Literal["local", "ray", "podman", "docker"], ...]
     containment: tuple[str, ...]
     jobs: tuple[JobsFile, ...]
     commands: tuple[BatchCommand, ...] = Field(min_length=1)

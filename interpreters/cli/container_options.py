@@ -1,0 +1,101 @@
+"""The options of `ssegrade batch --engine podman|docker`: the bundle, each container's limits
+and the image budget (SPEC §14, Engines).
+
+Interpreter layer (command line). Without `--bundle`, this ssegrade's bundle is built once
+under a cache folder (`interpreters.engine.bundle`); a bundle that cannot be built is one
+line and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from interpreters.app.setup import InputError
+from interpreters.engine.bundle import BundleError, build
+from interpreters.engine.containers import ContainerSettings
+from ssegrade.batch.containers import EngineProgram, Limits
+
+__all__ = ["BUNDLES", "container_options", "container_settings"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BUNDLES = Path("/var/cache/ssegrade/bundles")
+"""Where root keeps its bundles (others: `~/.cache/ssegrade/bundles`)."""
+_DEFAULTS = Limits()
+
+
+def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """`2G`, `512M`, `100000`: a number of bytes."""
+    if value is None:
+        return None
+    text = value.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) <= 0:
+        raise click.BadParameter(f"{value!r} is not a number of bytes (e.g. 2G, 512M)")
+    return int(digits) * scale
+
+
+def container_options(command: F) -> F:
+    """`--bundle`, `--container-memory`, `--container-pids`, `--container-tmp-size`,
+    `--image-budget`."""
+    options = [
+        click.option(
+            "--bundle",
+            type=click.Path(path_type=Path, file_okay=False, exists=True),
+            help="The ssegrade bundle mounted into each container (`ssegrade bundle`; default: "
+            "this ssegrade's, built once under a cache folder).",
+        ),
+        click.option(
+            "--container-memory",
+            default=str(_DEFAULTS.memory),
+            callback=_size,
+            metavar="BYTES",
+            help="Memory of each container (K/M/G suffixes; default 4G).",
+        ),
+        click.option(
+            "--container-pids",
+            default=_DEFAULTS.pids,
+            show_default=True,
+            type=click.IntRange(min=16),
+            help="Processes each container may hold.",
+        ),
+        click.option(
+            "--container-tmp-size",
+            default=str(_DEFAULTS.tmp_size),
+            callback=_size,
+            metavar="BYTES",
+            help="Size of each container's /tmp, a tmpfs (default 2G).",
+        ),
+        click.option(
+            "--image-budget",
+            callback=_size,
+            metavar="BYTES",
+            help="Remove images the batch pulled, loaded or built itself, once their jobs are "
+            "done, while they take more than this (default: keep them).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def container_settings(
+    engine: EngineProgram, bundle: Path | None, limits: Limits, image_budget: int | None
+) -> ContainerSettings:
+    """The settings of a batch's containers; the bundle built when none is given
+    (`InputError` when it cannot be)."""
+    if bundle is None:
+        cache = BUNDLES if os.geteuid() == 0 else Path.home() / ".cache" / "ssegrade" / "bundles"
+        try:
+            bundle = build(cache)
+        except (BundleError, OSError) as exc:
+            raise InputError(
+                f"--engine {engine}: the ssegrade bundle cannot be built: {exc}"
+            ) from None
+    return ContainerSettings(engine, bundle.absolute(), limits, image_budget=image_budget)
