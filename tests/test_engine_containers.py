@@ -143,6 +143,10 @@ def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Pat
         assert _checks(inside) == _checks(outside, str(example.task))
         summary = json.loads((inside / "summary.json").read_text())
         assert summary["containment"] == "container"
+        # The guard's report comes back with the container's run folder, as the host's.
+        host_summary = json.loads((outside / "summary.json").read_text())
+        assert host_summary.get("guard") is not None
+        assert summary.get("guard") == host_summary["guard"]
         for record in (inside / "checks.jsonl").read_text().splitlines():
             assert json.loads(record)["log_file"].startswith(f"{inside}/")
 

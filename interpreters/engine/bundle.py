@@ -42,8 +42,9 @@ from interpreters.real.programs import ProgramError, program
 
 __all__ = ["BundleError", "build", "bundle_name", "requirements"]
 
-EXTRAS = ("cli", "daemon", "report")
-"""The extras a bundle installs: every command but the Ray engine's."""
+EXTRAS = ("cli", "daemon", "report", "guard")
+"""The extras a bundle installs: every command but the Ray engine's, and the guard's parsers
+(without them a container's guard would read code line by line, not as the host's does)."""
 
 _PACKAGES = ("ssegrade", "interpreters")
 _LEFT_OUT = (
