@@ -1,8 +1,8 @@
-"""Processes seen through `/proc`: the markers a script run carries, and the sweep that kills
-what carries them.
+"""The process table: the markers a script run carries, and the sweep that kills what carries
+them.
 
-Interpreter layer (Linux: reads the process table through psutil and `/proc`, signals
-processes). Every script runs with two marker
+Interpreter layer (Linux: reads the process table through psutil, and `/proc` by hand where a
+function's docstring says why; signals processes). Every script runs with two marker
 variables in its environment, the session and the run; the sweep kills exactly the processes
 that match (and their descendants), never the runner's whole uid. It is the clean-up of scripts
 that run without a PID namespace, and the safety net of those that run in one. A dedicated
