@@ -7,16 +7,20 @@ can give (as root, `full`: PID, mount and network namespaces, a fresh /tmp and /
 cgroup) and as many times with `weak` (own session and process group, the marker sweep),
 interleaved, in the same run; prints the median and mean milliseconds per run of each, the
 milliseconds containment adds per script, and the floor: `/bin/true` started by a bare `Popen`.
+Then each scan of the process table the weaker containment and the account's end make
+(`processes`, `children_of`, `account_processes`), timed alone, with the number of processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -24,6 +28,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import ContainmentPolicy, probe, resolve_runner, run_script
 from interpreters.real.runner.policy import Mode
+from interpreters.real.runner.processes import account_processes, children_of, processes
+
+
+def scans(runner_uid: int, runs: int) -> None:
+    """Time each scan of the process table alone; print medians and best runs."""
+    me = os.getpid()
+    timed: dict[str, Callable[[], object]] = {
+        "processes()": processes,
+        "children_of(self)": lambda: children_of(me),
+        "account_processes": lambda: account_processes(runner_uid),
+    }
+    print(f"scans of the process table ({len(processes())} processes), {runs} each:")
+    for name, scan in timed.items():
+        values: list[float] = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            scan()
+            values.append((time.perf_counter() - start) * 1000)
+        median, best = statistics.median(values), min(values)
+        print(f"  {name:18} median {median:6.2f} ms   best {best:6.2f} ms")
 
 
 def main() -> None:
@@ -68,6 +92,7 @@ def main() -> None:
     best = min(contained) - min(weaker)
     print(f"containment adds {added:.2f} ms per script (medians), {best:.2f} ms (best runs)")
     print("target: <= 10 ms added per script")
+    scans(runner.uid, runs)
 
 
 if __name__ == "__main__":

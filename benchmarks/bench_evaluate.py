@@ -10,6 +10,8 @@ what they are the floor of (medians):
   capture floor + 3 x `cp -a` of the grading repo, where the capture floor is `git add -A` into
   a fresh index then `git diff --cached --binary`, and one copy per check of the task (target:
   0.6x at most);
+- the same on the first tree once every file's ctime moved after the baseline (`chmod -R`):
+  the slow path, where no stat data can be trusted and the capture hashes every file;
 - then on a tree `--scale` times larger (200,000 files, 2 GB): the same evaluation and capture,
   as ratios to the first tree's times (target: 2x at most);
 - what the command waits for after `result.json` (the archive, whose bytes grow with the tree)
@@ -306,6 +308,36 @@ def measure(s: Setup, rounds: int, *, with_steps: bool) -> tuple[dict[str, float
     return found, worked_in
 
 
+def measure_untrusted(s: Setup, rounds: int) -> dict[str, float]:
+    """The slow path, after `measure` on the same tree: every file's ctime moves after the
+    baseline (`chmod -R g+w`: bytes, sizes, mtimes and what git records stay), so no stat data
+    of the kept index can be trusted and the capture hashes every file. Floors and ours
+    interleaved as in `measure`; medians."""
+    subprocess.run(["chmod", "-R", "g+w", str(s.source)], check=True)
+    rows: list[dict[str, float]] = []
+    for n in range(rounds):
+        row = {f"floor {key}": value for key, value in floor(s).items()}
+        row["capture"] = capture(s)
+        row["result.json"], row["exit"] = evaluate(s, rounds + n)
+        shutil.rmtree(s.top / f"results{rounds + n}")
+        rows.append(row)
+    return median(rows)
+
+
+def report_untrusted(found: dict[str, float], rounds: int) -> None:
+    """Print the slow path's figures against its floors."""
+    floor_s = found["floor capture"] + found["floor copies"]
+    print(f"  slow path (chmod -R after the baseline: every file hashed); medians of {rounds}")
+    print(f"    capture {found['capture']:.2f}s / git add -A into a fresh index "
+          f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x")  # fmt: skip
+    print(f"    floor: capture {found['floor capture']:.2f}s + {COPIES} x cp -a "
+          f"{found['floor copies']:.2f}s = {floor_s:.2f}s")  # fmt: skip
+    for key in ("result.json", "exit"):
+        print(
+            f"    evaluate until {key:11s} {found[key]:6.2f}s = {found[key] / floor_s:.2f}x floor"
+        )
+
+
 def report(label: str, s: Setup, found: dict[str, float], rounds: int, worked_in: str) -> None:
     floor_s = found["floor capture"] + found["floor copies"]
     print(f"{label}: {s.files} files; medians of {rounds}")
@@ -373,6 +405,8 @@ def main() -> None:
             measured, worked_in = measure(setup, options.rounds, with_steps=number == 0)
             found.append(measured)
             report(f"{options.where}, {megabytes} MB", setup, measured, options.rounds, worked_in)
+            if number == 0:
+                report_untrusted(measure_untrusted(setup, options.rounds), options.rounds)
     if len(found) == 2:
         small, large = found
         print(f"{options.scale}x larger tree against the first (evaluate's target: 2x at most):")

@@ -8,6 +8,7 @@ commit messages read from a commits-only copy of its history, fetched as the tre
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
@@ -63,12 +64,16 @@ def capture(
             lay_out(repo)
             base = baseline.base_tree
             start = None if rehash else baseline.index
-            new, left_out = stage(
-                s, source, base, repo=repo, alternates=baseline.objects, start=start
-            )
-            admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
-            patch = s.git(["diff-tree", *DIFF_OPTIONS, base, new], env=admin).stdout
-            log = _commits_log(s, source, baseline.commit)
+            # The agent's log needs nothing of the staging: it is read meanwhile, on the CPU
+            # the staging's hashing (one thread in git) leaves.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                commits = pool.submit(_commits_log, s, source, baseline.commit)
+                new, left_out = stage(
+                    s, source, base, repo=repo, alternates=baseline.objects, start=start
+                )
+                admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
+                patch = s.git(["diff-tree", *DIFF_OPTIONS, base, new], env=admin).stdout
+                log = commits.result()
     except (GitError, OSError, ValueError) as exc:
         return Failure(CaptureError(f"cannot capture the patch of {source}: {why(exc)}"))
     return Success(Capture(patch, base, new, log, left_out))

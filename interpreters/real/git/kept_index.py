@@ -1,8 +1,10 @@
 """The baseline's kept index: the base tree with the stat data of the tree it was staged from.
 
 Interpreter side (files, processes); SPEC §4. A capture that starts from a copy of this index
-instead of `read-tree <base>` lets `git add -A` rehash only the files whose lstat (size, mtime,
-ctime, inode, mode, owner) changed since the baseline was recorded, so it costs what changed.
+instead of `read-tree <base>` hashes only the files whose lstat (size, mtime, ctime, inode,
+mode, owner) changed since the baseline was recorded, so it costs what changed. When that is
+every file (`chmod -R`, `chown -R`, a restore), each is hashed, and only those whose bytes
+changed are stored (`staging.stage`): what `git add -A` into a fresh index costs.
 
 Why stat data can be trusted: the kernel sets a file's ctime to the current time on every
 change of its content or metadata, no system call lets a process choose it (`utimensat` sets

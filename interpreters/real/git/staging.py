@@ -65,10 +65,11 @@ def stage(
     and the paths left out.
 
     The index starts as a copy of `start`, the baseline's kept index (`kept_index`), when one
-    is given: only files whose stat data changed since are hashed, into objects that are thrown
-    away (stored, not compressed). Otherwise it starts from `read-tree <base>` and every file is
-    hashed. Root (or we) runs the steps that need the base's objects; the reader runs those that
-    read the tree. New objects go to `s.work/objects`; `alternates` holds the base's.
+    is given: only files whose stat data changed since are hashed, and only those whose bytes
+    changed are stored, into objects that are thrown away (stored, not compressed). Otherwise
+    it starts from `read-tree <base>` and every file is hashed. Root (or we) runs the steps
+    that need the base's objects; the reader runs those that read the tree. New objects go to
+    `s.work/objects`; `alternates` holds the base's.
     """
     index = s.work / "index"
     objects = s.work / "objects"
@@ -89,13 +90,14 @@ def stage(
             s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
     s.hand_over(index)
 
-    # After `read-tree` no entry has stat data: a refresh first hashes every file without
-    # writing objects (the reader may not see the base's), so `add` then writes only the
-    # blobs that changed. From the kept index, `add` alone hashes the few files whose stat
-    # data differ (a refresh would only write the whole index once more).
+    # A refresh first hashes every file whose stat data differ from its entry's (all of them
+    # after `read-tree`, or after a `chmod -R` from the kept index) without writing objects:
+    # the reader may not see the base's, so `add` alone would store a blob of each of them,
+    # changed or not, at several times the cost of hashing them. An entry whose bytes hash as
+    # recorded takes the file's stat data; the others are left for `add`, which then writes
+    # only the blobs that changed. The refresh decides on content, never on stat data alone.
     tree_args: dict[str, Any] = {"env": reader, "cwd": source, "as_reader": True}
-    if start is None:
-        s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
+    s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
     thrown = [] if start is None else ["-c", "core.looseCompression=0"]
     added = s.git([*thrown, "add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
 
