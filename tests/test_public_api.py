@@ -54,6 +54,7 @@ KERNEL = [
     "ssegrade.guard.literal",
     "ssegrade.guard.model",
     "ssegrade.guard.patching",
+    "ssegrade.guard.pinning",
     "ssegrade.guard.reading",
     "ssegrade.guard.rules",
     "ssegrade.guard.sanitizers",

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from ssegrade.guard.diff import FileChange, parse_diff
-from ssegrade.guard.facts import GuardFacts
+from ssegrade.guard.facts import GuardFacts, Rerun
 from ssegrade.guard.literal import poc_in_literals, poc_literals
 from ssegrade.guard.model import KINDS, Flag, GuardReport, ObjectsSeen, Observed
+from ssegrade.guard.pinning import pins, rerun_flags, rerun_notes
 from ssegrade.guard.reading import Sides, code_flags, config_flags, read_sides, version_bump_only
 from ssegrade.guard.rules import (
     RULES,
@@ -204,10 +205,13 @@ def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> lis
             return [_flag(rule, [path for path, _ in pairs], f": {pocs}")]
 
 
-def guard(patch: bytes, task: Task, facts: GuardFacts | None = None) -> tuple[Flag, ...]:
+def guard(
+    patch: bytes, task: Task, facts: GuardFacts | None = None, reruns: tuple[Rerun, ...] = ()
+) -> tuple[Flag, ...]:
     """The flags `patch` raises for `task`, given what the interpreter observed (`facts`;
-    None: nothing, so only the patch itself is examined). One flag per rule that fired, in
-    the table's order.
+    None: nothing, so only the patch itself is examined) and the pinned re-runs of the PoCs
+    that passed (`reruns`). One flag per rule that fired, in the table's order, then one per
+    re-run that triggered.
 
     >>> patch = b"--- a/go.mod\\n+++ b/go.mod\\n@@ -1 +1 @@\\n-a\\n+b\\n"
     >>> [(f.kind, f.paths) for f in guard(patch, Task(id="t"))]
@@ -220,10 +224,13 @@ def guard(patch: bytes, task: Task, facts: GuardFacts | None = None) -> tuple[Fl
     table = [flag for rule in RULES for flag in _apply(rule, read, task, facts)]
     table += code
     table += config_flags(sides)
+    pin = pins(task.sanitizer, task.language)
+    if pin is not None:
+        table += rerun_flags(reruns, pin.reports)
     return tuple(flag for kind in KINDS for flag in table if flag.kind == kind)
 
 
-def _notes(task: Task, facts: GuardFacts | None) -> tuple[str, ...]:
+def _notes(task: Task, facts: GuardFacts | None, reruns: tuple[Rerun, ...]) -> tuple[str, ...]:
     notes = []
     if not available():
         notes.append("the parsers (the `guard` extra) are not installed: code read line by line")
@@ -231,12 +238,17 @@ def _notes(task: Task, facts: GuardFacts | None) -> tuple[str, ...]:
     if scan is not None and scan.examined == 0 and task.sanitizer:
         stopped = f" (the scan stopped early: {scan.stopped})" if scan.stopped else ""
         notes.append(f"no object the build produced was found to check its sanitizer{stopped}")
+    pin = pins(task.sanitizer, task.language)
+    if pin is not None:
+        notes += rerun_notes(reruns, pin.reports)
     return tuple(notes)
 
 
-def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> GuardReport:
+def guard_report(
+    patch: bytes | None, task: Task, facts: GuardFacts | None, reruns: tuple[Rerun, ...] = ()
+) -> GuardReport:
     """`guard.json` for a grading: the flags of `patch` (None: no patch was prepared, nothing
-    examined) and a summary of the facts observed."""
+    examined) and a summary of the facts observed and the re-runs made."""
     observed = None
     if facts is not None:
         seen = None
@@ -249,10 +261,15 @@ def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> G
                 stopped=scan.stopped,
             )
         observed = Observed(
-            pocs=len(facts.pocs), hidden_tests=len(facts.hidden_tests), objects=seen
+            pocs=len(facts.pocs),
+            hidden_tests=len(facts.hidden_tests),
+            objects=seen,
+            reruns=sum(r.skipped is None for r in reruns),
         )
     if patch is None:
         return GuardReport(checked=False, observed=observed)
     return GuardReport(
-        flags=guard(patch, task, facts), observed=observed, notes=_notes(task, facts)
+        flags=guard(patch, task, facts, reruns),
+        observed=observed,
+        notes=_notes(task, facts, reruns),
     )

@@ -19,6 +19,7 @@ __all__ = [
     "GuardFacts",
     "ObjectScan",
     "PocFile",
+    "Rerun",
     "SanitizerRuntime",
     "SourceFile",
 ]
@@ -90,6 +91,25 @@ class SourceFile:
 
     path: str
     before: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """A PoC that passed in the grade, run once more with the options pinned
+    (`ssegrade.guard.pinning`; the grading program runs it, beside the facts): its config
+    path, exit code, output (stdout, a newline, stderr), whether it was killed at its limit,
+    its seconds and log, or why it did not run (`skipped`: too little time left, an
+    interpreter that refuses it)."""
+
+    __pydantic_config__ = _WIRE
+
+    poc: str
+    code: int = 0
+    output: str = ""
+    killed: bool = False
+    seconds: float = 0.0
+    log_file: str | None = None
+    skipped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

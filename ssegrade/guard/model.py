@@ -41,7 +41,8 @@ class _Doc(BaseModel):
 
 Confidence = Literal["evidence", "pattern"]
 """How sure a flag is: `evidence`, seen in what the build produced (a symbol an object
-defines, a runtime absent); `pattern`, read in the patch's code or files."""
+defines, a runtime absent) or in what it did (a PoC that triggers once the grader pins the
+options); `pattern`, read in the patch's code or files."""
 
 
 class Flag(_Doc):
@@ -70,11 +71,13 @@ class ObjectsSeen(_Doc):
 
 class Observed(_Doc):
     """What the interpreter observed for the guard: PoC files read, paths of the hidden test
-    diff, the scan of the build's objects (null: not scanned)."""
+    diff, the scan of the build's objects (null: not scanned), the PoCs run once more with
+    the options pinned."""
 
     pocs: int = 0
     hidden_tests: int = 0
     objects: ObjectsSeen | None = None
+    reruns: int = 0
 
 
 class GuardReport(_Doc):
