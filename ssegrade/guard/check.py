@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from ssegrade.guard.diff import FileChange, parse_diff
-from ssegrade.guard.facts import GuardFacts, Rerun
+from ssegrade.guard.facts import GuardFacts, ObjectScan, Rerun
 from ssegrade.guard.literal import poc_in_literals, poc_literals
 from ssegrade.guard.model import KINDS, Flag, GuardReport, ObjectsSeen, Observed
 from ssegrade.guard.pinning import pins, rerun_flags, rerun_notes
@@ -125,7 +125,48 @@ def _lines(rule: Rule, match: Lines, changes: Sequence[FileChange]) -> Flag | No
     return _flag(rule, paths, first) if paths else None
 
 
-def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
+def _hook_body(text: bytes | None, symbol: bytes) -> bytes | None:
+    """The lines of `text` from the first naming `symbol` to the first after it that closes a
+    top-level block (`}` at the start of a line), at most `_BODY` lines: the hook's
+    definition as the source spells it; None when `text` does not name it."""
+    if text is None:
+        return None
+    lines = text.split(b"\n")
+    for i, line in enumerate(lines):
+        if symbol in line:
+            body = lines[i : i + _BODY]
+            end = next((n for n, ln in enumerate(body) if n and ln.startswith(b"}")), len(body))
+            return b"\n".join(body[: end + 1])
+    return None
+
+
+_BODY = 60
+
+
+def _patch_made(symbol: str, scan: ObjectScan, read: _Read) -> bool:
+    """Whether the patch added or changed the hook `symbol`: the project's source did not
+    name it before, or a changed line names it, or its definition in a file the patch
+    changes is not the same after the patch."""
+    places = [path for name, path in scan.known if name == symbol]
+    if not places:
+        return True
+    word = symbol.encode()
+    for change in read.changes:
+        if any(word in line for line in (*change.added, *change.removed)):
+            return True
+    sides = {side.path: side for side in read.sides}
+    for path in places:
+        side = sides.get(path)
+        if side is None:
+            if any(path in change.paths for change in read.changes):
+                return True  # changed, and not read: it may be
+            continue
+        if not side.whole or _hook_body(side.before, word) != _hook_body(side.after, word):
+            return True
+    return False
+
+
+def _runtime(rule: Rule, task: Task, facts: GuardFacts | None, read: _Read) -> list[Flag]:
     scan = None if facts is None else facts.objects
     if scan is None:
         return []
@@ -139,6 +180,7 @@ def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
         )
         for symbol, path in scan.hooks
         if not is_test_path(path)  # a test or fuzz harness may set its own options
+        and _patch_made(symbol, scan, read)  # not the project's own, left as it was
     ]
     if scan.examined == 0:
         return flags  # nothing found to examine: a note (`_notes`), never a flag
@@ -190,7 +232,7 @@ def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> lis
             hits = [p for c in changes for p in c.paths if p in hidden]
             return [_flag(rule, hits)] if hits else []
         case RuntimeMissing():
-            return _runtime(rule, task, facts)
+            return _runtime(rule, task, facts, read)
         case PocBytes(least=least):
             if facts is None or not facts.pocs:
                 return []

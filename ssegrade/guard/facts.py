@@ -66,6 +66,10 @@ class ObjectScan:
     hooks: tuple[tuple[str, str], ...] = ()
     """Sanitizer hooks (`__asan_default_options`, …) an object the build compiled defines:
     (symbol, path in the copy)."""
+    known: tuple[tuple[str, str], ...] = ()
+    """Where the project's source before the patch already names one of those hooks:
+    (symbol, path in the grading repo). A hook the project defined itself, in a file the
+    patch leaves as it was, is not the patch's doing."""
 
     def carrier(self, sanitizer: str) -> str | None:
         """The path of the first object found carrying `sanitizer`'s runtime, or None."""
