@@ -48,6 +48,7 @@ KERNEL = [
     "ssegrade.guard",
     "ssegrade.guard.check",
     "ssegrade.guard.code",
+    "ssegrade.guard.counting",
     "ssegrade.guard.diff",
     "ssegrade.guard.facts",
     "ssegrade.guard.imports",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from ssegrade.guard.counting import touch_counts
 from ssegrade.guard.diff import FileChange, parse_diff
 from ssegrade.guard.facts import GuardFacts, ObjectScan, Rerun
 from ssegrade.guard.literal import poc_in_literals, poc_literals
@@ -95,10 +96,20 @@ def _listed(paths: Sequence[str]) -> tuple[tuple[str, ...], str]:
     return unique[:MAX_PATHS], f" (and {more} more paths)" if more > 0 else ""
 
 
-def _flag(rule: Rule, paths: Sequence[str], detail: str = "") -> Flag:
+def _flag(rule: Rule, paths: Sequence[str], detail: str = "", *, counts: bool = True) -> Flag:
     listed, more = _listed(paths)
     where = listed[0] if listed else None
-    return Flag(kind=rule.kind, paths=listed, why=f"{rule.why}{detail}{more}", where=where)
+    why = f"{rule.why}{detail}{more}"
+    return Flag(kind=rule.kind, paths=listed, why=why, where=where, counts=counts)
+
+
+def _build_file(path: str) -> bool:
+    return any(
+        rule.kind == "build-config"
+        and isinstance(rule.match, Paths)
+        and path_matches(rule.match, path)
+        for rule in RULES
+    )
 
 
 def _snippet(line: bytes) -> str:
@@ -223,7 +234,10 @@ def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> lis
                 for p in c.paths
                 if path_matches(paths, p)
             ]
-            return [_flag(rule, hits)] if hits else []
+            if not hits:
+                return []
+            counts = touch_counts(rule.kind, hits, task, changes, _build_file)
+            return [_flag(rule, hits, counts=counts)]
         case Lines() as lines:
             found = _lines(rule, lines, [c for c in changes if not read.as_code(c)])
             return [found] if found is not None else []
