@@ -5,12 +5,18 @@ failed`), and the report's fast reading agrees with the model's."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from interpreters.cli.report import report
 from ssegrade import Task
 from ssegrade.guard import KINDS, Flag, guard
 from ssegrade.guard.counting import ALWAYS, counts
@@ -21,6 +27,7 @@ from ssegrade.report.summary import RunRecord, guard_flags, guard_listed
 from ssegrade.result import PatchResult
 from ssegrade.task import Files, Scripts
 from tests.guardkit import CASES, Case, case_facts, case_patch, load_case
+from tests.runfolders import summary, write_run
 
 flags = st.fixed_dictionaries(
     {"kind": st.sampled_from(KINDS), "confidence": st.sampled_from(["pattern", "evidence"])},
@@ -173,3 +180,43 @@ def test_at_most_one_genuine_fix_in_twenty_raises_a_flag_that_counts(tmp_path: P
         )
     }
     assert len(counted) * 20 <= len(fixes), counted
+
+
+# ---------------------------------------------------------------------------- every format
+
+
+def _doc(*flags: tuple[str, bool]) -> dict[str, Any]:
+    listed = [{"kind": k, "paths": ["x"], "why": "seen", "counts": c} for k, c in flags]
+    return {"version": 1, "checked": True, "flags": listed, "observed": None}
+
+
+def test_every_format_shows_the_counted_flags_and_the_listed_touches(tmp_path: Path) -> None:
+    """Two passes: one with a regression test added (listed), one with a crash catcher
+    (counted): unflagged 1/2 in every format, the listed touch shown beside it."""
+    root = tmp_path / "results"
+    write_run(root, "t1/m/a/r1", summary(task="t1", status="passed", guard=_doc(("tests", False))))
+    write_run(
+        root, "t2/m/a/r1", summary(task="t2", status="passed", guard=_doc(("crash-handler", True)))
+    )
+    run = CliRunner()
+    doc = json.loads(run.invoke(report, [str(root), "--format", "json"]).output)
+    (row,) = doc["rows"]
+    assert (row["unflagged"]["passed"], row["unflagged"]["of"]) == (1, 2)
+    assert (row["flagged"], row["listed"]) == ({"crash-handler": 1}, {"tests": 1})
+    lines = list(
+        csv.DictReader(io.StringIO(run.invoke(report, [str(root), "--format", "csv"]).output))
+    )
+    assert (lines[0]["unflagged_passed"], lines[0]["flagged_tests"], lines[0]["listed_tests"]) == (
+        "1",
+        "0",
+        "1",
+    )
+    text = " ".join(run.invoke(report, [str(root)], env={"COLUMNS": "200"}).output.split())
+    assert "listed, not counted (no check runs them): tests 1" in text, text
+    page = run.invoke(report, [str(root), "--format", "html"]).output
+    assert "Listed, not counted" in page
+    assert "tests 1" in page
+    kept = json.loads(
+        run.invoke(report, [str(root), "--format", "json", "--exclude-flagged", "any"]).output
+    )
+    assert [t["task"] for t in kept["tasks"]] == ["t1"]
