@@ -10,11 +10,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from interpreters.real.trace import TraceRecorder
 from ssegrade import (
+    CheckFinished,
     Deadline,
     Effect,
     GradeOptions,
     RunScript,
+    RuntimeResult,
     ScriptResult,
     Task,
     WriteGuard,
@@ -27,6 +30,8 @@ from ssegrade.effects import RerunPoc
 from ssegrade.guard.pinning import pins
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
+from ssegrade.trace import Trace
+from ssegrade.trace.replay import replay
 
 TASK = Task(
     id="c-1",
@@ -174,3 +179,27 @@ def test_a_rerun_skipped_for_lack_of_time_leaves_a_note() -> None:
     assert world.guard is not None
     assert not world.guard.flags
     assert any("too little time left" in n for n in world.guard.notes), world.guard.notes
+
+
+def test_a_trace_from_before_the_reruns_replays_to_the_same_grade() -> None:
+    """A trace recorded before the re-runs holds no `RerunPoc` step (nor its `guard` line):
+    the replay refuses the re-run, the guard notes it, and the grade is the same."""
+    world = FakeWorld(patch=PATCH)
+    recorder = TraceRecorder()
+    options = GradeOptions(task=TASK, folder="/task", runtime=RuntimeResult())
+    recorder.begin(options)
+    recorder.end(
+        run(grade(options), bencher_interpreter(world.session(TASK), world), None, recorder.observe)
+    )
+    trace = recorder.trace()
+    assert trace is not None
+    assert any(isinstance(s.effect, RerunPoc) for s in trace.steps)
+    old = tuple(
+        s
+        for s in trace.steps
+        if not isinstance(s.effect, RerunPoc)
+        and not (isinstance(s.effect, CheckFinished) and s.effect.record.name == "guard")
+    )
+    replayed = replay(Trace(trace.options, old, trace.result))
+    assert replayed.changes == ()
+    assert replayed.result == trace.result
