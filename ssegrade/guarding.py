@@ -10,7 +10,7 @@ interpreter for the facts (`ObserveGuard`); then it applies the guard's rules
 
 from __future__ import annotations
 
-from ssegrade.answers import CheckRecord
+from ssegrade.answers import CheckRecord, Containment
 from ssegrade.effects import CheckFinished, Notify, ObserveGuard, RerunPoc, WriteGuard
 from ssegrade.guard import GuardFacts, GuardReport, guard_report
 from ssegrade.guard.facts import Rerun
@@ -20,7 +20,7 @@ from ssegrade.task import Task
 __all__ = ["guard_step", "rerun_pocs"]
 
 
-def _record(rerun: Rerun, path: str) -> CheckRecord:
+def _record(rerun: Rerun, path: str, containment: Containment | None) -> CheckRecord:
     """The `guard` line of `checks.jsonl` for one re-run (a guard run, not a check)."""
     return CheckRecord(
         name="guard",
@@ -30,6 +30,7 @@ def _record(rerun: Rerun, path: str) -> CheckRecord:
         killed=rerun.killed,
         log_file=rerun.log_file,
         passed=rerun.code == 0,
+        containment=containment,
     )
 
 
@@ -61,7 +62,7 @@ async def rerun_pocs(task: Task, passed: tuple[tuple[str, str], ...]) -> tuple[R
         )
         reruns.append(rerun)
         try:
-            await CheckFinished(_record(rerun, path))
+            await CheckFinished(_record(rerun, path, result.containment))
         except Exception as exc:  # noqa: BLE001 - a full disk must not lose the re-run
             await Notify(f"the pinned re-run of {poc} not recorded: {exc}")
     return tuple(reruns)
