@@ -33,6 +33,7 @@ from ssegrade.effects import (
     ProvePatch,
     ReadRepoFiles,
     ReadTaskFile,
+    RerunPoc,
     RunScript,
     ScanObjects,
     ScriptResult,
@@ -213,11 +214,18 @@ async def prepare(session: BenchSession) -> Result[Prepared, PrepareError]:
 
 
 async def _run_staged(
-    workspace: Workspace, script: str, extra: tuple[StageItem, ...], label: str
+    workspace: Workspace,
+    script: str,
+    extra: tuple[StageItem, ...],
+    label: str,
+    rerun: RerunPoc | None = None,
 ) -> ScriptResult:
     staged = await StageFiles((StageItem(script), *extra))
     try:
-        result = await RunScript(staged.paths[0], staged.paths[1:], workspace, label)
+        run = RunScript(staged.paths[0], staged.paths[1:], workspace, label)
+        if rerun is not None:
+            run = replace(run, env=rerun.env, limit=rerun.seconds, least=rerun.least)
+        result = await run
     finally:
         await Unstage(staged)
     if result.not_started is not None:  # name the task's script, not its staged copy
@@ -250,7 +258,9 @@ async def _build(session: BenchSession, script: str) -> ScriptResult:
     return await _run_staged(workspace, script, (), "build")
 
 
-async def _run_poc(session: BenchSession, poc: str | None) -> ScriptResult:
+async def _run_poc(
+    session: BenchSession, poc: str | None, rerun: RerunPoc | None = None
+) -> ScriptResult:
     runner = session.script("run")
     if runner is None:
         return _refused("the task has no run script")
@@ -258,6 +268,8 @@ async def _run_poc(session: BenchSession, poc: str | None) -> ScriptResult:
     if found is None:
         return _refused(f"the task names no PoC {poc!r}")
     if session.build_copy is None:
+        if rerun is not None:
+            return ScriptResult(code=-1, not_started="no copy the PoCs ran in")
         if session.script("build") is not None:
             return _refused("no build yet: run the build action before run_poc")
         session.build_copy = await FreshCopy(session.patch)
@@ -267,7 +279,8 @@ async def _run_poc(session: BenchSession, poc: str | None) -> ScriptResult:
         task_path(session.folder, found),
         None if along is None else task_path(session.folder, along),
     )
-    return await _run_staged(session.build_copy, runner, (item,), f"poc-{index}")
+    label = f"poc-{index}" if rerun is None else f"guard-poc-{index}"
+    return await _run_staged(session.build_copy, runner, (item,), label, rerun)
 
 
 async def _function_test(session: BenchSession, script: str) -> ScriptResult:
@@ -343,9 +356,9 @@ async def observe(session: BenchSession) -> GuardFacts:
 def bencher_interpreter(
     session: BenchSession, system: Interpreter, deadline: Deadline | None = None
 ) -> Interpreter:
-    """Answer grading effects (`PrepareGrading`, `Bench`, `ObserveGuard`) with the bencher
-    programs over `system`, within `deadline` (the grading's, so that its inner steps stop at
-    it too); pass the rest on."""
+    """Answer grading effects (`PrepareGrading`, `Bench`, `ObserveGuard`, `RerunPoc`) with
+    the bencher programs over `system`, within `deadline` (the grading's, so that its inner
+    steps stop at it too); pass the rest on."""
 
     def interpret(effect: Effect[Any]) -> object:
         if isinstance(effect, PrepareGrading):
@@ -354,6 +367,8 @@ def bencher_interpreter(
             return run(bench(session, effect.action, effect.poc), system, deadline)
         if isinstance(effect, ObserveGuard):
             return run(observe(session), system, deadline)
+        if isinstance(effect, RerunPoc):  # the guard's: as `run_poc`, with the options pinned
+            return run(_run_poc(session, effect.poc, effect), system, deadline)
         return system(effect)
 
     return interpret

@@ -78,6 +78,7 @@ __all__ = [
     "ReadDialog",
     "ReadRepoFiles",
     "ReadTaskFile",
+    "RerunPoc",
     "ResultsEffect",
     "RunScript",
     "ScanObjects",
@@ -188,6 +189,21 @@ class ObserveGuard(Effect[GuardFacts]):
 
 
 @dataclass(frozen=True, slots=True)
+class RerunPoc(Effect[ScriptResult]):
+    """Run a PoC that passed once more, as `run_poc` runs it (in the build's copy, the PoC
+    staged), with `env` set over the script's environment, for at most `seconds` inside the
+    time left, and not at all when less than `least` is left (`not_started` says why): the
+    patch guard's pinned-options re-run (`ssegrade.guard.pinning`). Awaited after
+    `result.json` is written; advisory. An interpreter that cannot run it raises, and the
+    guard notes why."""
+
+    poc: str
+    env: tuple[tuple[str, str], ...]
+    seconds: float
+    least: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class WriteGuard(Effect[None]):
     """Write `guard.json` atomically, and a `guard` record in `checks.jsonl`."""
 
@@ -275,12 +291,18 @@ class Unstage(Effect[None]):
 
 @dataclass(frozen=True, slots=True)
 class RunScript(Effect[ScriptResult]):
-    """Run `script args…` in `workspace` as the runner, with the time limits, then clean up."""
+    """Run `script args…` in `workspace` as the runner, with the time limits, then clean up.
+    `env`: variables set over the script's environment; `limit`: this run's own limit in
+    seconds, inside the grading's (None: the script limit); with `least`, a run that would
+    have less than that is not started (`not_started` says so)."""
 
     script: str
     args: tuple[str, ...]
     workspace: Workspace
     label: str
+    env: tuple[tuple[str, str], ...] = ()
+    limit: float | None = None
+    least: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,7 +378,7 @@ ResultsEffect = Archive | CheckStarted | CheckFinished | Notify | WriteResult | 
 """What grading says and writes into its results folder: answered where the results are kept
 (`ResultsWriter`), whoever answers the rest."""
 
-BenchEffect = PrepareGrading | Bench | ObserveGuard
+BenchEffect = PrepareGrading | Bench | ObserveGuard | RerunPoc
 """The bencher's actions: the bencher programs answer them over a system, or the daemon."""
 
 GradingEffect = BenchEffect | ResultsEffect

@@ -219,5 +219,17 @@ async def grade(options: GradeOptions, seen: Seen | None = None) -> EvaluationRe
     except (GradingInterrupted, TimeLimitReached):  # perhaps not in place: once more, whole
         await WriteResult(result)
     with contextlib.suppress(Exception):  # advisory: the grade is written and stays
-        await guard_step(options.task, log.patch, observe=isinstance(ending, Finished))
+        await guard_step(
+            options.task,
+            log.patch,
+            observe=isinstance(ending, Finished),
+            passed=_passed_pocs(options, log),
+        )
     return result
+
+
+def _passed_pocs(options: GradeOptions, log: Seen) -> tuple[tuple[str, str], ...]:
+    """The PoCs that passed in the grade (config path, absolute path): the guard re-runs them."""
+    passed = {run.poc for run in log.runs if run.check == "poc" and run.passed}
+    pocs = ((poc, task_path(options.folder, poc)) for poc in options.task.files.poc)
+    return tuple((poc, path) for poc, path in pocs if path in passed)

@@ -348,8 +348,17 @@ class LocalSystem:
         return script_limit(left, self.deadline.seconds, self.later(label), self.script_timeout)
 
     def _run(self, effect: RunScript) -> ScriptResult:
-        self._restore_support()
         limit = self._limit(effect.label)
+        if effect.limit is not None:  # its own limit, inside the grading's time
+            limit = min(limit, effect.limit)
+            if limit < effect.least:
+                return ScriptResult(
+                    code=-1, not_started=f"too little time left ({limit:.0f}s of the grading's)"
+                )
+        env = self._env_policy()
+        if effect.env:  # set over the rest, as `--script-env NAME=VALUE` is
+            env = replace(env, extra=(*env.extra, *effect.env))
+        self._restore_support()
         try:
             result = run_script(
                 self.runner,
@@ -362,7 +371,7 @@ class LocalSystem:
                 session=self._token,
                 spool=self.places.scratch,
                 keep=(*self.places.support, *self._stage_of(effect.script)),
-                env=self._env_policy(),
+                env=env,
                 memory=self.memory,
                 containment=self.containment,
                 view=self._trees.mount(effect.workspace),

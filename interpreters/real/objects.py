@@ -47,7 +47,7 @@ from interpreters.real.elf import (
     read_at,
 )
 from ssegrade.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
-from ssegrade.guard import ObjectScan, SanitizerRuntime, SourceFile
+from ssegrade.guard import SOURCE_BYTES, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.guard.sanitizers import HOOK_SYMBOLS
 from ssegrade.run import Deadline
 
@@ -61,6 +61,7 @@ __all__ = [
     "Reads",
     "answer_observation",
     "elf_markers",
+    "named_in_sources",
     "read_repo_file",
     "read_start",
     "scan_objects",
@@ -265,7 +266,81 @@ def scan_objects(
     carrying = tuple((r.name, scan.carrying[r.name]) for r in runtimes if r.name in scan.carrying)
     stopped = None if len(carrying) == len(runtimes) else scan.stopped
     hooks = tuple(sorted(scan.hooks.items()))
-    return ObjectScan(examined=scan.examined, carrying=carrying, stopped=stopped, hooks=hooks)
+    known = named_in_sources(pristine, frozenset(scan.hooks)) if hooks else ()
+    return ObjectScan(
+        examined=scan.examined, carrying=carrying, stopped=stopped, hooks=hooks, known=known
+    )
+
+
+_SOURCES = frozenset(
+    (".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".inc", ".ipp", ".m")
+).union((".mm", ".s", ".S", ".rs", ".go", ".zig", ".d"))
+_WORD = re.compile(rb"[A-Za-z0-9_]")
+
+
+def _names(data: bytes, symbol: bytes) -> bool:
+    """Whether `data` holds `symbol` as a whole word."""
+    at = data.find(symbol)
+    while at >= 0:
+        end = at + len(symbol)
+        if (at == 0 or not _WORD.match(data, at - 1)) and not _WORD.match(data, end):
+            return True
+        at = data.find(symbol, at + 1)
+    return False
+
+
+def named_in_sources(
+    pristine: Path, symbols: frozenset[str], seconds: float = HOOK_SECONDS
+) -> tuple[tuple[str, str], ...]:
+    """The source files of the grading repo (the project before the patch) that name each of
+    `symbols` as a word: (symbol, path), sorted; a hook the project defined itself. Walked
+    with folder descriptors, never through a link, `.git` left out, files of at most
+    `SOURCE_BYTES`, for at most `seconds` and `MAX_ENTRIES` entries (what is not reached is
+    not named: the hook then counts as the patch's)."""
+    until = time.monotonic() + seconds
+    wanted = [(name, name.encode()) for name in sorted(symbols)]
+    found: set[tuple[str, str]] = set()
+    entries = 0
+    try:
+        stack = [(os.open(pristine, _DIR_FLAGS), "")]
+    except OSError:
+        return ()
+    try:
+        while stack and time.monotonic() < until and entries < MAX_ENTRIES:
+            dir_fd, rel = stack.pop()
+            try:
+                listed = list(os.scandir(dir_fd))
+            except OSError:
+                listed = []
+            for entry in listed:
+                entries += 1
+                path = f"{rel}{entry.name}"
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git" and len(path.split("/")) < _MAX_DEPTH:
+                            stack.append(
+                                (os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd), f"{path}/")
+                            )
+                    elif os.path.splitext(entry.name)[1] in _SOURCES:
+                        data = _read_source(dir_fd, entry.name)
+                        found.update((n, path) for n, b in wanted if data and _names(data, b))
+            os.close(dir_fd)
+    finally:
+        for dir_fd, _ in stack:
+            os.close(dir_fd)
+    return tuple(sorted(found))
+
+
+def _read_source(dir_fd: int, name: str) -> bytes | None:
+    """A regular file's bytes when it holds at most `SOURCE_BYTES`, never through a link."""
+    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > SOURCE_BYTES:
+            return None
+        return read_at(fd, SOURCE_BYTES, 0)
+    finally:
+        os.close(fd)
 
 
 def read_start(path: str, limit: int) -> Result[bytes, str]:

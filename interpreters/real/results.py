@@ -67,7 +67,10 @@ MAX_GUARD = 16 << 20
 
 
 def check_label(name: str, poc: str | None) -> str:
-    """How progress lines name a check: `build`, `poc /ssebench/pocs/poc.go`, …"""
+    """How progress lines name a check: `build`, `poc /ssebench/pocs/poc.go`, …, and the
+    guard's re-run of a PoC (`guard re-run of /ssebench/pocs/poc.go`)."""
+    if name == "guard" and poc:
+        return f"guard re-run of {poc}"
     return f"poc {poc}" if poc else name
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "guard_columns",
     "guard_header",
     "guarded_rows",
+    "listed_text",
 ]
 
 UNFLAGGED = ("unflagged", "Passed, unflagged")
@@ -49,10 +50,20 @@ def _r(value: float | None) -> float | None:
 
 def guard_header() -> list[str]:
     """The CSV titles of a row's guard columns: the unflagged share (as every share), the
-    passed runs raising each kind, the runs without a guard record."""
+    passed runs raising each kind (flags that count), the runs without a guard record, then
+    the passed runs raising each kind only as a touch no check runs (listed, not counted)."""
     key = UNFLAGGED[0]
     shares = [f"{key}_passed", f"{key}_of", f"{key}_share", f"{key}_low", f"{key}_high"]
-    return [*shares, *(f"flagged_{kind}" for kind in KINDS), "unguarded"]
+    return [
+        *shares,
+        *(f"flagged_{kind}" for kind in KINDS),
+        "unguarded",
+        *(f"listed_{kind}" for kind in LISTED_KINDS),
+    ]
+
+
+LISTED_KINDS = ("build-config", "tests", "vendored")
+"""The kinds a flag may be listed under without counting (`ssegrade.guard.counting`)."""
 
 
 def guard_columns(row: Row) -> list[object]:
@@ -63,7 +74,12 @@ def guard_columns(row: Row) -> list[object]:
         if share is None
         else [share.passed, share.of, _r(share.share), _r(share.low), _r(share.high)]
     )
-    return [*cells, *(row.flagged.get(kind, 0) for kind in KINDS), row.unguarded]
+    return [
+        *cells,
+        *(row.flagged.get(kind, 0) for kind in KINDS),
+        row.unguarded,
+        *(row.listed.get(kind, 0) for kind in LISTED_KINDS),
+    ]
 
 
 def guarded_rows(report: Report) -> list[Row]:
@@ -71,18 +87,29 @@ def guarded_rows(report: Report) -> list[Row]:
     return [row for row in report.rows if row.unguarded < row.runs]
 
 
+def listed_text(row: Row) -> str:
+    """A row's listed touches in words (`tests 1, vendored 2`), or `none`."""
+    return ", ".join(f"{kind} {n}" for kind, n in row.listed.items()) or "none"
+
+
 def flag_counts(row: Row) -> str:
-    """A row's guard counts in words: `m/a: sanitizer 1, tests 2; 1 without a guard record`.
+    """A row's guard counts in words: `m/a: sanitizer 1, tests 2; 1 without a guard record`,
+    and the touches listed, not counted.
 
     >>> flag_counts(Row.model_validate({"model": "m", "agent": "a", "runs": 3, "spend": None,
     ...     "minutes": None, **{k: {"passed": 0, "of": 0, "share": None, "low": None,
     ...     "high": None} for k in ("build", "poc", "func", "intent", "passed")},
-    ...     "flagged": {"tests": 2}, "unguarded": 1}))
-    'm/a: tests 2; 1 without a guard record'
+    ...     "flagged": {"tests": 2}, "unguarded": 1, "listed": {"vendored": 1}}))
+    'm/a: tests 2; 1 without a guard record; listed, not counted (no check runs them): vendored 1'
     """
     kinds = ", ".join(f"{kind} {n}" for kind, n in row.flagged.items()) or "none"
     missing = f"; {row.unguarded} without a guard record" if row.unguarded else ""
-    return f"{row.label}: {kinds}{missing}"
+    listed = f"; {LISTED}: {listed_text(row)}" if row.listed else ""
+    return f"{row.label}: {kinds}{missing}{listed}"
+
+
+LISTED = "listed, not counted (no check runs them)"
+"""How the text names the touches that change nothing a check runs."""
 
 
 def containment_text(report: Report) -> str | None:

@@ -35,6 +35,7 @@ from interpreters.report.guard import (
     containment_text,
     flags_text,
     guarded_rows,
+    listed_text,
 )
 from interpreters.report.io import RunFiles
 from interpreters.report.links import Linker
@@ -316,6 +317,7 @@ class HtmlSink:
             "shares": SHARES,
             "unflagged_title": UNFLAGGED[1],
             "guarded": guarded_rows(report),
+            "listed_text": listed_text,
             "kinds": KINDS,
             "containment": containment_text(report),
             "check_titles": [check.title for check in grading_order()],

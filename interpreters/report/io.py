@@ -47,7 +47,7 @@ from interpreters.report.reader import (
     read_frames,
     walk,
 )
-from ssegrade.guard.model import flag_kinds
+from ssegrade.guard.model import flag_kinds, listed_kinds
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 from ssegrade.report.rules import Rules
 
@@ -179,7 +179,7 @@ class _Runs:
                 self.scanned.runs += 1
                 record = parsed.unwrap()
                 if name == "result.json" and record.flags is None and guard is not None:
-                    record = record._replace(flags=flag_kinds(guard))
+                    record = record._replace(flags=flag_kinds(guard), listed=listed_kinds(guard))
                 self.pending.append(record)
                 if doc.files is not None:
                     self.ran[record.folder] = doc.files

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from ssegrade.guard.counting import touch_counts
 from ssegrade.guard.diff import FileChange, parse_diff
-from ssegrade.guard.facts import GuardFacts
+from ssegrade.guard.facts import GuardFacts, ObjectScan, Rerun
 from ssegrade.guard.literal import poc_in_literals, poc_literals
 from ssegrade.guard.model import KINDS, Flag, GuardReport, ObjectsSeen, Observed
+from ssegrade.guard.pinning import pins, rerun_flags, rerun_notes
 from ssegrade.guard.reading import Sides, code_flags, config_flags, read_sides, version_bump_only
 from ssegrade.guard.rules import (
     RULES,
@@ -94,10 +96,20 @@ def _listed(paths: Sequence[str]) -> tuple[tuple[str, ...], str]:
     return unique[:MAX_PATHS], f" (and {more} more paths)" if more > 0 else ""
 
 
-def _flag(rule: Rule, paths: Sequence[str], detail: str = "") -> Flag:
+def _flag(rule: Rule, paths: Sequence[str], detail: str = "", *, counts: bool = True) -> Flag:
     listed, more = _listed(paths)
     where = listed[0] if listed else None
-    return Flag(kind=rule.kind, paths=listed, why=f"{rule.why}{detail}{more}", where=where)
+    why = f"{rule.why}{detail}{more}"
+    return Flag(kind=rule.kind, paths=listed, why=why, where=where, counts=counts)
+
+
+def _build_file(path: str) -> bool:
+    return any(
+        rule.kind == "build-config"
+        and isinstance(rule.match, Paths)
+        and path_matches(rule.match, path)
+        for rule in RULES
+    )
 
 
 def _snippet(line: bytes) -> str:
@@ -124,7 +136,48 @@ def _lines(rule: Rule, match: Lines, changes: Sequence[FileChange]) -> Flag | No
     return _flag(rule, paths, first) if paths else None
 
 
-def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
+def _hook_body(text: bytes | None, symbol: bytes) -> bytes | None:
+    """The lines of `text` from the first naming `symbol` to the first after it that closes a
+    top-level block (`}` at the start of a line), at most `_BODY` lines: the hook's
+    definition as the source spells it; None when `text` does not name it."""
+    if text is None:
+        return None
+    lines = text.split(b"\n")
+    for i, line in enumerate(lines):
+        if symbol in line:
+            body = lines[i : i + _BODY]
+            end = next((n for n, ln in enumerate(body) if n and ln.startswith(b"}")), len(body))
+            return b"\n".join(body[: end + 1])
+    return None
+
+
+_BODY = 60
+
+
+def _patch_made(symbol: str, scan: ObjectScan, read: _Read) -> bool:
+    """Whether the patch added or changed the hook `symbol`: the project's source did not
+    name it before, or a changed line names it, or its definition in a file the patch
+    changes is not the same after the patch."""
+    places = [path for name, path in scan.known if name == symbol]
+    if not places:
+        return True
+    word = symbol.encode()
+    for change in read.changes:
+        if any(word in line for line in (*change.added, *change.removed)):
+            return True
+    sides = {side.path: side for side in read.sides}
+    for path in places:
+        side = sides.get(path)
+        if side is None:
+            if any(path in change.paths for change in read.changes):
+                return True  # changed, and not read: it may be
+            continue
+        if not side.whole or _hook_body(side.before, word) != _hook_body(side.after, word):
+            return True
+    return False
+
+
+def _runtime(rule: Rule, task: Task, facts: GuardFacts | None, read: _Read) -> list[Flag]:
     scan = None if facts is None else facts.objects
     if scan is None:
         return []
@@ -138,6 +191,7 @@ def _runtime(rule: Rule, task: Task, facts: GuardFacts | None) -> list[Flag]:
         )
         for symbol, path in scan.hooks
         if not is_test_path(path)  # a test or fuzz harness may set its own options
+        and _patch_made(symbol, scan, read)  # not the project's own, left as it was
     ]
     if scan.examined == 0:
         return flags  # nothing found to examine: a note (`_notes`), never a flag
@@ -180,7 +234,10 @@ def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> lis
                 for p in c.paths
                 if path_matches(paths, p)
             ]
-            return [_flag(rule, hits)] if hits else []
+            if not hits:
+                return []
+            counts = touch_counts(rule.kind, hits, task, changes, _build_file)
+            return [_flag(rule, hits, counts=counts)]
         case Lines() as lines:
             found = _lines(rule, lines, [c for c in changes if not read.as_code(c)])
             return [found] if found is not None else []
@@ -189,7 +246,7 @@ def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> lis
             hits = [p for c in changes for p in c.paths if p in hidden]
             return [_flag(rule, hits)] if hits else []
         case RuntimeMissing():
-            return _runtime(rule, task, facts)
+            return _runtime(rule, task, facts, read)
         case PocBytes(least=least):
             if facts is None or not facts.pocs:
                 return []
@@ -204,10 +261,13 @@ def _apply(rule: Rule, read: _Read, task: Task, facts: GuardFacts | None) -> lis
             return [_flag(rule, [path for path, _ in pairs], f": {pocs}")]
 
 
-def guard(patch: bytes, task: Task, facts: GuardFacts | None = None) -> tuple[Flag, ...]:
+def guard(
+    patch: bytes, task: Task, facts: GuardFacts | None = None, reruns: tuple[Rerun, ...] = ()
+) -> tuple[Flag, ...]:
     """The flags `patch` raises for `task`, given what the interpreter observed (`facts`;
-    None: nothing, so only the patch itself is examined). One flag per rule that fired, in
-    the table's order.
+    None: nothing, so only the patch itself is examined) and the pinned re-runs of the PoCs
+    that passed (`reruns`). One flag per rule that fired, in the table's order, then one per
+    re-run that triggered.
 
     >>> patch = b"--- a/go.mod\\n+++ b/go.mod\\n@@ -1 +1 @@\\n-a\\n+b\\n"
     >>> [(f.kind, f.paths) for f in guard(patch, Task(id="t"))]
@@ -220,10 +280,13 @@ def guard(patch: bytes, task: Task, facts: GuardFacts | None = None) -> tuple[Fl
     table = [flag for rule in RULES for flag in _apply(rule, read, task, facts)]
     table += code
     table += config_flags(sides)
+    pin = pins(task.sanitizer, task.language)
+    if pin is not None:
+        table += rerun_flags(reruns, pin.reports)
     return tuple(flag for kind in KINDS for flag in table if flag.kind == kind)
 
 
-def _notes(task: Task, facts: GuardFacts | None) -> tuple[str, ...]:
+def _notes(task: Task, facts: GuardFacts | None, reruns: tuple[Rerun, ...]) -> tuple[str, ...]:
     notes = []
     if not available():
         notes.append("the parsers (the `guard` extra) are not installed: code read line by line")
@@ -231,12 +294,17 @@ def _notes(task: Task, facts: GuardFacts | None) -> tuple[str, ...]:
     if scan is not None and scan.examined == 0 and task.sanitizer:
         stopped = f" (the scan stopped early: {scan.stopped})" if scan.stopped else ""
         notes.append(f"no object the build produced was found to check its sanitizer{stopped}")
+    pin = pins(task.sanitizer, task.language)
+    if pin is not None:
+        notes += rerun_notes(reruns, pin.reports)
     return tuple(notes)
 
 
-def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> GuardReport:
+def guard_report(
+    patch: bytes | None, task: Task, facts: GuardFacts | None, reruns: tuple[Rerun, ...] = ()
+) -> GuardReport:
     """`guard.json` for a grading: the flags of `patch` (None: no patch was prepared, nothing
-    examined) and a summary of the facts observed."""
+    examined) and a summary of the facts observed and the re-runs made."""
     observed = None
     if facts is not None:
         seen = None
@@ -249,10 +317,15 @@ def guard_report(patch: bytes | None, task: Task, facts: GuardFacts | None) -> G
                 stopped=scan.stopped,
             )
         observed = Observed(
-            pocs=len(facts.pocs), hidden_tests=len(facts.hidden_tests), objects=seen
+            pocs=len(facts.pocs),
+            hidden_tests=len(facts.hidden_tests),
+            objects=seen,
+            reruns=sum(r.skipped is None for r in reruns),
         )
     if patch is None:
         return GuardReport(checked=False, observed=observed)
     return GuardReport(
-        flags=guard(patch, task, facts), observed=observed, notes=_notes(task, facts)
+        flags=guard(patch, task, facts, reruns),
+        observed=observed,
+        notes=_notes(task, facts, reruns),
     )

@@ -19,6 +19,7 @@ __all__ = [
     "GuardFacts",
     "ObjectScan",
     "PocFile",
+    "Rerun",
     "SanitizerRuntime",
     "SourceFile",
 ]
@@ -65,6 +66,10 @@ class ObjectScan:
     hooks: tuple[tuple[str, str], ...] = ()
     """Sanitizer hooks (`__asan_default_options`, …) an object the build compiled defines:
     (symbol, path in the copy)."""
+    known: tuple[tuple[str, str], ...] = ()
+    """Where the project's source before the patch already names one of those hooks:
+    (symbol, path in the grading repo). A hook the project defined itself, in a file the
+    patch leaves as it was, is not the patch's doing."""
 
     def carrier(self, sanitizer: str) -> str | None:
         """The path of the first object found carrying `sanitizer`'s runtime, or None."""
@@ -90,6 +95,25 @@ class SourceFile:
 
     path: str
     before: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """A PoC that passed in the grade, run once more with the options pinned
+    (`ssegrade.guard.pinning`; the grading program runs it, beside the facts): its config
+    path, exit code, output (stdout, a newline, stderr), whether it was killed at its limit,
+    its seconds and log, or why it did not run (`skipped`: too little time left, an
+    interpreter that refuses it)."""
+
+    __pydantic_config__ = _WIRE
+
+    poc: str
+    code: int = 0
+    output: str = ""
+    killed: bool = False
+    seconds: float = 0.0
+    log_file: str | None = None
+    skipped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

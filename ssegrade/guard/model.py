@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
+from ssegrade.guard.counting import counts
+
 __all__ = [
     "KINDS",
     "Confidence",
@@ -21,6 +23,7 @@ __all__ = [
     "Observed",
     "flag_kinds",
     "guard_schema",
+    "listed_kinds",
 ]
 
 Kind = Literal["build-config", "sanitizer", "crash-handler", "poc-literal", "tests", "vendored"]
@@ -41,7 +44,8 @@ class _Doc(BaseModel):
 
 Confidence = Literal["evidence", "pattern"]
 """How sure a flag is: `evidence`, seen in what the build produced (a symbol an object
-defines, a runtime absent); `pattern`, read in the patch's code or files."""
+defines, a runtime absent) or in what it did (a PoC that triggers once the grader pins the
+options); `pattern`, read in the patch's code or files."""
 
 
 class Flag(_Doc):
@@ -55,6 +59,9 @@ class Flag(_Doc):
     why: str
     confidence: Confidence = "pattern"
     where: str | None = None
+    counts: bool = True
+    """Whether it counts against the run (`ssegrade.guard.counting`): false for a touch of
+    build, vendored or test files that changes nothing a check runs (listed, not counted)."""
 
 
 class ObjectsSeen(_Doc):
@@ -70,11 +77,13 @@ class ObjectsSeen(_Doc):
 
 class Observed(_Doc):
     """What the interpreter observed for the guard: PoC files read, paths of the hidden test
-    diff, the scan of the build's objects (null: not scanned)."""
+    diff, the scan of the build's objects (null: not scanned), the PoCs run once more with
+    the options pinned."""
 
     pocs: int = 0
     hidden_tests: int = 0
     objects: ObjectsSeen | None = None
+    reruns: int = 0
 
 
 class GuardReport(_Doc):
@@ -119,6 +128,8 @@ def guard_schema() -> dict[str, Any]:
 
 class _FlagDoc(TypedDict, total=False):
     kind: str
+    confidence: str
+    counts: bool
 
 
 class _GuardDoc(TypedDict, total=False):
@@ -130,24 +141,50 @@ _GUARD: TypeAdapter[_GuardDoc] = TypeAdapter(_GuardDoc)
 """A guard document read leniently: only what the report needs, other keys ignored."""
 
 
-def flag_kinds(doc: object) -> tuple[str, ...] | None:
-    """The kinds of flag a guard document (`guard.json`, or `summary.json`'s `guard`) raised,
-    in the guard's order, once each; None when it is not one or examined no patch.
+def _ordered(raised: set[str | None]) -> tuple[str, ...]:
+    known = tuple(kind for kind in KINDS if kind in raised)
+    return known + tuple(sorted(k for k in raised if k is not None and k not in KINDS))
 
-    >>> flag_kinds({"checked": True, "flags": [{"kind": "tests"}, {"kind": "sanitizer"}]})
-    ('sanitizer', 'tests')
-    >>> flag_kinds({"checked": False, "flags": []}), flag_kinds(None), flag_kinds(b"{}")
-    (None, None, ())
-    """
+
+def _read(doc: object) -> _GuardDoc | None:
     if doc is None:
         return None
     try:
         read = _GUARD.validate_json(doc) if isinstance(doc, bytes) else _GUARD.validate_python(doc)
     except ValidationError:
         return None
-    if not read.get("checked", True):
+    return read if read.get("checked", True) else None
+
+
+def flag_kinds(doc: object) -> tuple[str, ...] | None:
+    """The kinds of flag that count against the run (`ssegrade.guard.counting.counts`) a
+    guard document (`guard.json`, or `summary.json`'s `guard`) raised, in the guard's order,
+    once each; None when it is not one or examined no patch.
+
+    >>> flag_kinds({"checked": True, "flags": [{"kind": "tests"}, {"kind": "sanitizer"}]})
+    ('sanitizer', 'tests')
+    >>> flag_kinds({"checked": True, "flags": [{"kind": "tests", "counts": False}]})
+    ()
+    >>> flag_kinds({"checked": False, "flags": []}), flag_kinds(None), flag_kinds(b"{}")
+    (None, None, ())
+    """
+    read = _read(doc)
+    if read is None:
         return None
-    raised = {flag.get("kind") for flag in read.get("flags", [])}
-    return tuple(kind for kind in KINDS if kind in raised) + tuple(
-        sorted(k for k in raised if k is not None and k not in KINDS)
-    )
+    return _ordered({flag.get("kind") for flag in read.get("flags", []) if counts(flag)})
+
+
+def listed_kinds(doc: object) -> tuple[str, ...]:
+    """The kinds a guard document raised only as touches that change nothing a check runs
+    (listed, not counted): raised, and in no flag that counts.
+
+    >>> listed_kinds({"checked": True, "flags": [{"kind": "tests", "counts": False},
+    ...     {"kind": "vendored", "counts": False}, {"kind": "vendored"}]})
+    ('tests',)
+    """
+    read = _read(doc)
+    if read is None:
+        return ()
+    flags = read.get("flags", [])
+    counted = {flag.get("kind") for flag in flags if counts(flag)}
+    return _ordered({flag.get("kind") for flag in flags} - counted)

@@ -4,8 +4,12 @@ Pure core, beside the shares (SPEC §15): the guard never changes a run's grade,
 only adds, per (model, agent) row, the share of runs that passed **and** raised no flag
 (`unflagged`, over the same runs as the pass share), how many passed runs raised each kind
 (`flagged`), and how many runs carry no guard record (`unguarded`: graded before the guard, or
-read from a folder without `guard.json`; they count as not unflagged). `exclude_flagged` takes
-the runs raising given kinds out of a selection, so that every share is taken without them;
+read from a folder without `guard.json`; they count as not unflagged). Only flags that count
+against a run (`ssegrade.guard.counting`: evidence; sanitizer, crash-handler, poc-literal;
+touches of files a check runs) are in a run's `flags`, so every reading here counts alike;
+touches that change nothing a check runs are counted apart (`listed`), never against a run.
+`exclude_flagged` takes the runs raising given kinds out of a selection, so that every share is
+taken without them;
 they are listed as excluded, as reference and `error` runs are. `flagged_as_failed` keeps
 them and counts them as not passed: the reading that cannot raise a share.
 """
@@ -13,7 +17,7 @@ them and counts them as not passed: the reading that cannot raise a share.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ssegrade.guard.model import KINDS
 from ssegrade.report.model import Share
@@ -40,16 +44,20 @@ class RowGuard:
     flagged_as_failed: Share | None = None
     """The pass share where a passed run the guard flagged counts as not passed (a run
     without a guard record counts by its grade), over the same runs; None without records."""
+    listed: dict[str, int] = field(default_factory=dict)
+    """How many passed runs raised each kind only as a touch no check runs (listed, not
+    counted: such a run may still be unflagged)."""
 
 
 class GuardTally:
     """A row's guard columns counted a few runs at a time (a report folded task by task keeps
     these counts, not the runs): `add` runs, then `result`."""
 
-    __slots__ = ("_clean", "_counts", "_plain", "_runs", "_unguarded")
+    __slots__ = ("_clean", "_counts", "_listed", "_plain", "_runs", "_unguarded")
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
+        self._listed: dict[str, int] = {}
         self._clean = 0
         self._plain = 0
         self._unguarded = 0
@@ -65,6 +73,8 @@ class GuardTally:
                 self._unguarded += 1
                 self._plain += rec.patch.status == "passed"
             elif rec.patch.status == "passed":
+                for kind in rec.listed:
+                    self._listed[kind] = self._listed.get(kind, 0) + 1
                 if flags:
                     for kind in flags:
                         counts[kind] = counts.get(kind, 0) + 1
@@ -75,16 +85,22 @@ class GuardTally:
     def result(self) -> RowGuard:
         """The columns of every run added: `unflagged` is None when no run carries a guard
         record."""
-        counts = self._counts
-        ordered = {k: counts[k] for k in (*KINDS, *sorted(counts)) if k in counts}
+        ordered, listed = _ordered(self._counts), _ordered(self._listed)
         if self._unguarded == self._runs:
-            return RowGuard(unflagged=None, flagged=ordered, unguarded=self._unguarded)
+            return RowGuard(
+                unflagged=None, flagged=ordered, unguarded=self._unguarded, listed=listed
+            )
         return RowGuard(
             unflagged=Share.of_counts(self._clean, self._runs),
             flagged=ordered,
             unguarded=self._unguarded,
             flagged_as_failed=Share.of_counts(self._clean + self._plain, self._runs),
+            listed=listed,
         )
+
+
+def _ordered(counts: dict[str, int]) -> dict[str, int]:
+    return {k: counts[k] for k in (*KINDS, *sorted(counts)) if k in counts}
 
 
 def row_guard(kept: Sequence[RunRecord]) -> RowGuard:

@@ -104,7 +104,9 @@ class Row(_Out):
     passed and raised no flag, over the same runs as `passed` (None when no run carries a
     guard record); `flagged`, how many passed runs raised each kind; `unguarded`, the runs
     without a guard record; `flagged_as_failed`, the pass share where a flagged pass counts
-    as not passed (a run without a guard record by its grade), over the same runs.
+    as not passed (a run without a guard record by its grade), over the same runs. Only flags
+    that count against a run are in these; `listed` counts the passed runs that raised each
+    kind only as a touch no check runs (listed, not counted).
 
     `errors` counts the row's `error` runs by kind: those left out of the shares (the latest
     run of their task under `--runs latest`), and those counted as failed with
@@ -133,6 +135,7 @@ class Row(_Out):
     unguarded: int = 0
     flagged_as_failed: Share | None = None
     errors: ErrorCounts = ErrorCounts()
+    listed: dict[str, int] = {}
 
     @property
     def key(self) -> RowKey:

@@ -33,7 +33,8 @@ from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler,
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
-from ssegrade.guard.model import KINDS, flag_kinds
+from ssegrade.guard.counting import counts
+from ssegrade.guard.model import KINDS, flag_kinds, listed_kinds
 from ssegrade.report.paths import relative_message
 from ssegrade.result import WITHOUT_LOG, PatchResult
 from ssegrade.ssebench import summary_problem
@@ -172,8 +173,10 @@ class RunRecord(NamedTuple):
     `folder` is the run folder below the results folder; `cached_from` the run folder whose
     grade a batch reused for this run; `status_given` whether the grade said its status (else
     it was derived); `containment` the mode its scripts ran in (`full`, `weak`), None when its
-    summary does not say. `flags` are the kinds of flag the patch guard raised (empty: none),
-    None when the run carries no guard record. `error_kind` is `runtime_result.error_kind` as
+    summary does not say. `flags` are the kinds of flag the patch guard raised that count
+    against the run (empty: none), None when the run carries no guard record; `listed` the
+    kinds it raised only as touches that change nothing a check runs (listed, not counted).
+    `error_kind` is `runtime_result.error_kind` as
     written (None: not said; `ssegrade.result.error_kind_of` reads it with the grade).
     """
 
@@ -193,38 +196,68 @@ class RunRecord(NamedTuple):
     flags: tuple[str, ...] | None = None
     containment: str | None = None
     error_kind: object = None
+    listed: tuple[str, ...] = ()
 
 
 _KNOWN = frozenset(KINDS)
 
 
 def guard_flags(doc: object) -> tuple[str, ...] | None:
-    """`ssegrade.guard.model.flag_kinds` of a summary's `guard` as JSON parsing gave it, the
-    common shapes (no record; checked, with flags of string kinds) read directly instead of
-    validated again: the same answer, for each of 100,000 runs.
+    """`ssegrade.guard.model.flag_kinds` of a summary's `guard` as JSON parsing gave it (the
+    kinds that count against the run), the common shapes (no record; checked, with flags of
+    string kinds) read directly instead of validated again: the same answer, for each of
+    100,000 runs.
 
     >>> guard_flags({"checked": True, "flags": [{"kind": "tests"}, {"kind": "sanitizer"}]})
     ('sanitizer', 'tests')
+    >>> guard_flags({"checked": True, "flags": [{"kind": "tests", "counts": False}]})
+    ()
     >>> guard_flags(None), guard_flags({"checked": True, "flags": []})
     (None, ())
     """
-    if doc is None:
+    read = _direct(doc)
+    if read is None:
+        return None if doc is None else flag_kinds(doc)
+    return read[0]
+
+
+def guard_listed(doc: object) -> tuple[str, ...]:
+    """`ssegrade.guard.model.listed_kinds` of a summary's `guard`, read as `guard_flags` reads
+    it: the kinds raised only as touches no check runs.
+
+    >>> guard_listed({"checked": True, "flags": [{"kind": "tests", "counts": False}]})
+    ('tests',)
+    """
+    read = _direct(doc)
+    if read is None:
+        return () if doc is None else listed_kinds(doc)
+    return read[1]
+
+
+def _ordered(raised: set[str]) -> tuple[str, ...]:
+    return tuple(kind for kind in KINDS if kind in raised) + tuple(sorted(raised - _KNOWN))
+
+
+def _direct(doc: object) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(counted kinds, listed kinds) of a guard document of the common shape; None for any
+    other (read by the model instead)."""
+    if doc.__class__ is not dict:
         return None
-    if doc.__class__ is dict:
-        flags = doc.get("flags")
-        if doc.get("checked") is True and flags.__class__ is list:
-            raised = set()
-            for flag in flags:
-                kind = flag.get("kind") if flag.__class__ is dict else None
-                if kind.__class__ is not str:
-                    break
-                raised.add(kind)
-            else:
-                if not raised:
-                    return ()
-                known = tuple(kind for kind in KINDS if kind in raised)
-                return known + tuple(sorted(raised - _KNOWN))
-    return flag_kinds(doc)
+    flags = doc.get("flags")
+    if doc.get("checked") is not True or flags.__class__ is not list:
+        return None
+    counted: set[str] = set()
+    raised: set[str] = set()
+    for flag in flags:
+        kind = flag.get("kind") if flag.__class__ is dict else None
+        if kind.__class__ is not str:
+            return None
+        raised.add(kind)
+        if counts(flag):
+            counted.add(kind)
+    if not raised:
+        return (), ()
+    return _ordered(counted), _ordered(raised - counted)
 
 
 def poc_passed(patch: PatchResult) -> bool:
@@ -358,6 +391,7 @@ def parse_run(
             cached_from=doc.get("cached_from"),
             status_given=given,
             flags=guard_flags(doc.get("guard")),
+            listed=guard_listed(doc.get("guard")),
             containment=mode if (mode := doc.get("containment")).__class__ is str else None,
             error_kind=runtime.get("error_kind"),
         )

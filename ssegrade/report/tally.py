@@ -196,6 +196,7 @@ class RowTally:
             unguarded=guard.unguarded,
             flagged_as_failed=guard.flagged_as_failed,
             errors=self._error_counts(),
+            listed=guard.listed,
         )
 
     def _error_counts(self) -> ErrorCounts:

@@ -62,7 +62,7 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import ReadRepoFiles
+from ssegrade.effects import ReadRepoFiles, RerunPoc
 from ssegrade.guard import SourceFile
 from ssegrade.run import Interpreter
 
@@ -163,7 +163,7 @@ class FakeWorld:
         """Answer one effect (the interpreter function)."""
         self.trace.append(effect)
         match effect:
-            case PrepareGrading() | Bench() | ObserveGuard():
+            case PrepareGrading() | Bench() | ObserveGuard() | RerunPoc():
                 return self._bench(effect)
             case SpillLog(name=name, text=text):
                 if self.spill_error is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ssegrade.effects import Effect, ObserveGuard, WriteGuard
+from ssegrade.effects import Effect, ObserveGuard, RerunPoc, WriteGuard
 from ssegrade.guard.facts import GuardFacts
 from ssegrade.program import Seen, crashed, grade
 from ssegrade.result import EvaluationResult, RuntimeResult
@@ -64,6 +64,9 @@ class Replay:
         if isinstance(effect, ObserveGuard | WriteGuard) and type(recorded) is not type(effect):
             # A trace from before the patch guard: the guard observes nothing, writes nothing.
             return GuardFacts() if isinstance(effect, ObserveGuard) else None
+        if isinstance(effect, RerunPoc) and type(recorded) is not RerunPoc:
+            # A trace from before the guard's re-runs: the guard notes it was not run.
+            raise LookupError("the trace holds no re-run")
         if self.position >= len(steps):
             raise Diverged(
                 f"step {self.position}: the grading program asks for {_describe(effect)}, "

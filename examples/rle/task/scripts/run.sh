@@ -15,7 +15,8 @@ if [ ! -x build/rledump ]; then
 fi
 
 # Leak checking needs ptrace, which a contained script may not have: memory errors only.
-export ASAN_OPTIONS=detect_leaks=0
+# Options already set (the grader pins some to re-run a PoC) are kept; later keys win.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 output="$(build/rledump "$1" 2>&1)"
 status=$?
 printf '%s\n' "$output"
