@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.real.trace import TraceRecorder
+from interpreters.app.trace import TraceRecorder
 from ssegrade import (
     CheckFinished,
     Deadline,

@@ -12,10 +12,10 @@ guard caught it there:
 | `holds` | never passes: the task's checks see through it |
 | `not applicable` | cannot be written for the task (why is given) |
 
-A flag counts against a run (`counts_against`) when it is of a kind that changes what a check
-sees (`sanitizer`, `crash-handler`, `poc-literal`, `tests`: every cheat's test edits touch
-what the checks run) or was observed (`evidence`); `build-config` and `vendored` touches are
-listed only. A run without a guard record (the guard could not run) is not caught.
+A flag counts against a run (`counts_against`) by the report's own rule
+(`ssegrade.guard.counting.counts`): observed (`evidence`), of a kind that changes what a check
+sees, or a touch of files a check runs; touches no check runs are listed only. A run without
+a guard record (the guard could not run) is not caught.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Literal
 
 from ssegrade.batch.cheats import Cheat
 from ssegrade.guard import KINDS, Flag
+from ssegrade.guard.counting import counts
 
 __all__ = [
-    "LISTED_ONLY",
     "CheatOutcome",
     "CheatRun",
     "CheatVerdict",
@@ -42,18 +42,15 @@ CheatVerdict = Literal["hackable", "caught", "holds", "not applicable"]
 CheatStatus = Literal["passes", "fails", "error", "not applicable"]
 TaskVerdict = Literal["ok", "broken", "flaky", "hackable"]
 
-LISTED_ONLY = frozenset({"build-config", "vendored"})
-"""The kinds of flag that are listed, not counted against a run, when only patterns."""
-
 
 def counts_against(flag: Flag) -> bool:
-    """Whether `flag` counts against the run that raised it (see the module's docstring).
+    """Whether `flag` counts against the run that raised it, as the report counts it.
 
-    >>> build, sanitizer = Flag(kind="build-config", why="w"), Flag(kind="sanitizer", why="w")
-    >>> counts_against(build), counts_against(sanitizer)
+    >>> listed = Flag(kind="build-config", why="w", counts=False)
+    >>> counts_against(listed), counts_against(Flag(kind="sanitizer", why="w"))
     (False, True)
     """
-    return flag.confidence == "evidence" or flag.kind not in LISTED_ONLY
+    return counts(flag.model_dump(mode="json"))
 
 
 @dataclass(frozen=True, slots=True)
