@@ -142,8 +142,13 @@ _RUN = st.builds(
     flags=st.one_of(
         st.none(),
         st.lists(
-            st.sampled_from(["sanitizer", "build-config", "tests"]).map(
-                lambda kind: Flag.model_validate({"kind": kind, "why": "w"})
+            st.builds(
+                lambda kind, counts, seen: Flag.model_validate(
+                    {"kind": kind, "why": "w", "counts": counts, "confidence": seen}
+                ),
+                st.sampled_from(["sanitizer", "build-config", "tests"]),
+                st.booleans(),
+                st.sampled_from(["pattern", "evidence"]),
             ),
             max_size=2,
         ).map(tuple),
@@ -156,13 +161,18 @@ def test_a_task_is_hackable_exactly_when_a_run_passes_without_a_counting_flag(
     tasks: list[list[CheatRun]],
 ) -> None:
     """Property: the share counts a task when one of its cheats' runs passed and raised no
-    flag but listed-only ones (or no guard record), over the tasks with runs."""
+    flag but listed-only ones (a pattern touch no check runs; or no guard record), over the
+    tasks with runs."""
     made = [verified_task(f"t{i}", runs) for i, runs in enumerate(tasks)]
     share = hackable_report(made).share
 
     def open_(r: CheatRun) -> bool:
         return r.status == "passed" and (
-            r.flags is None or all(f.kind == "build-config" for f in r.flags)
+            r.flags is None
+            or all(
+                not f.counts and f.confidence == "pattern" and f.kind != "sanitizer"
+                for f in r.flags
+            )
         )
 
     assert share.of == sum(1 for runs in tasks if runs)

@@ -24,7 +24,7 @@ from tests.runfolders import summary, write_run
 pytestmark = pytest.mark.slow
 
 TOP = Path(__file__).resolve().parent.parent
-CORE = ("pydantic", "returns", "PyYAML", "sh")
+CORE = ("pydantic", "returns", "PyYAML", "sh", "psutil")
 EXTRAS = ("click", "rich", "fastapi", "starlette", "uvicorn", "httpx", "jinja2", "hypothesis")
 
 EMBED = """
