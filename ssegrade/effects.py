@@ -41,8 +41,8 @@ from ssegrade.answers import (
     Workspace,
 )
 from ssegrade.checks import Action
-from ssegrade.guard.facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
-from ssegrade.guard.model import GuardReport
+from ssegrade.guard_document import GuardReport
+from ssegrade.guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.result import EvaluationResult
 
 __all__ = [

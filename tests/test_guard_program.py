@@ -15,34 +15,35 @@ from returns.result import Failure, Success
 
 from interpreters.real.trace import TraceRecorder
 from ssegrade import (
+    Effect,
+    EvaluationResult,
+    GradeOptions,
+    RuntimeResult,
+    Task,
+    TimeLimitReached,
+    bencher_interpreter,
+    grade,
+    run,
+)
+from ssegrade.effects import (
     ApplyError,
     Archive,
     ArchiveError,
     Bench,
     CaptureError,
-    Effect,
-    EvaluationResult,
-    GradeOptions,
-    GuardFacts,
-    ObjectScan,
     ObserveGuard,
     Prepared,
     PrepareGrading,
+    ReadRepoFiles,
     ReadTaskFile,
-    RuntimeResult,
     ScanObjects,
     ScriptResult,
-    Task,
-    TimeLimitReached,
     Workspace,
     WriteGuard,
     WriteResult,
-    bencher_interpreter,
-    grade,
-    run,
 )
-from ssegrade.effects import ReadRepoFiles
 from ssegrade.guard import PocFile
+from ssegrade.guard.facts import GuardFacts, ObjectScan
 from ssegrade.program import GradingInterrupted
 from ssegrade.run import Interpreter
 from ssegrade.task import Files, Scripts

@@ -25,18 +25,16 @@ from hypothesis import strategies as st
 
 from interpreters.real.files import remove_tree
 from ssegrade import (
-    Archive,
     BenchSession,
     Effect,
     EvaluationResult,
     GradeOptions,
-    RunScript,
     Task,
-    WriteResult,
     bencher_interpreter,
     grade,
     run,
 )
+from ssegrade.effects import Archive, RunScript, WriteResult
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Throwing, matching

@@ -17,23 +17,18 @@ import pytest
 from returns.result import Failure, Success
 
 import ssegrade.testing
-from ssegrade import (
+from ssegrade import Deadline, Effect, GradeOptions, TimeLimitReached, bencher_interpreter, run
+from ssegrade.effects import (
     Bench,
     CaptureError,
     ChangedFiles,
-    Deadline,
-    Effect,
-    GradeOptions,
     Notify,
     ReadArtifact,
     ReadDialog,
     ScriptResult,
     SpillLog,
-    TimeLimitReached,
     WriteArtifact,
     WriteResult,
-    bencher_interpreter,
-    run,
 )
 from ssegrade.preview import preview
 from ssegrade.program import GradingInterrupted

@@ -16,20 +16,22 @@ from returns.result import Success
 from interpreters.real.setup import graded
 from interpreters.real.trace import TraceRecorder
 from ssegrade import (
-    Bench,
-    CheckFinished,
     EvaluationResult,
     GradeOptions,
-    Notify,
     RuntimeResult,
-    ScriptNotStarted,
-    ScriptResult,
     Task,
     TimeLimitReached,
-    WriteResult,
     bencher_interpreter,
     grade,
     run,
+)
+from ssegrade.effects import (
+    Bench,
+    CheckFinished,
+    Notify,
+    ScriptNotStarted,
+    ScriptResult,
+    WriteResult,
 )
 from ssegrade.program import GradingInterrupted
 from ssegrade.task import Files, Scripts

@@ -41,9 +41,11 @@ from interpreters.real.runner import Runner
 from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular
-from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult, Task
+from ssegrade import EvaluationResult, RuntimeResult, Task
 from ssegrade.batch.verify import CONTROLS, Control, ControlRun, Verification, judge
+from ssegrade.effects import CheckRecord
 from ssegrade.guard import Flag
+from ssegrade.guard.model import GuardReport
 from ssegrade.ssebench import task_problems
 
 __all__ = ["ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]

@@ -23,7 +23,8 @@ from pathlib import Path
 from returns.result import Result
 
 from interpreters.real import files
-from ssegrade import ApplyError, TimeLimitReached
+from ssegrade import TimeLimitReached
+from ssegrade.effects import ApplyError
 
 __all__ = ["CopyMaker", "WorkAhead"]
 

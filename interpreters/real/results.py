@@ -28,19 +28,18 @@ from returns.result import Failure, Result, Success
 from interpreters.real import files
 from interpreters.real.logs import running
 from interpreters.real.objects import read_start
-from ssegrade import (
+from ssegrade import Effect, TimeLimitReached
+from ssegrade.effects import (
     Archive,
     ArchiveError,
     CheckFinished,
     CheckRecord,
     CheckStarted,
-    Effect,
     Notify,
-    TimeLimitReached,
+    ResultsEffect,
     WriteGuard,
     WriteResult,
 )
-from ssegrade.effects import ResultsEffect
 from ssegrade.guard import GuardReport
 from ssegrade.program import GradingInterrupted
 
