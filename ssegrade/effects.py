@@ -41,6 +41,7 @@ from ssegrade.answers import (
     Workspace,
 )
 from ssegrade.checks import Action
+from ssegrade.errors import SsegradeError
 from ssegrade.guard_document import GuardReport
 from ssegrade.guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.result import EvaluationResult
@@ -112,7 +113,7 @@ class Effect(Generic[A_co]):
         return cast(A_co, answer)
 
 
-class ScriptNotStarted(Exception):
+class ScriptNotStarted(SsegradeError):
     """A task script could not be started: grading ends as `error` (a broken task); `log`
     is what the runner said."""
 
@@ -121,7 +122,7 @@ class ScriptNotStarted(Exception):
         self.log = log
 
 
-class TimeLimitReached(Exception):
+class TimeLimitReached(SsegradeError):
     """Thrown into the program by the run loop once the evaluation's `Deadline` has passed."""
 
     def __init__(self, seconds: int) -> None:

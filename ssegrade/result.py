@@ -13,6 +13,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from returns.result import Failure, Result, Success
 
+from ssegrade.errors import SsegradeError
+
 Status = Literal["passed", "failed", "error"]
 ErrorKind = Literal["timeout", "task", "infrastructure", "grader"]
 """Why a grading is `error` (SPEC §3): its time limit (`timeout`), a broken task (`task`), the
@@ -191,7 +193,7 @@ class EvaluationResult(BaseModel):
         return self.model_dump_json().encode()
 
 
-class ResultError(ValueError):
+class ResultError(SsegradeError, ValueError):
     """A `result.json` that cannot be read: not JSON, or fields of the wrong type."""
 
 

@@ -31,7 +31,7 @@ from ssegrade.effects import (
     WriteResult,
 )
 from ssegrade.preview import preview
-from ssegrade.program import GradingInterrupted
+from ssegrade.program import SignalArrived
 from ssegrade.protocol import LEVELS
 from ssegrade.testing import (
     SCENARIOS,
@@ -236,7 +236,7 @@ def _intent_passes(inner: Any) -> Any:
 
 
 def _interrupts_the_write(inner: Any) -> Any:
-    return Throwing(inner, {0: GradingInterrupted("SIGTERM")}, matching(WriteResult))
+    return Throwing(inner, {0: SignalArrived("SIGTERM")}, matching(WriteResult))
 
 
 def _skips_the_build(inner: Any) -> Any:

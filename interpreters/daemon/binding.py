@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ssegrade.errors import SsegradeError
+
 __all__ = [
     "DEFAULT_ADMIN_SOCKET",
     "SAFE_ADMIN_FOLDER",
@@ -41,7 +43,7 @@ DEFAULT_ADMIN_SOCKET = "/run/ssebench-admin/admin.sock"
 """The admin socket unless `--admin-socket` or `SSE_ADMIN_SOCKET` names another."""
 
 
-class SocketError(Exception):
+class SocketError(SsegradeError):
     """A listener that cannot be set up; the message is one line for stderr."""
 
 

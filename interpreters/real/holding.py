@@ -29,6 +29,7 @@ from pathlib import Path
 
 from interpreters.real import files
 from interpreters.real.private import trusted
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "FIRST_CLEARED",
@@ -57,7 +58,7 @@ it for its whole run, `is_held` for an instant."""
 _MARKED: dict[Path, Hold] = {}
 
 
-class FolderHeld(Exception):
+class FolderHeld(SsegradeError):
     """Another live grading holds the folder (or took it meanwhile): one line."""
 
 

@@ -41,7 +41,7 @@ from ssegrade.effects import (
     WriteResult,
 )
 from ssegrade.guard import GuardReport
-from ssegrade.program import GradingInterrupted
+from ssegrade.program import SignalArrived
 
 __all__ = [
     "ARCHIVE_NAME",
@@ -180,7 +180,7 @@ class ResultsWriter:
             return
         try:
             finished = started.wait(self.check)
-        except (TimeLimitReached, GradingInterrupted) as stopped:  # the grade is written
+        except (TimeLimitReached, SignalArrived) as stopped:  # the grade is written
             self._not_archived(stopped)
             return
         if not is_successful(finished):

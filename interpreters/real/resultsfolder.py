@@ -19,6 +19,7 @@ from pathlib import Path
 from interpreters.real import holding
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused, make_private
+from ssegrade.errors import SsegradeError
 
 __all__ = ["AGENT_PHASE", "DAEMON_OWN", "DEFAULT_RESULTS", "NotReady", "discard_unused", "hold"]
 
@@ -32,7 +33,7 @@ DAEMON_OWN = frozenset({AGENT_PHASE})
 (`interpreters.daemon.sessions`): a grading that joins the folder leaves it, even forced."""
 
 
-class NotReady(Exception):
+class NotReady(SsegradeError):
     """The results folder cannot be used for this grading: one line saying why."""
 
 

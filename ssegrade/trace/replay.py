@@ -22,7 +22,7 @@ from ssegrade.trace.changes import verdict_changes
 from ssegrade.trace.codec import answer_type
 from ssegrade.trace.document import Trace
 from ssegrade.trace.raised import InterruptRaised, Raised, exception_of, raised_of
-from ssegrade.verdict import Interrupted, Outcomes, not_graded
+from ssegrade.verdict import Outcomes, Signalled, not_graded
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]
 
@@ -97,7 +97,7 @@ def escaped_result(
     program (as `interpreters.real.setup.graded` does: decided by a failed check among those
     `seen` to finish, else an `error`), without the traceback the trace does not keep."""
     if isinstance(raised, InterruptRaised):
-        return not_graded(Interrupted(raised.signal), runtime, seen)
+        return not_graded(Signalled(raised.signal), runtime, seen)
     ending = crashed(exception_of(raised))
     return not_graded(replace(ending, detail=None), runtime, seen)
 
