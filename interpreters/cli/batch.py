@@ -2,7 +2,8 @@
 
 Interpreter layer: options are parsed here, the work is `verify_tasks` and `run_batch`. Bad
 input is one line per problem on stderr and exit status 2; progress goes to stderr, the
-verification report to stdout (or `-o FILE`).
+verification report to stdout (or `-o FILE`). What grades is imported in each command's
+body: `--help` and a usage error load click alone.
 """
 
 from __future__ import annotations
@@ -12,29 +13,24 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 
-from interpreters.batch.engines import EngineName, EngineUnavailable
-from interpreters.batch.jobs import BadJobs
-from interpreters.batch.progress import make_reporter
-from interpreters.batch.run import run_batch
-from interpreters.batch.verification import TaskVerification, verify_tasks
 from interpreters.cli.options import (
-    ScriptOptions,
     containment_options,
     positive,
     runner_option,
     script_env_options,
 )
 from interpreters.real import logs
-from interpreters.real.runner import ContainmentRefused, choose
-from interpreters.real.setup import InputError
-from ssegrade.batch.summary import RETRY_KINDS
-from ssegrade.guard import Flag
-from ssegrade.result import ERROR_KINDS, ErrorKind
 from ssegrade.text import inert_text
+
+if TYPE_CHECKING:
+    from interpreters.batch.verification import TaskVerification
+    from interpreters.real.runner.options import ScriptOptions
+    from ssegrade.guard import Flag
+    from ssegrade.result import ErrorKind
 
 __all__ = ["batch", "verify"]
 
@@ -95,9 +91,23 @@ def _engine_options(command: F) -> F:
     return command
 
 
+EngineName = Literal["local", "ray"]
+"""`--engine`: as `interpreters.batch.engines.EngineName`."""
+
+ERROR_KINDS: tuple[ErrorKind, ...] = ("timeout", "task", "infrastructure", "grader")
+"""`--retry-kinds`' choices: the kinds of an `error` grade (`ssegrade.result.ERROR_KINDS`)."""
+
+RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
+"""`--retry-kinds` unless given (`ssegrade.batch.summary.RETRY_KINDS`)."""
+
+
 def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
     """The scripts' options; with local workers, `InputError` at once when the containment
     asked for cannot be had here (rather than an `error` grade for every job)."""
+    from interpreters.real.runner import ContainmentRefused, choose  # noqa: PLC0415
+    from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
+    from interpreters.real.setup import InputError  # noqa: PLC0415
+
     scripts = ScriptOptions.of(**options)
     if engine == "local":
         try:
@@ -115,6 +125,10 @@ def _refuse(problems: tuple[str, ...]) -> NoReturn:
 
 @contextmanager
 def _bad_input() -> Iterator[None]:
+    from interpreters.batch.engines import EngineUnavailable  # noqa: PLC0415
+    from interpreters.batch.jobs import BadJobs  # noqa: PLC0415
+    from interpreters.real.setup import InputError  # noqa: PLC0415
+
     try:
         yield
     except BadJobs as exc:
@@ -182,6 +196,9 @@ def verify(
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
     """
+    from interpreters.batch.verification import verify_tasks  # noqa: PLC0415
+    from interpreters.real.setup import InputError  # noqa: PLC0415
+
     scripts = _scripts(engine, options)
     _show(verbose=verbose)
     with _bad_input():
@@ -327,6 +344,9 @@ def batch(
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
     """
+    from interpreters.batch.progress import make_reporter  # noqa: PLC0415
+    from interpreters.batch.run import run_batch  # noqa: PLC0415
+
     scripts = _scripts(engine, options)
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be used together")

@@ -2,12 +2,15 @@
 
 Bad input is one line on stderr and a non-zero exit, never a traceback. Every line printed
 that may quote a name a task, an agent or a script chose is inert (`ssegrade.text.inert_text`).
+Only click and the standard library are loaded before a command runs: `--version`, `--help`
+and a usage error cost no more; each command imports what it needs in its body, and
+`evaluate` checks its task folder and patch file (`interpreters.cli.early`) before it loads
+the real interpreter.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import sys
@@ -16,11 +19,11 @@ from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 import click
-from returns.pipeline import is_successful
 
+from interpreters.cli import early
+from interpreters.cli.early import Refused
 from interpreters.cli.entry import EXTRAS
 from interpreters.cli.options import (
-    ScriptOptions,
     positive,
     quiet_option,
     repo_option,
@@ -30,23 +33,8 @@ from interpreters.cli.options import (
     task_option,
     verbose_option,
 )
-from interpreters.real import files, git, logs
-from interpreters.real.grading import Sources, grade_here, read_patch
-from interpreters.real.programs import ProgramError
-from interpreters.real.setup import (
-    InputError,
-    Interrupted,
-    NotWritten,
-    discard_made,
-    keep_repo_copy,
-    load_inputs,
-    make_results,
-    not_a_diff,
-    verdict_line,
-)
-from interpreters.real.trace import recording
-from ssegrade import RuntimeResult, result_schema
-from ssegrade.guard import guard_schema
+from interpreters.real import logs
+from ssegrade.errors import SsegradeError
 from ssegrade.text import inert_text
 
 __all__ = ["cli", "main"]
@@ -131,6 +119,11 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     Example:
       ssegrade baseline --source /src/proj --into /var/lib/sse/base
     """
+    from returns.pipeline import is_successful  # noqa: PLC0415 - each command imports its own
+
+    from interpreters.real import files, git  # noqa: PLC0415
+    from interpreters.real.setup import InputError, keep_repo_copy  # noqa: PLC0415
+
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
         raise InputError(recorded.failure().message)
@@ -161,7 +154,13 @@ def schema(document: str) -> None:
       ssegrade schema > result.schema.json
       ssegrade schema guard > guard.schema.json
     """
-    click.echo(json.dumps(result_schema() if document == "result" else guard_schema(), indent=2))
+    import json  # noqa: PLC0415 - each command imports its own
+
+    if document == "result":
+        from ssegrade.result import result_schema as schema_of  # noqa: PLC0415
+    else:
+        from ssegrade.guard_document import guard_schema as schema_of  # noqa: PLC0415
+    click.echo(json.dumps(schema_of(), indent=2))
 
 
 def _agent_int(
@@ -307,13 +306,27 @@ def evaluate(
     if shown is not None:
         shown.show(logs.level_of(quiet=quiet, verbose=verbose))
     if patch_file is not None and daemon_socket is not None:
-        raise InputError("--patch and --daemon cannot be used together")
+        raise Refused("--patch and --daemon cannot be used together")
     if trace_file is not None and daemon_socket is not None:
-        raise InputError("--trace and --daemon cannot be used together")
+        raise Refused("--trace and --daemon cannot be used together")
+    recorded = early.read_patch(patch_file) if patch_file is not None else None
+    early.check_task(task_dir)
+    # The grading's own modules, only now that the command line holds together.
+    from interpreters.real.grading import Sources, grade_here  # noqa: PLC0415
+    from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
+    from interpreters.real.setup import (  # noqa: PLC0415
+        InputError,
+        load_inputs,
+        make_results,
+        not_a_diff,
+        verdict_line,
+    )
+    from interpreters.real.trace import recording  # noqa: PLC0415
+    from ssegrade.result import RuntimeResult  # noqa: PLC0415
+
     scripts = ScriptOptions.of(
         script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
     )
-    recorded = read_patch(patch_file) if patch_file is not None else None
     if recorded is not None and (why := not_a_diff(recorded)) is not None:
         raise InputError(f"--patch {patch_file}: {why}")
     inputs = load_inputs(task_dir, source, runner_user, need_source=recorded is None)
@@ -376,24 +389,43 @@ def _main(argv: list[str] | None) -> NoReturn:
         sys.exit(130)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
-    except Interrupted as interrupted:
-        click.echo(inert_text(f"ssegrade: {interrupted}"), err=True)
-        sys.exit(interrupted.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
         message = " ".join(exc.format_message().split())
         click.echo(inert_text(f"ssegrade: error: {message} (see '{where} --help')"), err=True)
         sys.exit(exc.exit_code)
-    except (InputError, NotWritten, ProgramError, click.ClickException) as exc:
-        discard_made()  # a refused grading leaves no empty results folder
-        text = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
-        click.echo(inert_text(f"ssegrade: error: {' '.join(text.split())}"), err=True)
-        sys.exit(_status(exc))
+    except click.ClickException as exc:
+        _discard_made()
+        click.echo(
+            inert_text(f"ssegrade: error: {' '.join(exc.format_message().split())}"), err=True
+        )
+        sys.exit(exc.exit_code)
+    except SsegradeError as exc:
+        _refuse(exc)
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _status(exc: Exception) -> int:
-    """The exit status of an error: 2 for bad input, 1 for an output not written."""
-    if isinstance(exc, click.ClickException):
-        return exc.exit_code
-    return 2 if isinstance(exc, InputError) else 1
+def _discard_made() -> None:
+    """Remove the results folders a refused grading made (none unless the set-up ran)."""
+    if "interpreters.real.setup.folders" in sys.modules:  # else nothing was made
+        from interpreters.real.setup import discard_made  # noqa: PLC0415
+
+        discard_made()  # a refused grading leaves no empty results folder
+
+
+def _refuse(exc: SsegradeError) -> NoReturn:
+    """One line on stderr for an error of the grading API, and its exit status: 2 for bad
+    input, 1 for an output not written or a program missing, 128 + the signal's number when
+    interrupted; any other error goes on as it is (a bug, said with its traceback)."""
+    # Loaded already: the error came from there.
+    from interpreters.real.programs import ProgramError  # noqa: PLC0415
+    from interpreters.real.setup import InputError, Interrupted, NotWritten  # noqa: PLC0415
+
+    if isinstance(exc, Interrupted):
+        click.echo(inert_text(f"ssegrade: {exc}"), err=True)
+        sys.exit(exc.exit_code)
+    if not isinstance(exc, InputError | NotWritten | ProgramError):
+        raise exc
+    _discard_made()
+    click.echo(inert_text(f"ssegrade: error: {' '.join(str(exc).split())}"), err=True)
+    sys.exit(2 if isinstance(exc, InputError) else 1)
