@@ -142,7 +142,8 @@ def _bad_input() -> Iterator[None]:
 @click.option(
     "--repo",
     type=click.Path(path_type=Path),
-    help="The pristine project (default: `source` of each task's config.yaml).",
+    help="The pristine project of the one TASK given (default: `source` of each task's "
+    "config.yaml).",
 )
 @click.option(
     "--repeat",
@@ -195,7 +196,13 @@ def verify(
     Examples:
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
+      ssegrade verify examples/tlv/task --repo examples/tlv/project
     """
+    if repo is not None and len(tasks) > 1:  # one project is not every task's
+        raise click.UsageError(
+            f"--repo names the project of one task, and {len(tasks)} are given: verify each "
+            "task with its own --repo, or set each task's `source`"
+        )
     from interpreters.batch.verification import verify_tasks  # noqa: PLC0415
     from interpreters.real.setup import InputError  # noqa: PLC0415
 
