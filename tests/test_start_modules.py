@@ -30,6 +30,7 @@ LIGHT = {
     "interpreters.real.archive_child",  # evaluate's archive child, started first (entry.py)
     "interpreters.daemon",
     "interpreters.daemon.binding",  # the daemon's admin socket, bound first (entry.py)
+    "interpreters.daemon.starting",  # and answered at once (standard library only)
 }
 """ssegrade's modules a command may load besides its command line's (`interpreters.cli`)."""
 
