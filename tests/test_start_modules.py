@@ -90,6 +90,7 @@ def test_version_and_help_load_nothing_heavy(arguments: list[str], tmp_path: Pat
         ["evaluate", "--task", "no-such-task"],
         ["evaluate", "--timeout", "0"],
         ["report", ".", "--format", "pdf"],
+        ["report", "no-such-folder"],
         ["batch", "jobs.jsonl"],
         ["verify"],
         ["daemon", "--http-port", "0"],
@@ -110,6 +111,25 @@ def test_a_rejected_task_loads_the_task_model_and_no_more(tmp_path: Path) -> Non
     assert [name for name in loaded if name.partition(".")[0] in never] == []
     grading = {"interpreters.real.local", "interpreters.real.grading", "interpreters.real.git"}
     grading |= {"ssegrade.effects", "ssegrade.program", "ssegrade.guard"}
+    assert loaded & grading == set()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["replay", "no-such-trace"], ["evaluate", "--task", ".", "--patch", "no-such-patch"]],
+    ids=" ".join,
+)
+def test_a_missing_file_loads_its_safe_reader_and_no_more(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    """A file named on the command line is read without following links, by the real
+    interpreter's reader (`interpreters.real.untrusted`): that much loads, not what grades."""
+    loaded = _loaded(arguments, tmp_path)
+    assert "interpreters.real.untrusted" in loaded
+    heavy = [name for name in loaded if name.partition(".")[0] in HEAVY - {"returns"}]
+    assert heavy == []
+    grading = {"interpreters.real.setup", "interpreters.real.local", "interpreters.real.git"}
+    grading |= {"ssegrade.trace", "ssegrade.effects", "ssegrade.task"}
     assert loaded & grading == set()
 
 

@@ -81,6 +81,7 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
       ssegrade evaluate --task tasks/gjson-196 --results out/r1 --trace out/r1.trace
       ssegrade replay out/r1.trace
     """
+    data = _read(trace_file)  # a missing or unreadable trace is said before the rest loads
     from returns.pipeline import is_successful  # noqa: PLC0415 - the command's own modules
 
     from interpreters.real.setup import verdict_line  # noqa: PLC0415
@@ -88,7 +89,7 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
     from ssegrade.trace.replay import Diverged, replay  # noqa: PLC0415
 
     try:
-        parsed = parse_trace(_read(trace_file))
+        parsed = parse_trace(data)
     except RecursionError:
         raise Refused(f"{trace_file}: nested too deeply to be a trace") from None
     if not is_successful(parsed):

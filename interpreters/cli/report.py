@@ -16,6 +16,7 @@ row, an output that cannot be written. The report's modules load once the comman
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -269,9 +270,6 @@ def report(
       ssegrade report results/ --rules ssebench
       ssegrade report results/ --batch
     """
-    from interpreters.report.io import paused_gc  # noqa: PLC0415 - the report's modules, now
-    from ssegrade.report import Fold  # noqa: PLC0415
-
     if batch:
         _show_batch(results, fmt, verbose, output)
         return
@@ -282,6 +280,13 @@ def report(
     kinds = _kinds(excluded_kinds)
     mode: RunsMode = "all" if runs == "all" else "latest"
     rule: Rules = "ssebench" if rules == "ssebench" else "ssegrade"
+    if not os.path.isdir(results):  # said before the report's modules load, as they say it
+        raise _bad(
+            f"{results}: {'is not a folder' if os.path.exists(results) else 'no such folder'}"
+        )
+    from interpreters.report.io import paused_gc  # noqa: PLC0415 - the report's modules, now
+    from ssegrade.report import Fold  # noqa: PLC0415
+
     sink = _sink(fmt, per_run, results, output, all_tasks)
     fold = Fold(mode, errors_as_failures, rule)
     with paused_gc():
