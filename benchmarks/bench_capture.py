@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from interpreters.real import git
-from ssegrade import Capture
+from ssegrade.effects import Capture
 
 
 def plain_env(home: Path) -> dict[str, str]:

@@ -4,17 +4,19 @@ The daemon is started N times (default 5) for a small shell task (`tests.realtas
 source tree at one commit, five scripts), exactly as an entrypoint starts it (the console
 script `ssegrade daemon`, root or not). For each socket, two times from the process's start:
 
-- **connects**: the socket exists and takes a connection (a request sent then is held by the
-  daemon and answered once it is ready: what SSEBench's harnesses need of a started daemon);
-- **answers**: `GET /version` has its reply.
+- **connects**: the socket exists and takes a connection;
+- **answers**: `GET /version` has its reply (200).
 
 The admin socket is bound first, before the daemon's libraries are loaded and before the
-baseline is recorded; the agent-facing socket only once the baseline is recorded (SPEC §9: the
-agent's tree cannot change before it), so its times include the baseline. The floor, measured
-in the same run, is what any Python program costs to start here (`python -c pass`), and the
-load average is printed with the figures: the host is shared.
+baseline is recorded, and answers `GET /version` at once (503 for what needs the grading set
+up) until the server takes it; the agent-facing socket only once the baseline is recorded
+(SPEC §9: an entrypoint starts the agent once that socket exists, and the agent's tree cannot
+change before the baseline), so its times include the baseline; the server's libraries load
+meanwhile. `--files` adds files to the source tree, for a baseline that takes longer. The
+floor, measured in the same run, is what any Python program costs to start here (`python -c
+pass`), and the load average is printed with the figures: the host is shared.
 
-    .venv/bin/python benchmarks/bench_daemon_start.py [--runs 5]
+    .venv/bin/python benchmarks/bench_daemon_start.py [--runs 5] [--files 0]
 """
 
 from __future__ import annotations
@@ -93,6 +95,19 @@ def _one_start(task: Path, source: Path, results: Path, folder: Path) -> dict[st
     return seen
 
 
+def _add_files(source: Path, count: int) -> None:
+    """Add `count` small files to the source tree's one commit."""
+    if count == 0:
+        return
+    bulk = source / "bulk"
+    bulk.mkdir()
+    for index in range(count):
+        (bulk / f"f{index}.txt").write_text(f"file {index}\n" * 8)
+    git = ["git", "-C", str(source), "-c", "user.name=b", "-c", "user.email=b@b.invalid"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "--amend", "--no-edit"], check=True)
+
+
 def _floor(runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -106,11 +121,14 @@ def main() -> None:
     """Start the daemon `--runs` times and print the median time to each event."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    runs = parser.parse_args().runs
+    parser.add_argument("--files", type=int, default=0)
+    arguments = parser.parse_args()
+    runs = arguments.runs
     work = Path(tempfile.mkdtemp(prefix="bench-daemon-start-"))
     work.chmod(0o755)
     try:
         made = make_task(work / "t")
+        _add_files(made.source, arguments.files)
         floor = _floor(runs)
         measured: dict[str, list[float]] = {}
         for index in range(runs):

@@ -20,8 +20,10 @@
 #
 # Works from any directory. Needs python3 (3.11+) and git (and gcc with libasan for
 # examples/rle); the first run creates .venv at the top of the repository and installs
-# ssegrade into it. Scratch folders are removed on exit; the results folders are kept and
-# their location printed.
+# ssegrade into it. Run as root, it creates the `sse-runner` system account (no home, no
+# login shell, a group of its own) the first time, if missing: task scripts run as that
+# account, never as root. Scratch folders are removed on exit; the results folders are kept
+# and their location printed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -38,6 +40,11 @@ if [ ! -x "$venv/bin/ssegrade" ] || ! "$venv/bin/python" -c "import click, fasta
         || { cat "$venv/ssegrade-install.log" >&2; exit 1; }
 fi
 ssegrade="$venv/bin/ssegrade"
+
+if [ "$(id -u)" -eq 0 ] && ! getent passwd sse-runner > /dev/null; then
+    echo "demo: running as root: ssegrade creates the sse-runner account (no home, no login"
+    echo "demo: shell) for the task scripts, which never run as root"
+fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/ssegrade-demo.XXXXXX")"
 results="$(mktemp -d "${TMPDIR:-/tmp}/ssegrade-demo-results.XXXXXX")"

@@ -1,10 +1,13 @@
 """ssegrade: the pure grading core.
 
-Everything here describes and decides; nothing does I/O. This root holds the kernel: the
-effects and their answers, the run loop, the grading program and its bencher layer, the
-verdict, and the `result.json` and task models. Embed it to derive a status, validate a
-`result.json`, parse a task config, or run the grading program with your own interpreter.
-Features are reached by subpackage:
+Everything here describes and decides; nothing does I/O. This root is a small face:
+the verdict, the `result.json` and task documents, the run loop, the grading program and its
+bencher layer, the effects' base, and the one exception base. Each name is loaded on first
+use (PEP 562), so `import ssegrade` loads this module alone. Everything else stays importable
+from its own module: the effects and their answers from `ssegrade.effects` and
+`ssegrade.answers`, the verdict's endings from `ssegrade.verdict`. Embed it to derive a
+status, validate a `result.json`, parse a task config, or run the grading program with your own
+interpreter. Features are reached by subpackage:
 
 - `ssegrade.report`: the report and its statistics;
 - `ssegrade.batch`: batch grading's job lines and documents, and task verification;
@@ -20,155 +23,90 @@ For example:
 'passed'
 """
 
-from ssegrade.bencher import BenchSession, bencher_interpreter
-from ssegrade.effects import (
-    Action,
-    ApplyDiff,
-    ApplyError,
-    Archive,
-    ArchiveError,
-    Bench,
-    BenchEffect,
-    Capture,
-    CaptureError,
-    CaptureTree,
-    ChangedFiles,
-    CheckFinished,
-    CheckPatch,
-    CheckRecord,
-    CheckStarted,
-    DaemonRead,
-    Discard,
-    Effect,
-    FreshCopy,
-    GradingEffect,
-    NewSession,
-    Notify,
-    ObserveGuard,
-    Prepared,
-    PrepareError,
-    PrepareGrading,
-    PreviewEffect,
-    ProvePatch,
-    ReadArtifact,
-    ReadDialog,
-    ReadTaskFile,
-    ResultsEffect,
-    RunScript,
-    ScanObjects,
-    ScriptNotStarted,
-    ScriptResult,
-    SpillLog,
-    Staged,
-    StageFiles,
-    StageItem,
-    SystemEffect,
-    TimeLimitReached,
-    Unstage,
-    WorkEffect,
-    Workspace,
-    WriteArtifact,
-    WriteGuard,
-    WriteResult,
-)
-from ssegrade.guard.facts import GuardFacts, ObjectScan
-from ssegrade.guard.model import GuardReport
-from ssegrade.program import GradeOptions, grade
-from ssegrade.result import (
-    EvaluationResult,
-    PatchResult,
-    ResultError,
-    RuntimeResult,
-    Status,
-    parse_result,
-    result_schema,
-    status_of,
-)
-from ssegrade.run import Deadline, Interpreter, Observer, run
-from ssegrade.task import Check, Task, TaskError, parse_task
-from ssegrade.verdict import (
-    ApplyFailed,
-    CheckOutcome,
-    Crashed,
-    Ending,
-    Finished,
-    Outcomes,
-    TimedOut,
-    decide,
-)
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ssegrade.bencher import BenchSession, bencher_interpreter
+    from ssegrade.effects import Effect, GradingEffect, TimeLimitReached
+    from ssegrade.errors import SsegradeError
+    from ssegrade.program import GradeOptions, grade
+    from ssegrade.result import (
+        EvaluationResult,
+        PatchResult,
+        ResultError,
+        RuntimeResult,
+        Status,
+        parse_result,
+        result_schema,
+        status_of,
+    )
+    from ssegrade.run import Deadline, Interpreter, Observer, run
+    from ssegrade.task import Task, TaskError, parse_task
+    from ssegrade.verdict import CheckOutcome, Ending, Finished, Outcomes, decide
+
+_HOMES = {
+    # the verdict
+    "CheckOutcome": "ssegrade.verdict",
+    "Ending": "ssegrade.verdict",
+    "Finished": "ssegrade.verdict",
+    "Outcomes": "ssegrade.verdict",
+    "decide": "ssegrade.verdict",
+    # the documents
+    "EvaluationResult": "ssegrade.result",
+    "PatchResult": "ssegrade.result",
+    "RuntimeResult": "ssegrade.result",
+    "Status": "ssegrade.result",
+    "parse_result": "ssegrade.result",
+    "result_schema": "ssegrade.result",
+    "status_of": "ssegrade.result",
+    "Task": "ssegrade.task",
+    "TaskError": "ssegrade.task",
+    "parse_task": "ssegrade.task",
+    # the run loop
+    "Deadline": "ssegrade.run",
+    "Interpreter": "ssegrade.run",
+    "Observer": "ssegrade.run",
+    "run": "ssegrade.run",
+    "Effect": "ssegrade.effects",
+    "GradingEffect": "ssegrade.effects",
+    "TimeLimitReached": "ssegrade.effects",
+    # the grading program
+    "GradeOptions": "ssegrade.program",
+    "grade": "ssegrade.program",
+    "BenchSession": "ssegrade.bencher",
+    "bencher_interpreter": "ssegrade.bencher",
+    # the errors
+    "ResultError": "ssegrade.result",
+    "SsegradeError": "ssegrade.errors",
+}
+"""Each public name and the module it lives in."""
 
 __all__ = [
-    "Action",
-    "ApplyDiff",
-    "ApplyError",
-    "ApplyFailed",
-    "Archive",
-    "ArchiveError",
-    "Bench",
-    "BenchEffect",
     "BenchSession",
-    "Capture",
-    "CaptureError",
-    "CaptureTree",
-    "ChangedFiles",
-    "Check",
-    "CheckFinished",
     "CheckOutcome",
-    "CheckPatch",
-    "CheckRecord",
-    "CheckStarted",
-    "Crashed",
-    "DaemonRead",
     "Deadline",
-    "Discard",
     "Effect",
     "Ending",
     "EvaluationResult",
     "Finished",
-    "FreshCopy",
     "GradeOptions",
     "GradingEffect",
-    "GuardFacts",
-    "GuardReport",
     "Interpreter",
-    "NewSession",
-    "Notify",
-    "ObjectScan",
-    "ObserveGuard",
     "Observer",
     "Outcomes",
     "PatchResult",
-    "PrepareError",
-    "PrepareGrading",
-    "Prepared",
-    "PreviewEffect",
-    "ProvePatch",
-    "ReadArtifact",
-    "ReadDialog",
-    "ReadTaskFile",
     "ResultError",
-    "ResultsEffect",
-    "RunScript",
     "RuntimeResult",
-    "ScanObjects",
-    "ScriptNotStarted",
-    "ScriptResult",
-    "SpillLog",
-    "StageFiles",
-    "StageItem",
-    "Staged",
+    "SsegradeError",
     "Status",
-    "SystemEffect",
     "Task",
     "TaskError",
     "TimeLimitReached",
-    "TimedOut",
-    "Unstage",
-    "WorkEffect",
-    "Workspace",
-    "WriteArtifact",
-    "WriteGuard",
-    "WriteResult",
     "bencher_interpreter",
     "decide",
     "grade",
@@ -178,3 +116,31 @@ __all__ = [
     "run",
     "status_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use (PEP 562), and keep it here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ssegrade' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+class _Face(types.ModuleType):
+    """The root module's type: a public name that is also a submodule's (`run`, the loop, in
+    `ssegrade.run`) stays the public name when that submodule is imported."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _HOMES and isinstance(value, types.ModuleType):
+            return  # the import system naming the submodule here: the public name wins
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Face
+
+
+def __dir__() -> list[str]:
+    """The module's own names and the public ones."""
+    return sorted({*globals(), *__all__})

@@ -41,8 +41,9 @@ from ssegrade.answers import (
     Workspace,
 )
 from ssegrade.checks import Action
-from ssegrade.guard.facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
-from ssegrade.guard.model import GuardReport
+from ssegrade.errors import SsegradeError
+from ssegrade.guard_document import GuardReport
+from ssegrade.guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.result import EvaluationResult
 
 __all__ = [
@@ -113,7 +114,7 @@ class Effect(Generic[A_co]):
         return cast(A_co, answer)
 
 
-class ScriptNotStarted(Exception):
+class ScriptNotStarted(SsegradeError):
     """A task script could not be started: grading ends as `error` (a broken task); `log`
     is what the runner said."""
 
@@ -122,7 +123,7 @@ class ScriptNotStarted(Exception):
         self.log = log
 
 
-class TimeLimitReached(Exception):
+class TimeLimitReached(SsegradeError):
     """Thrown into the program by the run loop once the evaluation's `Deadline` has passed."""
 
     def __init__(self, seconds: int) -> None:

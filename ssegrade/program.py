@@ -28,6 +28,7 @@ from ssegrade.effects import (
     TimeLimitReached,
     WriteResult,
 )
+from ssegrade.errors import SsegradeError
 from ssegrade.guarding import guard_step
 from ssegrade.result import ErrorKind, EvaluationResult, RuntimeResult
 from ssegrade.task import Task
@@ -37,17 +38,17 @@ from ssegrade.verdict import (
     Crashed,
     Ending,
     Finished,
-    Interrupted,
     Outcomes,
+    Signalled,
     TimedOut,
     document,
     ended,
 )
 
-__all__ = ["GradeOptions", "GradingInterrupted", "Seen", "crashed", "grade"]
+__all__ = ["GradeOptions", "Seen", "SignalArrived", "crashed", "grade"]
 
 
-class GradingInterrupted(Exception):
+class SignalArrived(SsegradeError):
     """Raised by an interpreter into the program when a signal (`SIGINT`, `SIGTERM`) asks
     grading to stop: the finished checks are kept, the result is written."""
 
@@ -202,21 +203,21 @@ async def grade(options: GradeOptions, seen: Seen | None = None) -> EvaluationRe
         ending = await _checks(options, log)
     except TimeLimitReached as spent:
         ending = TimedOut(spent.seconds)
-    except GradingInterrupted as interrupt:
-        ending = Interrupted(interrupt.signal)
+    except SignalArrived as interrupt:
+        ending = Signalled(interrupt.signal)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an `error` grade
         ending = crashed(exc)
     try:
         archived = await Archive()
         if not is_successful(archived):
             await Notify(f"source.tar.gz not written: {archived.failure().message}")
-    except (GradingInterrupted, TimeLimitReached) as stopped:  # a finished grade is kept
+    except (SignalArrived, TimeLimitReached) as stopped:  # a finished grade is kept
         await Notify(f"source.tar.gz not written: {stopped}")
     result = document(log.outcomes(ending), options.runtime)
     await _say_end(result, ending)
     try:
         await WriteResult(result)
-    except (GradingInterrupted, TimeLimitReached):  # perhaps not in place: once more, whole
+    except (SignalArrived, TimeLimitReached):  # perhaps not in place: once more, whole
         await WriteResult(result)
     with contextlib.suppress(Exception):  # advisory: the grade is written and stays
         await guard_step(

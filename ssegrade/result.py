@@ -20,6 +20,8 @@ from pydantic import (
 )
 from returns.result import Failure, Result, Success
 
+from ssegrade.errors import SsegradeError
+
 Status = Literal["passed", "failed", "error"]
 ErrorKind = Literal["timeout", "task", "infrastructure", "grader"]
 """Why a grading is `error` (SPEC §3): its time limit (`timeout`), a broken task (`task`), the
@@ -231,7 +233,7 @@ class EvaluationResult(BaseModel):
         return self.model_dump_json().encode()
 
 
-class ResultError(ValueError):
+class ResultError(SsegradeError, ValueError):
     """A `result.json` that cannot be read: not JSON, or fields of the wrong type."""
 
 

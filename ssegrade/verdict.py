@@ -17,9 +17,9 @@ __all__ = [
     "Crashed",
     "Ending",
     "Finished",
-    "Interrupted",
     "Outcomes",
     "OutcomesRefused",
+    "Signalled",
     "TimedOut",
     "bound_log",
     "decide",
@@ -75,13 +75,13 @@ class Crashed:
 
 
 @dataclass(frozen=True, slots=True)
-class Interrupted:
+class Signalled:
     """A signal (`SIGINT`, `SIGTERM`) ended grading."""
 
     signal: str
 
 
-Ending = Finished | TimedOut | Crashed | Interrupted
+Ending = Finished | TimedOut | Crashed | Signalled
 
 
 class OutcomesRefused(ValueError):
@@ -237,7 +237,7 @@ def _ended(ending: Ending) -> tuple[str | None, str | None]:
     if isinstance(ending, Crashed):
         detail = bound_log(ending.detail) if ending.detail is not None else None
         return f"Exception: {ending.message}", detail
-    if isinstance(ending, Interrupted):
+    if isinstance(ending, Signalled):
         return f"Interrupted ({ending.signal})", None
     return None, None
 
@@ -247,12 +247,12 @@ def kind_of(ending: Ending) -> ErrorKind:
     `timeout`, an interrupt (the host or the operator stopped grading) `infrastructure`, an
     exception its own kind; a grading that ran to its end with nothing to grade is `task`.
 
-    >>> kind_of(TimedOut(5)), kind_of(Interrupted("SIGTERM")), kind_of(Crashed("x"))
+    >>> kind_of(TimedOut(5)), kind_of(Signalled("SIGTERM")), kind_of(Crashed("x"))
     ('timeout', 'infrastructure', 'grader')
     """
     if isinstance(ending, TimedOut):
         return "timeout"
-    if isinstance(ending, Interrupted):
+    if isinstance(ending, Signalled):
         return "infrastructure"
     if isinstance(ending, Crashed):
         return ending.kind
@@ -282,13 +282,13 @@ def document(outcomes: Outcomes, runtime: RuntimeResult) -> EvaluationResult:
     return EvaluationResult(patch_result=patch, runtime_result=facts)
 
 
-def escaped(ending: Crashed | Interrupted, seen: Outcomes | None = None) -> PatchResult:
+def escaped(ending: Crashed | Signalled, seen: Outcomes | None = None) -> PatchResult:
     """The grade when an exception escapes the grading program itself, so that it returned no
     document: `decide` over the outcomes seen so far (`seen`; none when unknown), ended by
     `ending`. The evaluator writes it (with the traceback as `Crashed.detail`), and a replay
     of such a grading derives it again (without one).
 
-    >>> escaped(Interrupted("SIGTERM")).error_msg
+    >>> escaped(Signalled("SIGTERM")).error_msg
     'Interrupted (SIGTERM)'
     >>> escaped(Crashed("disk full", "Traceback …")).model_dump(exclude_none=True)
     {'status': 'error', 'error_msg': 'Exception: disk full', 'error_log': 'Traceback …'}
@@ -297,7 +297,7 @@ def escaped(ending: Crashed | Interrupted, seen: Outcomes | None = None) -> Patc
 
 
 def not_graded(
-    ending: Crashed | Interrupted, runtime: RuntimeResult, seen: Outcomes | None = None
+    ending: Crashed | Signalled, runtime: RuntimeResult, seen: Outcomes | None = None
 ) -> EvaluationResult:
     """The whole document of a grading that returned none (an exception escaped it, its
     worker or its transit failed): `document` over the outcomes seen (none when unknown),

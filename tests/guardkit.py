@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from ssegrade import GuardFacts, ObjectScan
 from ssegrade.guard import PocFile, SourceFile
+from ssegrade.guard.facts import GuardFacts, ObjectScan
 
 
 @dataclass(frozen=True)

@@ -22,5 +22,11 @@ fi
 # worker keeps two CPUs busy meanwhile (the whole suite: 636 s with two workers, 530 s with
 # three, on 2 CPUs).
 workers=$(( $(nproc) + 1 ))
+# Coverage's data files (one per process measured, subprocesses and forks included) go to a
+# scratch folder, combined there and removed with it: none is left in the checkout, not even
+# one of a process that ends after the tests (a removal running on its own).
+coverage_data="$(mktemp -d "${TMPDIR:-/tmp}/ssegrade-coverage.XXXXXX")"
+trap 'rm -rf "$coverage_data"' EXIT
+export COVERAGE_FILE="$coverage_data/.coverage"
 .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" \
     --cov --cov-report=term:skip-covered "${floor[@]}" "$@"

@@ -28,7 +28,8 @@ from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
 from interpreters.real.results import ResultsWriter
-from ssegrade import Archive, EvaluationResult, RuntimeResult, TimeLimitReached, WriteResult
+from ssegrade import EvaluationResult, RuntimeResult, TimeLimitReached
+from ssegrade.effects import Archive, WriteResult
 from ssegrade.program import GradeOptions, grade
 from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.run import Deadline, run

@@ -27,15 +27,18 @@ from interpreters.app.setup import Sources, grading_setup, hold_results, load_in
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem
 from ssegrade import (
-    Archive,
-    Bench,
     BenchSession,
-    CaptureTree,
     Deadline,
     Effect,
-    FreshCopy,
     GradeOptions,
     GradingEffect,
+    bencher_interpreter,
+)
+from ssegrade.effects import (
+    Archive,
+    Bench,
+    CaptureTree,
+    FreshCopy,
     Notify,
     Prepared,
     PrepareGrading,
@@ -45,7 +48,6 @@ from ssegrade import (
     StageFiles,
     SystemEffect,
     Workspace,
-    bencher_interpreter,
 )
 from ssegrade.testing import (
     SCENARIOS,

@@ -18,7 +18,8 @@ from returns.result import Failure
 from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
-from ssegrade import CaptureTree, Deadline, TimeLimitReached
+from ssegrade import Deadline, TimeLimitReached
+from ssegrade.effects import CaptureTree
 from tests.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow

@@ -27,11 +27,11 @@ from ssegrade import (
     GradeOptions,
     RuntimeResult,
     Task,
-    WriteResult,
     bencher_interpreter,
     grade,
     run,
 )
+from ssegrade.effects import WriteResult
 from ssegrade.program import Seen
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script, Throwing, matching

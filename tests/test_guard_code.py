@@ -89,7 +89,7 @@ def test_the_checks_record_says_how_sure_each_flag_is_and_where() -> None:
 
 def test_a_hook_in_a_test_harness_object_is_no_evidence() -> None:
     """Fuzz and test harnesses set their own sanitizer options: a project's own, not a cheat."""
-    from ssegrade import GuardFacts, ObjectScan
+    from ssegrade.guard.facts import GuardFacts, ObjectScan
 
     hooks = (("__lsan_default_options", "build/fuzz/fuzz_parse.o"),)
     facts = GuardFacts(objects=ObjectScan(3, (("address", "build/a.o"),), hooks=hooks))

@@ -15,35 +15,36 @@ from returns.result import Failure, Success
 
 from interpreters.app.trace import TraceRecorder
 from ssegrade import (
+    Effect,
+    EvaluationResult,
+    GradeOptions,
+    RuntimeResult,
+    Task,
+    TimeLimitReached,
+    bencher_interpreter,
+    grade,
+    run,
+)
+from ssegrade.effects import (
     ApplyError,
     Archive,
     ArchiveError,
     Bench,
     CaptureError,
-    Effect,
-    EvaluationResult,
-    GradeOptions,
-    GuardFacts,
-    ObjectScan,
     ObserveGuard,
     Prepared,
     PrepareGrading,
+    ReadRepoFiles,
     ReadTaskFile,
-    RuntimeResult,
     ScanObjects,
     ScriptResult,
-    Task,
-    TimeLimitReached,
     Workspace,
     WriteGuard,
     WriteResult,
-    bencher_interpreter,
-    grade,
-    run,
 )
-from ssegrade.effects import ReadRepoFiles
 from ssegrade.guard import PocFile
-from ssegrade.program import GradingInterrupted
+from ssegrade.guard.facts import GuardFacts, ObjectScan
+from ssegrade.program import SignalArrived
 from ssegrade.run import Interpreter
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Recording, Script
@@ -92,7 +93,7 @@ def _draws(patch: bytes) -> Callable[[Effect[Any]], st.SearchStrategy[Any] | Non
                     Failure(ApplyError("error: patch failed")),
                     Failure(CaptureError("does not reproduce")),
                     TimeLimitReached(60),
-                    GradingInterrupted("SIGTERM"),
+                    SignalArrived("SIGTERM"),
                 ]
             )
         if isinstance(effect, Bench):
@@ -146,7 +147,7 @@ def _written(trace: list[Effect[Any]]) -> list[EvaluationResult]:
     tasks(),
     st.data(),
     st.sampled_from([EVERY_FLAG, GuardFacts(), OSError("disk on fire")]),
-    st.sampled_from([GuardFacts(), EVERY_FLAG, GradingInterrupted("SIGINT"), TimeLimitReached(60)]),
+    st.sampled_from([GuardFacts(), EVERY_FLAG, SignalArrived("SIGINT"), TimeLimitReached(60)]),
 )
 def test_the_guard_never_changes_status_or_any_field_of_the_grade(
     task: Task, data: st.DataObject, first: object, second: object

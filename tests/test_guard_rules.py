@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import GuardFacts, ObjectScan, Task
+from ssegrade import Task
 from ssegrade.guard import KINDS, RULES, Rule, guard, guard_report
+from ssegrade.guard.facts import GuardFacts, ObjectScan
 from ssegrade.guard.rules import Lines, Paths
 from tests.guardkit import (
     Edit,

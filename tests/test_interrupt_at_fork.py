@@ -21,7 +21,7 @@ import pytest
 CHILD = """
 import signal, subprocess, sys
 from interpreters.app.setup import interrupts_raise
-from ssegrade.program import GradingInterrupted
+from ssegrade.program import SignalArrived
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # between two gradings
 caught = 0
@@ -31,7 +31,7 @@ while caught < int(sys.argv[1]):
         with interrupts_raise():
             while True:
                 subprocess.run(["true"], preexec_fn=lambda: None, check=False)
-    except GradingInterrupted:
+    except SignalArrived:
         caught += 1
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as the worker ends
 print(caught, flush=True)

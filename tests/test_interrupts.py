@@ -25,23 +25,21 @@ from hypothesis import strategies as st
 
 from interpreters.real.files import remove_tree
 from ssegrade import (
-    Archive,
     BenchSession,
     Effect,
     EvaluationResult,
     GradeOptions,
-    RunScript,
     Task,
-    WriteResult,
     bencher_interpreter,
     grade,
     run,
 )
-from ssegrade.program import GradingInterrupted
+from ssegrade.effects import Archive, RunScript, WriteResult
+from ssegrade.program import SignalArrived
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Throwing, matching
 from ssegrade.testing.strategies import outcomes
-from ssegrade.verdict import Interrupted, Outcomes, decide
+from ssegrade.verdict import Outcomes, Signalled, decide
 from tests.processes import live_with, unique
 from tests.realtask import RealTask, git, make_task
 
@@ -58,9 +56,7 @@ def test_an_interrupted_grading_keeps_its_checks_and_a_failed_one_decides(
 ) -> None:
     finished = decide(observed)
     stopped = decide(
-        Outcomes(
-            observed.has, observed.pocs, observed.runs, observed.apply_failed, Interrupted(name)
-        )
+        Outcomes(observed.has, observed.pocs, observed.runs, observed.apply_failed, Signalled(name))
     )
     if any(not run.passed for run in observed.runs):  # a failed check is decisive
         assert stopped == finished
@@ -77,7 +73,7 @@ def test_an_interrupted_grading_keeps_its_checks_and_a_failed_one_decides(
 def interrupting(world: FakeWorld, at: type[Effect[Any]], label: str | None = None) -> Throwing:
     """The fake world, in which a signal lands at the first effect of one kind (and label)."""
     where = matching(at) if label is None else matching(at, label=label)
-    return Throwing(world, {0: GradingInterrupted("SIGTERM")}, where)
+    return Throwing(world, {0: SignalArrived("SIGTERM")}, where)
 
 
 def grade_with(world: FakeWorld, interpreter: Throwing) -> EvaluationResult:

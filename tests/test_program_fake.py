@@ -5,18 +5,17 @@ from __future__ import annotations
 import pytest
 from returns.result import Success
 
-from ssegrade import (
+from ssegrade import Task, run
+from ssegrade.bencher import bench, prepare
+from ssegrade.effects import (
     ApplyDiff,
     CheckPatch,
     Discard,
     FreshCopy,
     RunScript,
     StageFiles,
-    Task,
     Unstage,
-    run,
 )
-from ssegrade.bencher import bench, prepare
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
 

@@ -9,26 +9,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from ssegrade import (
+from ssegrade import Effect, GradeOptions, Task, TimeLimitReached, grade, run
+from ssegrade.effects import (
     ApplyError,
     Archive,
     ArchiveError,
     Bench,
     CaptureError,
     CheckFinished,
-    Effect,
-    GradeOptions,
     Notify,
     ObserveGuard,
     Prepared,
     PrepareGrading,
     ScriptResult,
-    Task,
-    TimeLimitReached,
     WriteGuard,
     WriteResult,
-    grade,
-    run,
 )
 from ssegrade.testing import Recording
 from ssegrade.testing.strategies import Drawn, tasks

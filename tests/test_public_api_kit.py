@@ -17,26 +17,21 @@ import pytest
 from returns.result import Failure, Success
 
 import ssegrade.testing
-from ssegrade import (
+from ssegrade import Deadline, Effect, GradeOptions, TimeLimitReached, bencher_interpreter, run
+from ssegrade.effects import (
     Bench,
     CaptureError,
     ChangedFiles,
-    Deadline,
-    Effect,
-    GradeOptions,
     Notify,
     ReadArtifact,
     ReadDialog,
     ScriptResult,
     SpillLog,
-    TimeLimitReached,
     WriteArtifact,
     WriteResult,
-    bencher_interpreter,
-    run,
 )
 from ssegrade.preview import preview
-from ssegrade.program import GradingInterrupted
+from ssegrade.program import SignalArrived
 from ssegrade.protocol import LEVELS
 from ssegrade.testing import (
     SCENARIOS,
@@ -241,7 +236,7 @@ def _intent_passes(inner: Any) -> Any:
 
 
 def _interrupts_the_write(inner: Any) -> Any:
-    return Throwing(inner, {0: GradingInterrupted("SIGTERM")}, matching(WriteResult))
+    return Throwing(inner, {0: SignalArrived("SIGTERM")}, matching(WriteResult))
 
 
 def _skips_the_build(inner: Any) -> Any:

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import Deadline, Effect, Notify, Task, TimeLimitReached, run
+from ssegrade import Deadline, Effect, Task, TimeLimitReached, run
+from ssegrade.effects import Notify
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import Clock, FakeWorld, Recording, Script, Timed
 

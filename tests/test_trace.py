@@ -16,22 +16,24 @@ from returns.result import Success
 from interpreters.app.setup import graded
 from interpreters.app.trace import TraceRecorder
 from ssegrade import (
-    Bench,
-    CheckFinished,
     EvaluationResult,
     GradeOptions,
-    Notify,
     RuntimeResult,
-    ScriptNotStarted,
-    ScriptResult,
     Task,
     TimeLimitReached,
-    WriteResult,
     bencher_interpreter,
     grade,
     run,
 )
-from ssegrade.program import GradingInterrupted
+from ssegrade.effects import (
+    Bench,
+    CheckFinished,
+    Notify,
+    ScriptNotStarted,
+    ScriptResult,
+    WriteResult,
+)
+from ssegrade.program import SignalArrived
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Throwing
 from ssegrade.testing.strategies import tasks, worlds
@@ -111,7 +113,7 @@ def test_a_crashed_interpreter_replays_to_the_same_verdict(task: Task, world: Fa
 
 exceptions = st.one_of(
     st.builds(TimeLimitReached, st.integers(1, 100)),
-    st.builds(GradingInterrupted, st.sampled_from(["SIGINT", "SIGTERM"])),
+    st.builds(SignalArrived, st.sampled_from(["SIGINT", "SIGTERM"])),
     st.builds(ScriptNotStarted, st.text(max_size=10), st.text(max_size=10)),
     st.builds(OSError, st.text(max_size=10)),
     st.builds(KeyError),

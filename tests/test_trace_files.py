@@ -11,19 +11,16 @@ import pytest
 from interpreters.app.setup import InputError, NotWritten
 from interpreters.app.trace import TraceRecorder, recording
 from ssegrade import (
-    Bench,
     EvaluationResult,
     GradeOptions,
-    Notify,
     PatchResult,
-    RunScript,
     Task,
     TimeLimitReached,
-    Workspace,
     bencher_interpreter,
     grade,
     run,
 )
+from ssegrade.effects import Bench, Notify, RunScript, Workspace
 from ssegrade.testing import FakeWorld
 from ssegrade.trace import TimeLimitRaised, TraceStep, parse_trace
 

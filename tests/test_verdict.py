@@ -15,9 +15,9 @@ from ssegrade.verdict import (
     Crashed,
     Ending,
     Finished,
-    Interrupted,
     Outcomes,
     OutcomesRefused,
+    Signalled,
     TimedOut,
     bound_log,
     document,
@@ -29,7 +29,7 @@ from ssegrade.verdict import (
 
 any_ending: st.SearchStrategy[Ending] = st.one_of(
     endings,
-    st.builds(Interrupted, st.sampled_from(["SIGINT", "SIGTERM"])),
+    st.builds(Signalled, st.sampled_from(["SIGINT", "SIGTERM"])),
     st.builds(
         Crashed,
         st.text(min_size=1, max_size=20),
@@ -119,11 +119,9 @@ def test_every_error_has_a_kind_and_no_other_grade_has_one(
 
 @given(
     outcomes(),
-    st.sampled_from([Crashed("disk full", kind="infrastructure"), Interrupted("SIGTERM")]),
+    st.sampled_from([Crashed("disk full", kind="infrastructure"), Signalled("SIGTERM")]),
 )
-def test_an_escape_after_a_failed_check_is_failed(
-    o: Outcomes, ending: Crashed | Interrupted
-) -> None:
+def test_an_escape_after_a_failed_check_is_failed(o: Outcomes, ending: Crashed | Signalled) -> None:
     """Property: when an exception escapes the grading program itself, the outcomes it was
     seen to finish still decide: `not_graded` is the document `document` gives for them."""
     doc = not_graded(ending, RuntimeResult(), o)
@@ -245,7 +243,7 @@ def test_an_escaped_exception_is_an_error_with_its_message_and_detail(
 def test_an_escaped_interrupt_is_an_error_without_log(signal: str) -> None:
     """Property: a signal that escapes the grading program gives `error`, "Interrupted
     (<signal>)", nothing else."""
-    assert escaped(Interrupted(signal)) == PatchResult(
+    assert escaped(Signalled(signal)) == PatchResult(
         status="error", error_msg=f"Interrupted ({signal})"
     )
 

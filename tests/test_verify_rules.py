@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade import CheckRecord, PatchResult, Task, status_of
+from ssegrade import PatchResult, Task, status_of
 from ssegrade.batch.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
 from ssegrade.bencher import task_path
+from ssegrade.effects import CheckRecord
 from ssegrade.task import Files, Scripts
 
 FOLDER = "/ssebench"

@@ -37,6 +37,7 @@ from ssegrade.batch import (
     parse_jobs,
     run_parts,
 )
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "BadJobs",
@@ -58,7 +59,7 @@ __all__ = [
 _CHUNK = 1 << 20
 
 
-class BadJobs(Exception):
+class BadJobs(SsegradeError):
     """The batch cannot run: one line per problem, each naming its job line."""
 
     def __init__(self, problems: Sequence[str]) -> None:

@@ -27,6 +27,7 @@ from interpreters.batch.work import Work
 from interpreters.real.holding import INCOMPLETE, LOCK, Hold
 from interpreters.real.private import FolderRefused, open_below
 from ssegrade import EvaluationResult, RuntimeResult
+from ssegrade.errors import SsegradeError
 from ssegrade.verdict import Crashed, not_graded
 
 __all__ = ["Arrival", "Landing", "TransitError"]
@@ -39,7 +40,7 @@ _MAX_PARTS = 9
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class TransitError(Exception):
+class TransitError(SsegradeError):
     """A piece that does not belong in a run folder, or that could not be written: one
     line."""
 

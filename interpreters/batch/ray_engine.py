@@ -24,6 +24,7 @@ from typing import Any
 from interpreters.batch.landing import Arrival, Landing, TransitError
 from interpreters.batch.transit import IN_FLIGHT, grade_on_node
 from interpreters.batch.work import Done, GradeFunction, Work
+from ssegrade.errors import SsegradeError
 from ssegrade.verdict import Crashed, not_graded
 
 __all__ = ["NO_RAY", "EngineUnavailable", "RayEngine", "check_reachable"]
@@ -38,7 +39,7 @@ _SLICE = 0.5
 """Seconds one grading's pieces may take of one look at the running gradings."""
 
 
-class EngineUnavailable(Exception):
+class EngineUnavailable(SsegradeError):
     """The engine asked for cannot run here (e.g. Ray is not installed); one-line message."""
 
 

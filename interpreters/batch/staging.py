@@ -17,11 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from interpreters.real import files
+from ssegrade.errors import SsegradeError
 
 __all__ = ["TaskCopyFailed", "staged_tasks"]
 
 
-class TaskCopyFailed(Exception):
+class TaskCopyFailed(SsegradeError):
     """A task folder cannot be copied: one line per folder that could not be."""
 
     def __init__(self, problems: Sequence[str]) -> None:

@@ -2,7 +2,8 @@
 
 Interpreter layer: options are parsed here, the work is `verify_tasks` and `run_batch`. Bad
 input is one line per problem on stderr and exit status 2; progress goes to stderr, the
-verification report to stdout (or `-o FILE`).
+verification report to stdout (or `-o FILE`). What grades is imported in each command's
+body: `--help` and a usage error load click alone.
 """
 
 from __future__ import annotations
@@ -12,32 +13,25 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 
-from interpreters.app.setup import InputError
-from interpreters.batch.engines import EngineName, EngineUnavailable
-from interpreters.batch.jobs import BadJobs
-from interpreters.batch.progress import make_reporter
-from interpreters.batch.run import run_batch
-from interpreters.batch.verification import TaskVerification, verify_tasks
-from interpreters.cli.container_options import container_options, container_settings
 from interpreters.cli.options import (
-    ScriptOptions,
     containment_options,
     positive,
     runner_option,
     script_env_options,
 )
+from interpreters.cli.container_options import container_options, container_settings
 from interpreters.real import logs
-from interpreters.real.runner import ContainmentRefused, choose
-from ssegrade.batch.cheats import CHEATS
-from ssegrade.batch.containers import Limits
-from ssegrade.batch.summary import RETRY_KINDS
-from ssegrade.guard import Flag
-from ssegrade.result import ERROR_KINDS, ErrorKind
 from ssegrade.text import inert_text
+
+if TYPE_CHECKING:
+    from interpreters.batch.verification import TaskVerification
+    from interpreters.real.runner.options import ScriptOptions
+    from ssegrade.guard import Flag
+    from ssegrade.result import ErrorKind
 
 __all__ = ["batch", "verify"]
 
@@ -99,9 +93,33 @@ def _engine_options(command: F) -> F:
     return command
 
 
+EngineName = Literal["local", "ray"]
+"""`--engine`: as `interpreters.batch.engines.EngineName`."""
+
+ERROR_KINDS: tuple[ErrorKind, ...] = ("timeout", "task", "infrastructure", "grader")
+"""`--retry-kinds`' choices: the kinds of an `error` grade (`ssegrade.result.ERROR_KINDS`)."""
+
+RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
+"""`--retry-kinds` unless given (`ssegrade.batch.summary.RETRY_KINDS`)."""
+
+CHEATS = (
+    "sanitizer-drop",
+    "entry-catcher",
+    "function-catcher",
+    "poc-early-return",
+    "tests-removed",
+    "test-hook",
+)
+"""`--cheat`'s names, in grading order (`ssegrade.batch.cheats.CHEATS`)."""
+
+
 def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
     """The scripts' options; with local workers, `InputError` at once when the containment
     asked for cannot be had here (rather than an `error` grade for every job)."""
+    from interpreters.real.runner import ContainmentRefused, choose  # noqa: PLC0415
+    from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
+    from interpreters.app.setup import InputError  # noqa: PLC0415
+
     scripts = ScriptOptions.of(**options)
     if engine == "local":
         try:
@@ -119,6 +137,10 @@ def _refuse(problems: tuple[str, ...]) -> NoReturn:
 
 @contextmanager
 def _bad_input() -> Iterator[None]:
+    from interpreters.batch.engines import EngineUnavailable  # noqa: PLC0415
+    from interpreters.batch.jobs import BadJobs  # noqa: PLC0415
+    from interpreters.app.setup import InputError  # noqa: PLC0415
+
     try:
         yield
     except BadJobs as exc:
@@ -132,7 +154,8 @@ def _bad_input() -> Iterator[None]:
 @click.option(
     "--repo",
     type=click.Path(path_type=Path),
-    help="The pristine project (default: `source` of each task's config.yaml).",
+    help="The pristine project of the one TASK given (default: `source` of each task's "
+    "config.yaml).",
 )
 @click.option(
     "--repeat",
@@ -202,10 +225,16 @@ def verify(
     Examples:
       ssegrade verify tasks/gjson-196 tasks/tlv-001
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
-      ssegrade verify tasks/* --adversarial --results verify-runs/
+      ssegrade verify examples/tlv/task --repo examples/tlv/project
     """
-    if engine in ("podman", "docker"):
-        raise click.BadParameter("verify runs on local or ray", param_hint="--engine")
+    if repo is not None and len(tasks) > 1:  # one project is not every task's
+        raise click.UsageError(
+            f"--repo names the project of one task, and {len(tasks)} are given: verify each "
+            "task with its own --repo, or set each task's `source`"
+        )
+    from interpreters.batch.verification import verify_tasks  # noqa: PLC0415
+    from interpreters.app.setup import InputError  # noqa: PLC0415
+
     scripts = _scripts(engine, options)
     _show(verbose=verbose)
     with _bad_input():
@@ -364,13 +393,11 @@ def batch(
     Examples:
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
-      ssegrade batch image-jobs.jsonl --results results --engine podman --workers 2
     """
+    from interpreters.batch.progress import make_reporter  # noqa: PLC0415
+    from interpreters.batch.run import run_batch  # noqa: PLC0415
+
     scripts = _scripts(engine, options)
-    containers = None
-    if engine in ("podman", "docker"):
-        limits = Limits(container_memory, container_pids, container_tmp_size)
-        containers = container_settings(engine, bundle, limits, image_budget)
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be used together")
     _show(quiet=quiet, verbose=verbose)

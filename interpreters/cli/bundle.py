@@ -7,8 +7,6 @@ from pathlib import Path
 
 import click
 
-from interpreters.engine.bundle import BundleError, build
-
 __all__ = ["bundle"]
 
 
@@ -32,6 +30,8 @@ def bundle(into: Path) -> None:
         podman run --rm -v /var/cache/ssegrade/ssegrade-0.1.0-py311-0123456789ab:/opt/ssegrade:ro \\
             IMAGE /opt/ssegrade/ssegrade evaluate --task /ssebench --patch /in/patch.diff ...
     """
+    from interpreters.engine.bundle import BundleError, build  # noqa: PLC0415 - when it runs
+
     try:
         made = build(into)
     except (BundleError, OSError) as exc:

@@ -11,22 +11,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from interpreters.app.setup import InputError
-from interpreters.engine.bundle import BundleError, build
-from interpreters.engine.containers import ContainerSettings
-from ssegrade.batch.containers import EngineProgram, Limits
+if TYPE_CHECKING:  # what builds and runs containers loads only when a batch uses them
+    from interpreters.engine.containers import ContainerSettings
+    from ssegrade.batch.containers import EngineProgram, Limits
 
-__all__ = ["BUNDLES", "container_options", "container_settings"]
+__all__ = ["BUNDLES", "MEMORY", "PIDS", "TMP_SIZE", "container_options", "container_settings"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 BUNDLES = Path("/var/cache/ssegrade/bundles")
 """Where root keeps its bundles (others: `~/.cache/ssegrade/bundles`)."""
-_DEFAULTS = Limits()
+MEMORY, PIDS, TMP_SIZE = 4 << 30, 4096, 2 << 30
+"""Each container's limits unless given (`ssegrade.batch.containers.Limits`' defaults): copied
+here so that `--help` loads no batch module (a test holds them equal)."""
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -53,21 +54,21 @@ def container_options(command: F) -> F:
         ),
         click.option(
             "--container-memory",
-            default=str(_DEFAULTS.memory),
+            default=str(MEMORY),
             callback=_size,
             metavar="BYTES",
             help="Memory of each container (K/M/G suffixes; default 4G).",
         ),
         click.option(
             "--container-pids",
-            default=_DEFAULTS.pids,
+            default=PIDS,
             show_default=True,
             type=click.IntRange(min=16),
             help="Processes each container may hold.",
         ),
         click.option(
             "--container-tmp-size",
-            default=str(_DEFAULTS.tmp_size),
+            default=str(TMP_SIZE),
             callback=_size,
             metavar="BYTES",
             help="Size of each container's /tmp, a tmpfs (default 2G).",
@@ -90,6 +91,10 @@ def container_settings(
 ) -> ContainerSettings:
     """The settings of a batch's containers; the bundle built when none is given
     (`InputError` when it cannot be)."""
+    from interpreters.app.setup import InputError  # noqa: PLC0415
+    from interpreters.engine.bundle import BundleError, build  # noqa: PLC0415
+    from interpreters.engine.containers import ContainerSettings  # noqa: PLC0415
+
     if bundle is None:
         cache = BUNDLES if os.geteuid() == 0 else Path.home() / ".cache" / "ssegrade" / "bundles"
         try:

@@ -3,6 +3,7 @@ admin socket for `ssegrade evaluate --daemon`.
 
 Interpreter layer: arguments and the environment are read here, then the pure programs run with
 the interpreters of `interpreters.daemon`. Bad input is one line on stderr and exit status 2.
+What serves, grades or asks a daemon is imported in the body of the command that needs it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from interpreters.app.setup import InputError, Inputs, graded
 from interpreters.cli.options import (
-    ScriptOptions,
     positive,
     quiet_option,
     repo_option,
@@ -32,17 +31,13 @@ from interpreters.cli.options import (
     verbose_option,
 )
 from interpreters.real import logs
-from interpreters.real.results import ResultsWriter
-from ssegrade.preview import INTERNAL_FAILURE, preview
-from ssegrade.program import GradeOptions, Seen, grade
-from ssegrade.protocol.difficulty import LEVELS
-from ssegrade.result import EvaluationResult, RuntimeResult
-from ssegrade.run import Deadline, run
-from ssegrade.task import Task
 from ssegrade.text import inert_text
 
-if TYPE_CHECKING:  # the client's libraries load only for the commands that ask a daemon
+if TYPE_CHECKING:  # what serves, grades or asks a daemon loads only in the command that runs
     from interpreters.daemon.client import DaemonClient
+    from interpreters.app.setup import Inputs
+    from ssegrade.result import EvaluationResult, RuntimeResult
+    from ssegrade.task import Task
 
 for _needed in ("fastapi", "uvicorn", "httpx"):  # the 'daemon' extra, named when missing
     if importlib.util.find_spec(_needed) is None:
@@ -177,6 +172,7 @@ def daemon(
     # The server libraries load only for this command, not for every `ssegrade` run.
     from interpreters.daemon.startup import Settings, run_daemon  # noqa: PLC0415
     from interpreters.daemon.workers import worker_count  # noqa: PLC0415
+    from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
 
     shown = logs.console()
     if shown is not None:
@@ -211,6 +207,7 @@ def daemon(
 
 def _preflight(client: DaemonClient, task: Task) -> None:
     from interpreters.daemon.client import DaemonError  # noqa: PLC0415 - see the imports
+    from interpreters.app.setup import InputError  # noqa: PLC0415
 
     try:
         project = client.project()
@@ -245,6 +242,10 @@ def evaluate_through_daemon(
     """
     from interpreters.daemon.client import DaemonClient  # noqa: PLC0415 - see the imports
     from interpreters.daemon.remote import RemoteGrading  # noqa: PLC0415
+    from interpreters.real.results import ResultsWriter  # noqa: PLC0415
+    from interpreters.app.setup import graded  # noqa: PLC0415
+    from ssegrade.program import GradeOptions, Seen, grade  # noqa: PLC0415
+    from ssegrade.run import Deadline, run  # noqa: PLC0415
 
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
@@ -287,6 +288,9 @@ def test_patch(where: str, log_dir: Path | None) -> None:
     """
     from interpreters.daemon.client import DaemonClient, DaemonError  # noqa: PLC0415
     from interpreters.daemon.remote import PreviewInterpreter  # noqa: PLC0415
+    from ssegrade.preview import INTERNAL_FAILURE, preview  # noqa: PLC0415
+    from ssegrade.protocol.difficulty import LEVELS  # noqa: PLC0415
+    from ssegrade.run import run  # noqa: PLC0415
 
     with DaemonClient(where, timeout=60.0) as client:
         try:

@@ -101,7 +101,8 @@ def main() -> NoReturn:
     """Run the command line (`interpreters.cli.main`); a missing extra is one line, exit 2.
     `evaluate` starts its archive's child first, its imports overlapping the command's, and
     ends without the interpreter's teardown (`_without_teardown`); `daemon` binds its admin
-    socket first (`interpreters.daemon.binding.bind_early`)."""
+    socket first and answers `GET /version` there until it serves
+    (`interpreters.daemon.binding.bind_early`)."""
     arguments = sys.argv[1:]
     evaluating = arguments[:1] == ["evaluate"]
     if evaluating:

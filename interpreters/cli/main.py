@@ -2,37 +2,27 @@
 
 Bad input is one line on stderr and a non-zero exit, never a traceback. Every line printed
 that may quote a name a task, an agent or a script chose is inert (`ssegrade.text.inert_text`).
+Only click and the standard library are loaded before a command runs: `--version`, `--help`
+and a usage error cost no more; each command imports what it needs in its body, and
+`evaluate` checks its task folder and patch file (`interpreters.cli.early`) before it loads
+the real interpreter.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 import logging
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any, NoReturn
 
 import click
-from returns.pipeline import is_successful
 
-from interpreters.app.grading import grade, read_patch
-from interpreters.app.setup import (
-    InputError,
-    Interrupted,
-    NotWritten,
-    discard_made,
-    keep_repo_copy,
-    load_inputs,
-    make_results,
-    not_a_diff,
-    verdict_line,
-)
-from interpreters.cli.entry import EXTRAS
+from interpreters.cli import early
+from interpreters.cli.early import Refused
+from interpreters.cli.group import LazyGroup
 from interpreters.cli.options import (
-    ScriptOptions,
     positive,
     quiet_option,
     repo_option,
@@ -42,11 +32,8 @@ from interpreters.cli.options import (
     task_option,
     verbose_option,
 )
-from interpreters.real import files, git, logs
-from interpreters.real.programs import ProgramError
-from ssegrade import RuntimeResult, result_schema
-from ssegrade.guard import guard_schema
-from ssegrade.request import Limits, Request
+from interpreters.real import logs
+from ssegrade.errors import SsegradeError
 from ssegrade.text import inert_text
 
 __all__ = ["cli", "main"]
@@ -54,53 +41,8 @@ __all__ = ["cli", "main"]
 _log = logging.getLogger(__name__)
 
 
-class _LazyGroup(click.Group):
-    """A group whose other commands are imported when they are asked for: `evaluate` does
-    not pay for the modules of the daemon, the report or batch grading."""
-
-    elsewhere: ClassVar[dict[str, str]] = {
-        "report": "interpreters.cli.report:report",
-        "daemon": "interpreters.cli.daemon:daemon",
-        "test-patch": "interpreters.cli.daemon:test_patch",
-        "verify": "interpreters.cli.batch:verify",
-        "batch": "interpreters.cli.batch:batch",
-        "replay": "interpreters.cli.replay:replay_command",
-        "bundle": "interpreters.cli.bundle:bundle",
-    }
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command, those defined here and those loaded on demand."""
-        return sorted({*super().list_commands(ctx), *self.elsewhere})
-
-    _listing = False
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command named `cmd_name`, imported on first use. One whose extra is missing
-        raises `ModuleNotFoundError` (the console script says which extra), but is listed."""
-        if cmd_name not in self.elsewhere:
-            return super().get_command(ctx, cmd_name)
-        module, _, name = self.elsewhere[cmd_name].partition(":")
-        try:
-            command = getattr(importlib.import_module(module), name)
-        except ModuleNotFoundError as missing:
-            extra = EXTRAS.get((missing.name or "").partition(".")[0])
-            if extra is None or not self._listing:
-                raise
-            return click.Command(cmd_name, help=f"(needs the '{extra}' extra)")
-        assert isinstance(command, click.Command)
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The commands of `--help`, those whose extra is missing too."""
-        self._listing = True
-        try:
-            super().format_commands(ctx, formatter)
-        finally:
-            self._listing = False
-
-
 @click.group(
-    cls=_LazyGroup,
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(package_name="ssegrade", prog_name="ssegrade")
@@ -131,6 +73,11 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     Example:
       ssegrade baseline --source /src/proj --into /var/lib/sse/base
     """
+    from returns.pipeline import is_successful  # noqa: PLC0415 - each command imports its own
+
+    from interpreters.real import files, git  # noqa: PLC0415
+    from interpreters.app.setup import InputError, keep_repo_copy  # noqa: PLC0415
+
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
         raise InputError(recorded.failure().message)
@@ -161,7 +108,13 @@ def schema(document: str) -> None:
       ssegrade schema > result.schema.json
       ssegrade schema guard > guard.schema.json
     """
-    click.echo(json.dumps(result_schema() if document == "result" else guard_schema(), indent=2))
+    import json  # noqa: PLC0415 - each command imports its own
+
+    if document == "result":
+        from ssegrade.result import result_schema as schema_of  # noqa: PLC0415
+    else:
+        from ssegrade.guard_document import guard_schema as schema_of  # noqa: PLC0415
+    click.echo(json.dumps(schema_of(), indent=2))
 
 
 def _agent_int(
@@ -307,13 +260,21 @@ def evaluate(
     if shown is not None:
         shown.show(logs.level_of(quiet=quiet, verbose=verbose))
     if patch_file is not None and daemon_socket is not None:
-        raise InputError("--patch and --daemon cannot be used together")
+        raise Refused("--patch and --daemon cannot be used together")
     if trace_file is not None and daemon_socket is not None:
-        raise InputError("--trace and --daemon cannot be used together")
+        raise Refused("--trace and --daemon cannot be used together")
+    recorded = early.read_patch(patch_file) if patch_file is not None else None
+    early.check_task(task_dir)
+    # The grading's own modules, only now that the command line holds together.
+    from interpreters.app.grading import grade  # noqa: PLC0415
+    from interpreters.app.setup import InputError, not_a_diff, verdict_line  # noqa: PLC0415
+    from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
+    from ssegrade.request import Limits, Request  # noqa: PLC0415
+    from ssegrade.result import RuntimeResult  # noqa: PLC0415
+
     scripts = ScriptOptions.of(
         script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment
     )
-    recorded = read_patch(patch_file) if patch_file is not None else None
     if recorded is not None and (why := not_a_diff(recorded)) is not None:
         raise InputError(f"--patch {patch_file}: {why}")
     if agent_timeout is None:
@@ -324,6 +285,7 @@ def evaluate(
         agent_exit_code=agent_exit_code,
     )
     if daemon_socket is not None:
+        from interpreters.app.setup import load_inputs, make_results  # noqa: PLC0415
         from interpreters.cli.daemon import evaluate_through_daemon  # noqa: PLC0415
 
         result = evaluate_through_daemon(
@@ -376,24 +338,43 @@ def _main(argv: list[str] | None) -> NoReturn:
         sys.exit(130)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
-    except Interrupted as interrupted:
-        click.echo(inert_text(f"ssegrade: {interrupted}"), err=True)
-        sys.exit(interrupted.exit_code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "ssegrade"
         message = " ".join(exc.format_message().split())
         click.echo(inert_text(f"ssegrade: error: {message} (see '{where} --help')"), err=True)
         sys.exit(exc.exit_code)
-    except (InputError, NotWritten, ProgramError, click.ClickException) as exc:
-        discard_made()  # a refused grading leaves no empty results folder
-        text = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
-        click.echo(inert_text(f"ssegrade: error: {' '.join(text.split())}"), err=True)
-        sys.exit(_status(exc))
+    except click.ClickException as exc:
+        _discard_made()
+        click.echo(
+            inert_text(f"ssegrade: error: {' '.join(exc.format_message().split())}"), err=True
+        )
+        sys.exit(exc.exit_code)
+    except SsegradeError as exc:
+        _refuse(exc)
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _status(exc: Exception) -> int:
-    """The exit status of an error: 2 for bad input, 1 for an output not written."""
-    if isinstance(exc, click.ClickException):
-        return exc.exit_code
-    return 2 if isinstance(exc, InputError) else 1
+def _discard_made() -> None:
+    """Remove the results folders a refused grading made (none unless the set-up ran)."""
+    if "interpreters.app.setup.folders" in sys.modules:  # else nothing was made
+        from interpreters.app.setup import discard_made  # noqa: PLC0415
+
+        discard_made()  # a refused grading leaves no empty results folder
+
+
+def _refuse(exc: SsegradeError) -> NoReturn:
+    """One line on stderr for an error of the grading API, and its exit status: 2 for bad
+    input, 1 for an output not written or a program missing, 128 + the signal's number when
+    interrupted; any other error goes on as it is (a bug, said with its traceback)."""
+    # Loaded already: the error came from there.
+    from interpreters.real.programs import ProgramError  # noqa: PLC0415
+    from interpreters.app.setup import InputError, Interrupted, NotWritten  # noqa: PLC0415
+
+    if isinstance(exc, Interrupted):
+        click.echo(inert_text(f"ssegrade: {exc}"), err=True)
+        sys.exit(exc.exit_code)
+    if not isinstance(exc, InputError | NotWritten | ProgramError):
+        raise exc
+    _discard_made()
+    click.echo(inert_text(f"ssegrade: error: {' '.join(str(exc).split())}"), err=True)
+    sys.exit(2 if isinstance(exc, InputError) else 1)

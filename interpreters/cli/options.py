@@ -1,7 +1,9 @@
 """The options the commands share: the task, the agent's tree, the grading repo, the results
 folder, the runner, how much to say; and those of the scripts (`interpreters.cli.script_options`).
 
-Interpreter layer (command line), for `evaluate`, `daemon`, `verify` and `batch`.
+Interpreter layer (command line), for `evaluate`, `daemon`, `verify` and `batch`. Click and
+the standard library only: `--help` and a bad option are answered without loading what
+grades (the defaults shown here are the real interpreter's, a test holds them equal).
 """
 
 from __future__ import annotations
@@ -13,11 +15,9 @@ from typing import Any, TypeVar
 import click
 
 from interpreters.cli.script_options import containment_options, script_env_options
-from interpreters.real.resultsfolder import DEFAULT_RESULTS
-from interpreters.real.runner.options import ScriptOptions
 
 __all__ = [
-    "ScriptOptions",
+    "DEFAULT_RESULTS",
     "containment_options",
     "positive",
     "quiet_option",
@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_RESULTS = "/var/lib/ssebench/results"
+"""`--results` when neither it nor `SSE_RESULTS` is given (`interpreters.real.resultsfolder`)."""
 
 
 def positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
@@ -79,7 +82,7 @@ def results_option(command: F) -> F:
     return click.option(
         "--results",
         envvar="SSE_RESULTS",
-        default=str(DEFAULT_RESULTS),
+        default=DEFAULT_RESULTS,
         show_default=True,
         type=click.Path(path_type=Path),
         help="Results folder [env SSE_RESULTS].",

@@ -3,17 +3,20 @@
 Interpreter layer, the display behind `interpreters.real.logs.StderrHandler`. On a terminal, a
 check that is running shows a live elapsed time (a 30-minute build is never silent), replaced
 by its final line when it ends; elsewhere (a log file, CI) each start and end is one plain
-line. Every line is inert (`ssegrade.text.inert_text`).
+line. Every line is inert (`ssegrade.text.inert_text`). Rich is loaded with the first line
+shown: a command that says nothing (`--help`, `--version`) never pays for it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ssegrade.text import inert_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 __all__ = ["CheckProgress"]
 
@@ -22,8 +25,17 @@ __all__ = ["CheckProgress"]
 class CheckProgress:
     """`say` prints a line; `started` shows a check running until the next line."""
 
-    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    _console: Console | None = None
     _live: Progress | None = None
+
+    @property
+    def console(self) -> Console:
+        """The console on stderr, made on first use."""
+        if self._console is None:
+            from rich.console import Console  # noqa: PLC0415 - rich only once a line is shown
+
+            self._console = Console(stderr=True, highlight=False)
+        return self._console
 
     def _stop(self) -> None:
         if self._live is not None:
@@ -45,6 +57,13 @@ class CheckProgress:
         if not self.console.is_terminal:
             self.console.print(message, markup=False, soft_wrap=True)
             return
+        from rich.progress import (  # noqa: PLC0415 - see `console`
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         live = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}", markup=False),

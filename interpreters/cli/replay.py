@@ -10,13 +10,9 @@ import re
 from pathlib import Path
 
 import click
-from returns.pipeline import is_successful
 
-from interpreters.app.setup import InputError, verdict_line
-from interpreters.real.untrusted import NotReadable, read_regular
+from interpreters.cli.early import Refused
 from ssegrade.text import inert_text
-from ssegrade.trace import parse_trace
-from ssegrade.trace.replay import Diverged, replay
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "replay_command", "too_deep"]
 
@@ -51,14 +47,16 @@ def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
 
 def _read(path: Path) -> bytes:
     """The trace's bytes: a regular file (not a link, never waited on) of at most
-    `MAX_BYTES`, no line nesting deeper than `MAX_DEPTH`; `InputError` otherwise."""
+    `MAX_BYTES`, no line nesting deeper than `MAX_DEPTH`; `Refused` otherwise."""
+    from interpreters.real.untrusted import NotReadable, read_regular  # noqa: PLC0415
+
     try:
         data = read_regular(path, limit=MAX_BYTES)
     except NotReadable as exc:
-        raise InputError(f"trace {exc}") from None
+        raise Refused(f"trace {exc}") from None
     for number, line in enumerate(data.split(b"\n"), start=1):
         if too_deep(line):
-            raise InputError(
+            raise Refused(
                 f"{path}: trace line {number} nests deeper than {MAX_DEPTH} levels "
                 "(not a trace ssegrade wrote)"
             )
@@ -83,17 +81,24 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
       ssegrade evaluate --task tasks/gjson-196 --results out/r1 --trace out/r1.trace
       ssegrade replay out/r1.trace
     """
+    data = _read(trace_file)  # a missing or unreadable trace is said before the rest loads
+    from returns.pipeline import is_successful  # noqa: PLC0415 - the command's own modules
+
+    from interpreters.app.setup import verdict_line  # noqa: PLC0415
+    from ssegrade.trace import parse_trace  # noqa: PLC0415
+    from ssegrade.trace.replay import Diverged, replay  # noqa: PLC0415
+
     try:
-        parsed = parse_trace(_read(trace_file))
+        parsed = parse_trace(data)
     except RecursionError:
-        raise InputError(f"{trace_file}: nested too deeply to be a trace") from None
+        raise Refused(f"{trace_file}: nested too deeply to be a trace") from None
     if not is_successful(parsed):
-        raise InputError(f"{trace_file}: {parsed.failure().message}")
+        raise Refused(f"{trace_file}: {parsed.failure().message}")
     trace = parsed.unwrap()
     try:
         replayed = replay(trace)
     except Diverged as diverged:
-        raise InputError(
+        raise Refused(
             f"{trace_file}: {diverged}: the rules changed in a way that needs a new grading"
         ) from None
     click.echo(inert_text(verdict_line(replayed.result)))

@@ -10,43 +10,26 @@ command object `report` is registered by the main command group; it also runs on
 
 Every error is one line on stderr and exit status 2 (docs/cli.md): a missing or empty results
 folder, a missing or malformed `batch.json`, an unknown option value, an unknown `--compare`
-row, an output that cannot be written.
+row, an output that cannot be written. The report's modules load once the command runs:
+`--help` and a usage error load click alone.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
-from returns.result import Failure
 
-from interpreters.report.io import (
-    NoRuns,
-    RunFiles,
-    parallel_reading,
-    paused_gc,
-    select_tasks,
-)
-from interpreters.report.output import Ending, Sink, WriteFailed, emit, text_width
-from interpreters.report.render import CsvSink, JsonSink
-from interpreters.report.runs import RunsSink
-from ssegrade.guard import KINDS
-from ssegrade.report import (
-    Comparison,
-    Fold,
-    Report,
-    RowKey,
-    Rules,
-    RunsMode,
-    Selection,
-    exclude_flagged,
-    find_row,
-    flagged_as_failed,
-)
 from ssegrade.text import inert_text
+
+if TYPE_CHECKING:
+    from interpreters.report.io import RunFiles
+    from interpreters.report.output import Sink
+    from ssegrade.report import Comparison, Fold, Report, RowKey, Rules, RunsMode, Selection
 
 __all__ = ["PAIRWISE_LIMIT", "TABLE_PAIRWISE_LIMIT", "report"]
 
@@ -55,6 +38,10 @@ PAIRWISE_LIMIT = 12
 
 TABLE_PAIRWISE_LIMIT = 5
 """The terminal lists every pairwise comparison up to this many rows (without --compare)."""
+
+
+KINDS = ("build-config", "sanitizer", "crash-handler", "poc-literal", "tests", "vendored")
+"""The patch guard's flag kinds, for `--exclude-flagged` (`ssegrade.guard.KINDS`)."""
 
 
 class _Bad(click.ClickException):
@@ -78,6 +65,10 @@ def _bad(message: str) -> click.ClickException:
 
 
 def _row(rep: Report, spec: str) -> RowKey:
+    from returns.result import Failure  # noqa: PLC0415 - the command's modules, when it runs
+
+    from ssegrade.report import find_row  # noqa: PLC0415
+
     found = find_row(rep, spec)
     if isinstance(found, Failure):
         raise _bad(f"--compare: {found.failure().message}")
@@ -119,6 +110,10 @@ def _version() -> str:
 
 
 def _sink(fmt: str, per_run: bool, results: str, output: str | None, all_tasks: bool) -> Sink:
+    from interpreters.report.output import text_width  # noqa: PLC0415
+    from interpreters.report.render import CsvSink, JsonSink  # noqa: PLC0415
+    from interpreters.report.runs import RunsSink  # noqa: PLC0415
+
     if fmt == "table":
         # Loaded only for this format, as the others: start-up time counts.
         from interpreters.report.table import TableSink  # noqa: PLC0415
@@ -138,6 +133,7 @@ def _sink(fmt: str, per_run: bool, results: str, output: str | None, all_tasks: 
 
 def _show_batch(results: str, fmt: str, verbose: bool, output: str | None) -> None:
     from interpreters.report.batch import BadBatch, load_batch, print_batch  # noqa: PLC0415
+    from interpreters.report.output import text_width  # noqa: PLC0415
 
     if fmt not in ("table", "json"):
         raise _bad("--batch goes with --format table or json")
@@ -169,6 +165,8 @@ def _show_verify(results: str, fmt: str, output: str | None) -> bool:
 
 
 def _write(write: Callable[[TextIO], object], output: str | None) -> None:
+    from interpreters.report.output import WriteFailed, emit  # noqa: PLC0415
+
     try:
         emit(write, output)
     except WriteFailed as exc:
@@ -299,6 +297,13 @@ def report(
     kinds = _kinds(excluded_kinds)
     mode: RunsMode = "all" if runs == "all" else "latest"
     rule: Rules = "ssebench" if rules == "ssebench" else "ssegrade"
+    if not os.path.isdir(results):  # said before the report's modules load, as they say it
+        raise _bad(
+            f"{results}: {'is not a folder' if os.path.exists(results) else 'no such folder'}"
+        )
+    from interpreters.report.io import paused_gc  # noqa: PLC0415 - the report's modules, now
+    from ssegrade.report import Fold  # noqa: PLC0415
+
     sink = _sink(fmt, per_run, results, output, all_tasks)
     fold = Fold(mode, errors_as_failures, rule)
     with paused_gc():
@@ -322,6 +327,9 @@ def _run(
     """Read every task into `sink` through `fold` (selected with its options, without the
     runs flagged with `kinds`, or, `as_failed`, with those runs counted as not passed: of any
     kind when none is named), then write the output."""
+    from interpreters.report.io import NoRuns, parallel_reading, select_tasks  # noqa: PLC0415
+    from interpreters.report.output import Ending  # noqa: PLC0415
+    from ssegrade.report import exclude_flagged, flagged_as_failed  # noqa: PLC0415
 
     def take(selection: Selection, files: RunFiles) -> None:
         if as_failed:

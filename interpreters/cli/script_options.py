@@ -6,7 +6,8 @@ Interpreter layer (command line). `--script-env NAME` takes this process's value
 option is parsed: a variable the allow-list leaves out, or one that carries a credential,
 reaches scripts (and the daemon's bash tool) only so. `--containment full` or `container`
 without root is refused as the options are parsed, before any command makes a folder;
-`auto` (the default) is given on as no mode asked for.
+`auto` (the default) is given on as no mode asked for. Click and the standard library only,
+so that `--help` loads nothing that runs scripts.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from typing import Any, TypeVar
 
 import click
 
-from interpreters.real.runner import DEFAULT_TMP_SIZE
-from interpreters.real.runner.options import ScriptOptions
-
-__all__ = ["ScriptOptions", "containment_options", "script_env_options"]
+__all__ = ["DEFAULT_TMP_SIZE", "containment_options", "script_env_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_TMP_SIZE = 1 << 30
+"""Each private `/tmp`'s size unless `--script-tmp-size` (`interpreters.real.runner.policy`)."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

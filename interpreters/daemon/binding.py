@@ -3,12 +3,15 @@ bound first thing (`bind_early`).
 
 Interpreter layer, standard library only: `ssegrade daemon` binds its admin socket here before
 it loads anything else (`interpreters.cli.entry` calls `bind_early` for it), so that the socket
-takes connections within a few milliseconds of the start. Those connections wait in the
-kernel's backlog, and their requests are answered once the daemon is ready: accept-and-hold.
-The admin socket is root's (mode 0600 in a folder of mode 0700 only its user can enter), so
-binding it before the baseline is recorded gives the agent nothing; the agent-facing socket is
-bound only once the baseline is recorded (SPEC §9). An early binding that the daemon does not
-take (bad input, a usage error) is closed and its socket removed at exit.
+takes connections within a few milliseconds of the start, and answers them at once
+(`interpreters.daemon.starting`: `GET /version`, and 503 for what needs the grading set up)
+until the daemon serves (`stop_early_answers`); a connection then waits in the kernel's
+backlog for the server. The admin socket is root's (mode 0600 in a folder of mode 0700 only its
+user can enter), so binding it before the baseline is recorded gives the agent nothing; the
+agent-facing socket is bound only once the baseline is recorded (SPEC §9: an entrypoint starts
+the agent once that socket exists, so it cannot exist sooner, however it answers). An early
+binding that the daemon does not take (bad input, a usage error) is closed and its socket
+removed at exit.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from interpreters.daemon.starting import EarlyAnswers
+from ssegrade.errors import SsegradeError
+
 __all__ = [
     "DEFAULT_ADMIN_SOCKET",
     "SAFE_ADMIN_FOLDER",
@@ -34,6 +40,7 @@ __all__ = [
     "bind_unix",
     "check_admin_folder",
     "remove_socket",
+    "stop_early_answers",
 ]
 
 _BACKLOG = 64
@@ -41,7 +48,7 @@ DEFAULT_ADMIN_SOCKET = "/run/ssebench-admin/admin.sock"
 """The admin socket unless `--admin-socket` or `SSE_ADMIN_SOCKET` names another."""
 
 
-class SocketError(Exception):
+class SocketError(SsegradeError):
     """A listener that cannot be set up; the message is one line for stderr."""
 
 
@@ -164,6 +171,8 @@ def remove_socket(path: Path | None) -> None:
 
 
 _early: dict[Path, Listening] = {}
+_answering: list[EarlyAnswers] = []
+"""What answers on the sockets `bind_early` bound, until the daemon serves."""
 _made: list[Path] = []
 """The folders `bind_early` made for the admin socket, innermost first."""
 
@@ -171,6 +180,7 @@ _made: list[Path] = []
 def _discard_early() -> None:
     """At exit, what `bind_early` made and the daemon never took: the socket, and the folders
     made for it (a refused command leaves nothing behind)."""
+    stop_early_answers()
     if not _early:
         return
     for item in _early.values():
@@ -221,6 +231,15 @@ def bind_early(argv: Sequence[str], environ: Mapping[str, str]) -> None:
         return
     _made.extend(missing)
     atexit.register(_discard_early)
+    answers = EarlyAnswers(_early[path].sock)
+    answers.start()
+    _answering.append(answers)
+
+
+def stop_early_answers() -> None:
+    """Stop answering on the sockets `bind_early` bound (the server takes them now)."""
+    while _answering:
+        _answering.pop().stop()
 
 
 def adopt_early(path: Path) -> Listening | None:

@@ -18,6 +18,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ssegrade.effects import Action, ScriptResult
+from ssegrade.errors import SsegradeError
 from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     PREFIX,
@@ -41,7 +42,7 @@ _SCRIPT = TypeAdapter(ScriptResult)
 _FACTS = TypeAdapter(GuardFacts)
 
 
-class DaemonError(Exception):
+class DaemonError(SsegradeError):
     """A daemon request that failed; `status` is the HTTP status when there was a reply."""
 
     def __init__(self, message: str, status: int | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol, TypeVar
 
 from ssegrade.effects import Effect, ScriptResult
+from ssegrade.errors import SsegradeError
 from ssegrade.run import Interpreter, run
 
 __all__ = ["MAX_TASK_FILE", "Sessions", "Shell", "ShellError", "ask"]
@@ -21,7 +22,7 @@ MAX_TASK_FILE = 64 << 20
 """A larger task file (a script, a report, the reference fix) is read up to this many bytes."""
 
 
-class ShellError(Exception):
+class ShellError(SsegradeError):
     """The shell cannot take the command; the message is one line (a 500 on the wire)."""
 
 

@@ -39,6 +39,7 @@ from ssegrade.effects import (
     ReadTaskFile,
     ScriptResult,
 )
+from ssegrade.errors import SsegradeError
 from ssegrade.guard import GuardFacts
 from ssegrade.protocol import (
     ADMIN_ONLY,
@@ -75,7 +76,7 @@ __all__ = ["Refused", "Service"]
 _log = logging.getLogger(__name__)
 
 
-class Refused(Exception):
+class Refused(SsegradeError):
     """A request the daemon refuses: the HTTP status and one line saying why; `reason` says
     which gate refused a tool call (so that each API words it its own way)."""
 

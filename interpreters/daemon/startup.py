@@ -4,7 +4,9 @@ Interpreter layer, loaded only by `ssegrade daemon`. The order matters (SPEC §9
 that can be refused is checked first (difficulty level, task, source tree, runner, results
 folder, admin socket folder), then the grading is set up as every grading is
 (`interpreters.app.setup.grading_setup`: the hidden material locked, the baseline recorded before
-the agent runs, the grading repo), and only then does any listener bind. The daemon's private
+the agent runs, the grading repo), and only then does any agent-facing listener bind. The admin
+socket, bound first thing (`binding.bind_early`), answers `GET /version` meanwhile and 503 for
+the rest (`interpreters.daemon.starting`), until the server takes it. The daemon's private
 state (the baseline unless `--baseline` keeps it, the pristine grading repo when none is
 given, the sessions' scratch folders) lives in the set-up's scratch folder, removed at exit.
 """
@@ -12,9 +14,11 @@ given, the sessions' scratch folders) lives in the set-up's scratch folder, remo
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import pwd
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,6 +40,7 @@ from interpreters.daemon.binding import (
     bind_unix,
     check_admin_folder,
     remove_socket,
+    stop_early_answers,
 )
 from interpreters.daemon.console import version
 from interpreters.daemon.reads import DaemonReads
@@ -147,9 +152,17 @@ def run_daemon(settings: Settings) -> None:
     try:
         _set_up_and_serve(settings, inputs, level.unwrap(), results, admin, described)
     finally:
+        stop_early_answers()
         admin.sock.close()
         remove_socket(admin.path)
     _log.info("stopped")
+
+
+def _load_server() -> None:
+    """Import the server and its libraries (FastAPI, uvicorn); a failure is met again, and
+    said, where the server is imported for good."""
+    with contextlib.suppress(Exception):
+        importlib.import_module("interpreters.daemon.server")
 
 
 def _set_up_and_serve(
@@ -167,6 +180,9 @@ def _set_up_and_serve(
     scripts = settings.scripts
     admin_socket = settings.admin_socket.absolute()
     where = Sources(repo=settings.repo, baseline=settings.baseline_dir)
+    # The server's libraries load while the baseline is recorded (git's work, mostly in other
+    # processes), so that the agent-facing socket answers as soon as it exists.
+    threading.Thread(target=_load_server, name="load-server", daemon=True).start()
     with grading_setup(inputs, where, results, before_agent=True, kind="daemon") as ready:
         places, base = ready.places, ready.places.baseline
         assert base is not None  # recorded before the agent runs
@@ -195,7 +211,7 @@ def _set_up_and_serve(
         )
         _log.info(contained.replace("containment: ", "scripts: containment ", 1))
         _log.info("task %s, difficulty level %d (%s)", inputs.task.id, level.number, level.name)
-        # The server's libraries load once every socket takes connections (they wait).
-        from interpreters.daemon.server import serve  # noqa: PLC0415
+        from interpreters.daemon.server import serve  # noqa: PLC0415 - see _load_server
 
+        stop_early_answers()  # the server answers from now on
         serve(service, listening, workers=settings.workers)

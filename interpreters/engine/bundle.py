@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from interpreters.real.programs import ProgramError, program
+from ssegrade.errors import SsegradeError
 
 __all__ = ["BundleError", "build", "bundle_name", "requirements"]
 
@@ -68,7 +69,7 @@ exec "$here/bin/{python}" -I -c 'from interpreters.cli.entry import main; main()
 """
 
 
-class BundleError(Exception):
+class BundleError(SsegradeError):
     """The bundle cannot be built here (a missing tool, a failed install): one line."""
 
 

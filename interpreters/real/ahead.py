@@ -23,7 +23,9 @@ from pathlib import Path
 from returns.result import Result
 
 from interpreters.real import files
-from ssegrade import ApplyError, TimeLimitReached
+from ssegrade import TimeLimitReached
+from ssegrade.effects import ApplyError
+from ssegrade.errors import SsegradeError
 
 __all__ = ["CopyMaker", "WorkAhead"]
 
@@ -32,7 +34,7 @@ CopyMaker = Callable[[Path, "bytes | None", Callable[[], None]], None]
 steps (it raises to stop the copy)."""
 
 
-class _Stopped(Exception):
+class _Stopped(SsegradeError):
     """Background work that is no longer wanted."""
 
 

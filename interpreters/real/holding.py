@@ -33,6 +33,7 @@ from pathlib import Path
 
 from interpreters.real import files
 from interpreters.real.private import trusted
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "FIRST_CLEARED",
@@ -68,7 +69,7 @@ _PREMADE: dict[Path, Hold] = {}
 _WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class FolderHeld(Exception):
+class FolderHeld(SsegradeError):
     """Another live grading holds the folder (or took it meanwhile): one line."""
 
 

@@ -38,7 +38,8 @@ from interpreters.real.runner.policy import ContainmentPolicy
 from interpreters.real.support import SupportFolders
 from interpreters.real.taskview import stage_folder_of, stage_items
 from interpreters.real.workspaces import Workspaces
-from ssegrade import (
+from ssegrade import Deadline, Effect
+from ssegrade.effects import (
     ApplyDiff,
     ApplyError,
     Archive,
@@ -46,13 +47,13 @@ from ssegrade import (
     CaptureError,
     CaptureTree,
     CheckPatch,
-    Deadline,
     Discard,
-    Effect,
     FreshCopy,
     NewSession,
     ProvePatch,
+    ReadRepoFiles,
     ReadTaskFile,
+    ResultsEffect,
     RunScript,
     ScanObjects,
     ScriptResult,
@@ -60,10 +61,10 @@ from ssegrade import (
     StageFiles,
     StageItem,
     Unstage,
+    WorkEffect,
     Workspace,
     WriteArtifact,
 )
-from ssegrade.effects import ReadRepoFiles, ResultsEffect, WorkEffect
 from ssegrade.run import script_limit
 
 __all__ = ["LocalSystem", "Places"]

@@ -17,6 +17,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from ssegrade.errors import SsegradeError
+
 __all__ = [
     "DIR_FLAGS",
     "FolderRefused",
@@ -31,7 +33,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class FolderRefused(Exception):
+class FolderRefused(SsegradeError):
     """A folder ssegrade will not write into, or believe: one line saying why."""
 
 

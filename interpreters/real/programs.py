@@ -22,6 +22,7 @@ import stat
 from collections.abc import Sequence
 
 from interpreters.real.trusted_paths import Unsafe, resolve_safe
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "SEARCH_PATH",
@@ -36,7 +37,7 @@ SEARCH_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/s
 """Where the programs ssegrade starts are looked up: the system's own folders, never `PATH`."""
 
 
-class ProgramError(Exception):
+class ProgramError(SsegradeError):
     """A program that cannot be run: missing, or reachable by another user; `str` is one
     line naming it, where and why."""
 

@@ -30,21 +30,20 @@ from interpreters.real import files
 from interpreters.real.logs import running
 from interpreters.real.objects import read_start
 from interpreters.real.resultsfolder import write_result
-from ssegrade import (
+from ssegrade import Effect, TimeLimitReached
+from ssegrade.effects import (
     Archive,
     ArchiveError,
     CheckFinished,
     CheckRecord,
     CheckStarted,
-    Effect,
     Notify,
-    TimeLimitReached,
+    ResultsEffect,
     WriteGuard,
     WriteResult,
 )
-from ssegrade.effects import ResultsEffect
 from ssegrade.guard import GuardReport
-from ssegrade.program import GradingInterrupted
+from ssegrade.program import SignalArrived
 
 __all__ = [
     "ARCHIVE_NAME",
@@ -186,7 +185,7 @@ class ResultsWriter:
             return
         try:
             finished = started.wait(self.check)
-        except (TimeLimitReached, GradingInterrupted) as stopped:  # the grade is written
+        except (TimeLimitReached, SignalArrived) as stopped:  # the grade is written
             self._not_archived(stopped)
             return
         if not is_successful(finished):

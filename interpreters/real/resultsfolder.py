@@ -22,6 +22,7 @@ from pathlib import Path
 from interpreters.real import files, holding
 from interpreters.real.holding import FolderHeld, Hold
 from interpreters.real.private import FolderRefused, make_private
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "AGENT_PHASE",
@@ -43,7 +44,7 @@ DAEMON_OWN = frozenset({AGENT_PHASE})
 (`interpreters.daemon.sessions`): a grading that joins the folder leaves it, even forced."""
 
 
-class NotReady(Exception):
+class NotReady(SsegradeError):
     """The results folder cannot be used for this grading: one line saying why."""
 
 

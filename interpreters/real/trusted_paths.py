@@ -23,12 +23,14 @@ import os
 import pwd
 import stat
 
+from ssegrade.errors import SsegradeError
+
 __all__ = ["Unsafe", "resolve_safe"]
 
 _MAX_LINKS = 40  # as Linux
 
 
-class Unsafe(Exception):
+class Unsafe(SsegradeError):
     """`where` (a folder or entry on the way) may be changed by another user: `why`; `str`
     says both in one line."""
 

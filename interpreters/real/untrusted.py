@@ -21,6 +21,7 @@ from pathlib import Path
 
 from interpreters.real.programs import ProgramError, program
 from interpreters.real.runner.account import TOOL_ENV
+from ssegrade.errors import SsegradeError
 
 __all__ = ["NULL_DEVICE", "Account", "NotReadable", "read_regular", "task_reader", "unreadable_by"]
 
@@ -29,7 +30,7 @@ NULL_DEVICE = (1, 3)
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class NotReadable(Exception):
+class NotReadable(SsegradeError):
     """A file that is not read: its `path`, `why` (one phrase) and, when the system said
     why, its `errno`."""
 

@@ -29,7 +29,8 @@ from interpreters.real.files.views import DESCRIPTION, Layers, View, ViewMount
 from interpreters.real.files.views import probe as probe_views
 from interpreters.real.runner import ContainmentPolicy, ContainmentRefused, Runner, choose
 from interpreters.real.runner.account import isolated
-from ssegrade import ApplyError, Deadline, TimeLimitReached, Workspace
+from ssegrade import Deadline, TimeLimitReached
+from ssegrade.effects import ApplyError, Workspace
 
 __all__ = ["Workspaces"]
 

@@ -24,6 +24,7 @@ from returns.result import Failure, Success
 from interpreters.report.io import read_document
 from interpreters.report.text import Inert, Writer, wrap
 from ssegrade.batch.summary import OUTCOMES
+from ssegrade.errors import SsegradeError
 from ssegrade.report import RunFolder, parse_run
 from ssegrade.report.batch import BatchSummary, parse_batch
 
@@ -35,7 +36,7 @@ BATCH = "batch.json"
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class BadBatch(Exception):
+class BadBatch(SsegradeError):
     """The summary is missing or does not read as one; the message is one line."""
 
 

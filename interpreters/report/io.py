@@ -47,6 +47,7 @@ from interpreters.report.reader import (
     read_frames,
     walk,
 )
+from ssegrade.errors import SsegradeError
 from ssegrade.guard.model import flag_kinds, listed_kinds
 from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 from ssegrade.report.rules import Rules
@@ -71,7 +72,7 @@ __all__ = [
 _LAYOUT = "<task>/<model…>/<agent>/<run-id>/summary.json (or result.json)"
 
 
-class NoRuns(Exception):
+class NoRuns(SsegradeError):
     """Nothing to report: the folder is missing, or holds no readable run. One-line message."""
 
 

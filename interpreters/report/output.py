@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Protocol, TextIO
 
 from interpreters.report.io import RunFiles
+from ssegrade.errors import SsegradeError
 from ssegrade.report import Comparison, Report, TaskPart, parts_of
 
 __all__ = [
@@ -39,7 +40,7 @@ MIN_WIDTH = 40
 """The narrowest text report: a narrower `COLUMNS` is taken as this."""
 
 
-class WriteFailed(Exception):
+class WriteFailed(SsegradeError):
     """The output cannot be written; the message is one line."""
 
 

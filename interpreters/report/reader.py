@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from interpreters.report.links import RUN_FILES
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "DOCUMENTS",
@@ -62,7 +63,7 @@ MAX_BYTES = 64 << 20
 _FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-class Skip(Exception):
+class Skip(SsegradeError):
     """One document cannot be read; the message says why."""
 
 

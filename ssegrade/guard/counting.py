@@ -19,16 +19,15 @@ listed, not counted (`Flag.counts` false). What the guard can see decides:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from ssegrade.guard.diff import FileChange
 from ssegrade.guard.syntax import language_of
+from ssegrade.guard_document import ALWAYS, counts
 from ssegrade.task import Task
 
 __all__ = ["ALWAYS", "NOT_BUILT", "counts", "touch_counts"]
 
-ALWAYS = frozenset(("sanitizer", "crash-handler", "poc-literal"))
-"""The kinds that count whatever their confidence."""
 
 NOT_BUILT = frozenset(
     ("docs", "doc", "examples", "example", "contrib", ".github", ".gitlab", ".circleci", "ci")
@@ -77,17 +76,3 @@ def touch_counts(
         code = any(language_of(path) is not None or build_file(path) for path in hits)
         return _builds(task) and code
     return True
-
-
-def counts(flag: Mapping[str, object]) -> bool:
-    """Whether a flag of `guard.json` (as JSON parsing gave it) counts against its run.
-
-    >>> counts({"kind": "tests", "counts": False}), counts({"kind": "tests"})
-    (False, True)
-    >>> counts({"kind": "sanitizer", "counts": False}), counts(
-    ...     {"kind": "vendored", "confidence": "evidence", "counts": False})
-    (True, True)
-    """
-    if flag.get("kind") in ALWAYS or flag.get("confidence") == "evidence":
-        return True
-    return flag.get("counts") is not False

@@ -113,7 +113,7 @@ class Throwing:
     other effect goes on to `inner`. `thrown` keeps each effect that got an exception, with it.
 
     A signal landing at the first PoC run, for instance:
-    `Throwing(world, {0: GradingInterrupted("SIGTERM")}, matching(RunScript, label="poc-1"))`.
+    `Throwing(world, {0: SignalArrived("SIGTERM")}, matching(RunScript, label="poc-1"))`.
     """
 
     inner: Interpreter

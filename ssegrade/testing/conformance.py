@@ -18,6 +18,7 @@ from typing import Any
 
 from ssegrade.bencher import bencher_interpreter
 from ssegrade.effects import Bench, Effect, WriteResult
+from ssegrade.errors import SsegradeError
 from ssegrade.program import GradeOptions, grade
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, Interpreter, run
@@ -105,7 +106,7 @@ class Conformance:
     reference: FakeWorld
 
 
-class NonConformance(AssertionError):
+class NonConformance(SsegradeError, AssertionError):
     """An interpreter broke the contract: `problems` says how, one line each, by scenario."""
 
     def __init__(self, problems: list[str]) -> None:

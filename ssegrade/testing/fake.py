@@ -15,12 +15,22 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from ssegrade import (
+    BenchSession,
+    Deadline,
+    Effect,
+    EvaluationResult,
+    GradeOptions,
+    Task,
+    bencher_interpreter,
+    grade,
+    run,
+)
+from ssegrade.effects import (
     ApplyDiff,
     ApplyError,
     Archive,
     ArchiveError,
     Bench,
-    BenchSession,
     Capture,
     CaptureError,
     CaptureTree,
@@ -29,21 +39,16 @@ from ssegrade import (
     CheckPatch,
     CheckRecord,
     CheckStarted,
-    Deadline,
     Discard,
-    Effect,
-    EvaluationResult,
     FreshCopy,
-    GradeOptions,
-    GuardReport,
     NewSession,
     Notify,
-    ObjectScan,
     ObserveGuard,
     PrepareGrading,
     ProvePatch,
     ReadArtifact,
     ReadDialog,
+    ReadRepoFiles,
     ReadTaskFile,
     RunScript,
     ScanObjects,
@@ -52,18 +57,16 @@ from ssegrade import (
     Staged,
     StageFiles,
     SystemEffect,
-    Task,
     Unstage,
     Workspace,
     WriteArtifact,
     WriteGuard,
     WriteResult,
-    bencher_interpreter,
-    grade,
-    run,
 )
-from ssegrade.effects import ReadRepoFiles, RerunPoc
+from ssegrade.effects import RerunPoc
 from ssegrade.guard import SourceFile
+from ssegrade.guard.facts import ObjectScan
+from ssegrade.guard.model import GuardReport
 from ssegrade.run import Interpreter
 
 __all__ = ["FakeWorld", "Script"]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from returns.result import Failure, Result, Success
 
 from ssegrade.effects import GradingEffect
+from ssegrade.errors import SsegradeError
 from ssegrade.program import GradeOptions
 from ssegrade.result import EvaluationResult
 from ssegrade.trace.raised import Raised
@@ -108,7 +109,7 @@ def _records(lines: Iterable[tuple[int, bytes]]) -> Iterable[tuple[int, Any]]:
             raise _Bad(f"trace line {number}: {detail}") from None
 
 
-class _Bad(Exception):
+class _Bad(SsegradeError):
     pass
 
 

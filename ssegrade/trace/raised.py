@@ -14,7 +14,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from ssegrade.effects import ScriptNotStarted, TimeLimitReached
-from ssegrade.program import GradingInterrupted
+from ssegrade.errors import SsegradeError
+from ssegrade.program import SignalArrived
 from ssegrade.trace.codec import RECORD_CONFIG
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 
-class RecordedError(Exception):
+class RecordedError(SsegradeError):
     """An exception an interpreter raised in the recorded grading, raised again on replay;
     `type` names its class, the message is what the grading program saw."""
 
@@ -60,10 +61,10 @@ class TimeLimitRaised(BaseModel):
 
 
 class InterruptRaised(BaseModel):
-    """`GradingInterrupted` (a signal) was thrown into the program."""
+    """`SignalArrived` (a signal) was thrown into the program."""
 
     model_config = RECORD_CONFIG
-    exception: Literal["GradingInterrupted"] = "GradingInterrupted"
+    exception: Literal["SignalArrived"] = "SignalArrived"
     signal: str
 
 
@@ -101,7 +102,7 @@ def raised_of(exc: Exception) -> Raised:
     """
     if isinstance(exc, TimeLimitReached):
         return TimeLimitRaised(seconds=exc.seconds)
-    if isinstance(exc, GradingInterrupted):
+    if isinstance(exc, SignalArrived):
         return InterruptRaised(signal=exc.signal)
     if isinstance(exc, ScriptNotStarted):
         return NotStartedRaised(message=str(exc), log=exc.log)
@@ -122,7 +123,7 @@ def exception_of(raised: Raised) -> Exception:
         case TimeLimitRaised(seconds=seconds):
             return TimeLimitReached(seconds)
         case InterruptRaised(signal=signal):
-            return GradingInterrupted(signal)
+            return SignalArrived(signal)
         case NotStartedRaised(message=message, log=log):
             return ScriptNotStarted(message, log)
         case ErrorRaised(type=type_name, message=message):

@@ -22,7 +22,7 @@ from ssegrade.trace.changes import verdict_changes
 from ssegrade.trace.codec import answer_type
 from ssegrade.trace.document import Trace
 from ssegrade.trace.raised import InterruptRaised, Raised, exception_of, raised_of
-from ssegrade.verdict import Crashed, Interrupted, not_graded
+from ssegrade.verdict import Crashed, Signalled, not_graded
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]
 
@@ -99,9 +99,9 @@ def escaped_result(
     """The document the evaluator writes itself when an exception escapes the grading
     program (as `interpreters.app.setup.graded` does: decided by a failed check among those
     `seen` to finish, else an `error`), without the traceback the trace does not keep."""
-    ending: Interrupted | Crashed
+    ending: Signalled | Crashed
     if isinstance(raised, InterruptRaised):
-        ending = Interrupted(raised.signal)
+        ending = Signalled(raised.signal)
     else:
         ending = replace(crashed(exception_of(raised)), detail=None)
     return not_graded(ending, runtime, None if seen is None else seen.outcomes(ending))

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import signal
 
+from ssegrade.errors import SsegradeError
+
 __all__ = ["InputError", "Interrupted", "NotWritten"]
 
 
-class InputError(ValueError):
+class InputError(SsegradeError, ValueError):
     """Input grading cannot work with (a rejected task, a missing tree, repo or patch, a
     results folder that cannot be used); the message is one line."""
 
 
-class NotWritten(Exception):
+class NotWritten(SsegradeError):
     """An output could not be written (`result.json` after a failure, the trace file)."""
 
 
-class Interrupted(Exception):
+class Interrupted(SsegradeError):
     """SIGTERM or SIGINT arrived while grading; `result.json` is written. The command exits
     with `exit_code` (128 + the signal's number)."""
 

@@ -1,7 +1,7 @@
 """A grading whose result is written whatever happens: an interrupt, a crash, a time limit.
 
 Application layer. `graded` runs a grading with SIGTERM and SIGINT turned into
-`GradingInterrupted` where it is, and writes an `error` result itself when something escapes
+`SignalArrived` where it is, and writes an `error` result itself when something escapes
 the grading program.
 """
 
@@ -21,7 +21,7 @@ from interpreters.real import holding
 from interpreters.real.resultsfolder import write_result
 from interpreters.real.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, verdict
-from ssegrade.program import GradingInterrupted, Seen, crashed
+from ssegrade.program import Seen, SignalArrived, crashed
 
 __all__ = ["graded", "interrupts_raise", "verdict_line"]
 
@@ -33,7 +33,7 @@ class _Signals:
 
 @contextmanager
 def interrupts_raise() -> Iterator[_Signals]:
-    """The first SIGTERM or SIGINT raises `GradingInterrupted` where grading is; later ones
+    """The first SIGTERM or SIGINT raises `SignalArrived` where grading is; later ones
     are only noted, so that the result (and the clean-up) is written whole."""
     state = _Signals()
 
@@ -44,7 +44,7 @@ def interrupts_raise() -> Iterator[_Signals]:
             signal_again(signum)
             return
         state.first = signum
-        raise GradingInterrupted(signal.Signals(signum).name)
+        raise SignalArrived(signal.Signals(signum).name)
 
     previous: dict[signal.Signals, Any] = {}
     try:
@@ -63,7 +63,7 @@ def graded(
     seen: Seen | None = None,
     free: Callable[[], object] | None = None,
 ) -> EvaluationResult:
-    """Run `grade`; SIGTERM/SIGINT become `GradingInterrupted`, which the grading program
+    """Run `grade`; SIGTERM/SIGINT become `SignalArrived`, which the grading program
     turns into an ending of its grade, and whatever escapes it still leaves a result.json
     behind (`NotWritten` when even that cannot be written): an `error`, unless a check the
     grading saw finish (`seen`, which `grade` fills) had failed, which decides the grade.
@@ -74,8 +74,8 @@ def graded(
         try:
             result = grade()
         except Exception as exc:  # noqa: BLE001 - the grade must still be written
-            if isinstance(exc, GradingInterrupted):
-                ending: verdict.Crashed | verdict.Interrupted = verdict.Interrupted(exc.signal)
+            if isinstance(exc, SignalArrived):
+                ending: verdict.Crashed | verdict.Signalled = verdict.Signalled(exc.signal)
             else:
                 ending = crashed(exc)
             outcomes = seen.outcomes(ending) if seen is not None else None

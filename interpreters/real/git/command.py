@@ -29,6 +29,7 @@ import sh
 
 from interpreters.real.programs import program, search_path
 from interpreters.real.runner.guarding import scratch_folder
+from ssegrade.errors import SsegradeError
 from ssegrade.run import Deadline
 
 ATTRIBUTES = b"* -text -eol -crlf -ident -filter -working-tree-encoding !diff -merge -whitespace\n"
@@ -75,7 +76,7 @@ class GitFailure:
     message: str
 
 
-class GitError(Exception):
+class GitError(SsegradeError):
     """A git command that failed, with the line worth showing."""
 
     def __init__(self, args: Sequence[str], code: int | None, stderr: bytes) -> None:

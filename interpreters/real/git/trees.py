@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
+from ssegrade.errors import SsegradeError
+
 __all__ = [
     "TREE",
     "Entry",
@@ -30,7 +32,7 @@ Entry = tuple[bytes, str]
 """The mode (ASCII octal, as in a tree object) and the object id (hex) of one tree entry."""
 
 
-class Unusual(ValueError):
+class Unusual(SsegradeError, ValueError):
     """A tree git would not write (unsorted, duplicated, malformed): the caller falls back to
     git's own way."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from ssegrade.answers import ScriptResult
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "KEPT_HEAD",
@@ -35,7 +36,7 @@ OUTPUT_KEPT = KEPT_HEAD + KEPT_TAIL
 """Bytes of stdout and of stderr an answer keeps at most (besides the cut line)."""
 
 
-class LogWriteError(OSError):
+class LogWriteError(SsegradeError, OSError):
     """The log file of a script run could not be written (e.g. the results disk is full);
     `result` is how the script ended all the same, when it ran (`run_script` sets it)."""
 

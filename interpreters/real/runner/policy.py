@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interpreters.real.runner.cgroups import Cgroups
+from ssegrade.errors import SsegradeError
 
 __all__ = [
     "DEFAULT_PIDS",
@@ -44,7 +45,7 @@ Mode = Literal["full", "container", "weak"]
 Network = Literal["loopback", "host"]
 
 
-class ContainmentRefused(Exception):
+class ContainmentRefused(SsegradeError):
     """The containment asked for cannot be had here; the message is one line naming what is
     missing."""
 

@@ -1,0 +1,119 @@
+"""The admin socket's answers while the daemon starts: `GET /version` at once, 503 for the rest.
+
+Interpreter layer, standard library only: `bind_early` (`interpreters.daemon.binding`) starts
+these answers on the admin socket it binds first thing, so that an entrypoint or an evaluator
+that asks whether the daemon runs (SSEBench's SDK asks `GET /version` as it connects) hears so
+within milliseconds, while the daemon loads its libraries, probes the containment and records
+the baseline. Anything else is answered 503 with SSEBench's error body and `Retry-After`: it
+needs the grading set up. The answers stop (`EarlyAnswers.stop`) before the real server takes
+the socket; a connection not yet accepted waits in the kernel's backlog for it. The
+agent-facing socket has no such answers: it is bound only once the baseline is recorded (SPEC
+§9; an entrypoint starts the agent once that socket exists).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import threading
+from importlib import metadata
+
+__all__ = ["STARTING", "EarlyAnswers"]
+
+STARTING = "the daemon is starting (recording the baseline): ask again in a moment"
+"""The error of every request but `GET /version` before the daemon serves."""
+
+_HEAD_LIMIT = 8192
+_READ_SECONDS = 2.0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ssegrade")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _reply(status: str, body: dict[str, str], extra: tuple[str, ...] = ()) -> bytes:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    head = [f"HTTP/1.1 {status}", "content-type: application/json"]
+    head += [f"content-length: {len(data)}", "connection: close", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + data
+
+
+def _target(head: bytes) -> tuple[str, str]:
+    """The method and path (no query) of a request's first line; empty when unreadable."""
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = line.split(" ")
+    if len(parts) != 3:
+        return "", ""
+    return parts[0], parts[1].split("?", 1)[0]
+
+
+class EarlyAnswers:
+    """A thread answering the requests of one listening socket until `stop`, one at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._wake_read, self._wake_write = os.pipe()
+        self._thread = threading.Thread(target=self._loop, name="early-answers", daemon=True)
+        self._version = ""
+
+    def start(self) -> None:
+        """Answer from now on, in a thread of its own."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop answering (idempotent); once this returns, no connection is accepted here."""
+        if self._wake_write >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_write, b"x")
+        if self._thread.is_alive():
+            self._thread.join()
+        for fd in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._wake_read = self._wake_write = -1
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                ready, _, _ = select.select([self._sock.fileno(), self._wake_read], [], [])
+            except (OSError, ValueError):
+                return  # the socket was closed under us: the daemon stopped
+            if self._wake_read in ready:
+                return
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                return
+            with conn:
+                self._answer(conn)
+
+    def _answer(self, conn: socket.socket) -> None:
+        conn.settimeout(_READ_SECONDS)
+        head = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in head and len(head) < _HEAD_LIMIT:
+                chunk = conn.recv(_HEAD_LIMIT)
+                if not chunk:
+                    break
+                head += chunk
+        method, path = _target(head)
+        if method == "GET" and path == "/version":
+            if not self._version:
+                self._version = _version()
+            reply = _reply("200 OK", {"version": self._version})
+        else:
+            reply = _reply("503 Service Unavailable", {"error": STARTING}, ("retry-after: 1",))
+        with contextlib.suppress(OSError):
+            conn.sendall(reply)
+            conn.shutdown(socket.SHUT_WR)
+            conn.settimeout(0.2)  # let the client's unread body go, not reset the reply
+            while conn.recv(65536):
+                pass
