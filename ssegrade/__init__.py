@@ -118,14 +118,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use (PEP 562), and keep it here."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'ssegrade' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # hidden from type checkers: a name outside the face is their error
+
+    def __getattr__(name: str) -> Any:
+        """Load a public name from its module on first use (PEP 562), and keep it here."""
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module 'ssegrade' has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value
+        return value
 
 
 class _Face(types.ModuleType):

@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-
 __all__ = [
     "ALWAYS",
     "KINDS",
@@ -22,8 +21,8 @@ __all__ = [
     "Kind",
     "ObjectsSeen",
     "Observed",
-    "flag_kinds",
     "counts",
+    "flag_kinds",
     "guard_schema",
     "listed_kinds",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BadJobs, run_batch
-from ssegrade import GuardReport
+from ssegrade.guard_document import GuardReport
 from ssegrade.report import RunFolder, parse_run
 from ssegrade.request import Graded, Request
 from tests.batchkit import Quiet, saying, verdict_grade

@@ -66,13 +66,13 @@ def test_one_type_alone_is_called_interrupted() -> None:
         for cls in _defined_classes()
         if "Interrupted" in cls.__qualname__
     )
-    assert called == ["interpreters.real.setup.errors.Interrupted"]
+    assert called == ["interpreters.app.setup.errors.Interrupted"]
 
 
 def test_the_errors_keep_their_other_bases() -> None:
     """Behaviour stays: a caller catching `ValueError` or `OSError` still catches these."""
+    from interpreters.app.setup.errors import InputError
     from interpreters.real.runner.output import LogWriteError
-    from interpreters.real.setup.errors import InputError
     from ssegrade.result import ResultError
 
     assert issubclass(InputError, ValueError)

@@ -12,21 +12,23 @@ from hypothesis import strategies as st
 
 from interpreters.app.trace import TraceRecorder
 from ssegrade import (
-    CheckFinished,
     Deadline,
     Effect,
     GradeOptions,
-    RunScript,
     RuntimeResult,
-    ScriptResult,
     Task,
-    WriteGuard,
-    WriteResult,
     bencher_interpreter,
     grade,
     run,
 )
-from ssegrade.effects import RerunPoc
+from ssegrade.effects import (
+    CheckFinished,
+    RerunPoc,
+    RunScript,
+    ScriptResult,
+    WriteGuard,
+    WriteResult,
+)
 from ssegrade.guard.pinning import pins
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script

@@ -15,8 +15,8 @@ from returns.pipeline import is_successful
 from interpreters.real import git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
-from ssegrade import (
-    Deadline,
+from ssegrade import Deadline
+from ssegrade.effects import (
     FreshCopy,
     RunScript,
     ScriptResult,

@@ -16,7 +16,9 @@ from interpreters.batch import run_batch
 from interpreters.batch.transit import grade_on_node
 from interpreters.batch.work import Done, Work
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade import CheckRecord, GuardReport, RuntimeResult
+from ssegrade import RuntimeResult
+from ssegrade.effects import CheckRecord
+from ssegrade.guard_document import GuardReport
 from ssegrade.request import Graded, Limits, Request
 from tests.batchkit import Quiet, saying, verdict_grade
 from tests.realtask import FIX, make_task

@@ -109,7 +109,7 @@ def test_a_rejected_task_loads_the_task_model_and_no_more(tmp_path: Path) -> Non
     assert "ssegrade.task" in loaded  # the config was read, by the real model
     never = ("fastapi", "uvicorn", "httpx", "rich", "jinja2", "ray", "sh")
     assert [name for name in loaded if name.partition(".")[0] in never] == []
-    grading = {"interpreters.real.local", "interpreters.real.grading", "interpreters.real.git"}
+    grading = {"interpreters.real.local", "interpreters.app.grading", "interpreters.real.git"}
     grading |= {"ssegrade.effects", "ssegrade.program", "ssegrade.guard"}
     assert loaded & grading == set()
 
@@ -128,7 +128,7 @@ def test_a_missing_file_loads_its_safe_reader_and_no_more(
     assert "interpreters.real.untrusted" in loaded
     heavy = [name for name in loaded if name.partition(".")[0] in HEAVY - {"returns"}]
     assert heavy == []
-    grading = {"interpreters.real.setup", "interpreters.real.local", "interpreters.real.git"}
+    grading = {"interpreters.app.setup", "interpreters.real.local", "interpreters.real.git"}
     grading |= {"ssegrade.trace", "ssegrade.effects", "ssegrade.task"}
     assert loaded & grading == set()
 

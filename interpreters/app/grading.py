@@ -41,12 +41,10 @@ from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade import (
     BenchSession,
-    CheckRecord,
     Deadline,
     Effect,
     EvaluationResult,
     GradeOptions,
-    GuardReport,
     RuntimeResult,
     bencher_interpreter,
     run,
@@ -54,7 +52,8 @@ from ssegrade import (
 from ssegrade import grade as grading_program
 from ssegrade.bencher import fresh_copies
 from ssegrade.checks import scripts_after
-from ssegrade.effects import CheckFinished, Notify, WriteGuard
+from ssegrade.effects import CheckFinished, CheckRecord, Notify, WriteGuard
+from ssegrade.guard_document import GuardReport
 from ssegrade.program import Seen
 from ssegrade.request import Graded, Limits, Request
 from ssegrade.verdict import Crashed, not_graded

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssegrade import CheckRecord, EvaluationResult, GuardReport
+from ssegrade import EvaluationResult
 from ssegrade.batch.verify import Control, Verification
 from ssegrade.batch.verify_adversarial import CheatOutcome, TaskVerdict, task_verdict
+from ssegrade.effects import CheckRecord
 from ssegrade.guard import Flag
+from ssegrade.guard_document import GuardReport
 
 __all__ = ["CheatResult", "ControlResult", "TaskVerification", "VerifyReport"]
 

@@ -18,8 +18,10 @@ from typing import Literal, Protocol
 from interpreters.app.setup import InputError
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade import CheckRecord, EvaluationResult, GuardReport, RuntimeResult
+from ssegrade import EvaluationResult, RuntimeResult
 from ssegrade.answers import Containment
+from ssegrade.effects import CheckRecord
+from ssegrade.guard_document import GuardReport
 from ssegrade.program import crashed
 from ssegrade.request import Graded, Limits, Request
 from ssegrade.verdict import Crashed, not_graded

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 
+from interpreters.cli.container_options import container_options, container_settings
 from interpreters.cli.options import (
     containment_options,
     positive,
     runner_option,
     script_env_options,
 )
-from interpreters.cli.container_options import container_options, container_settings
 from interpreters.real import logs
 from ssegrade.text import inert_text
 
@@ -116,9 +116,9 @@ CHEATS = (
 def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
     """The scripts' options; with local workers, `InputError` at once when the containment
     asked for cannot be had here (rather than an `error` grade for every job)."""
+    from interpreters.app.setup import InputError  # noqa: PLC0415
     from interpreters.real.runner import ContainmentRefused, choose  # noqa: PLC0415
     from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
-    from interpreters.app.setup import InputError  # noqa: PLC0415
 
     scripts = ScriptOptions.of(**options)
     if engine == "local":
@@ -137,9 +137,9 @@ def _refuse(problems: tuple[str, ...]) -> NoReturn:
 
 @contextmanager
 def _bad_input() -> Iterator[None]:
+    from interpreters.app.setup import InputError  # noqa: PLC0415
     from interpreters.batch.engines import EngineUnavailable  # noqa: PLC0415
     from interpreters.batch.jobs import BadJobs  # noqa: PLC0415
-    from interpreters.app.setup import InputError  # noqa: PLC0415
 
     try:
         yield
@@ -232,8 +232,10 @@ def verify(
             f"--repo names the project of one task, and {len(tasks)} are given: verify each "
             "task with its own --repo, or set each task's `source`"
         )
-    from interpreters.batch.verification import verify_tasks  # noqa: PLC0415
+    if engine in ("podman", "docker"):
+        raise click.BadParameter("verify runs on local or ray", param_hint="--engine")
     from interpreters.app.setup import InputError  # noqa: PLC0415
+    from interpreters.batch.verification import verify_tasks  # noqa: PLC0415
 
     scripts = _scripts(engine, options)
     _show(verbose=verbose)
@@ -393,11 +395,18 @@ def batch(
     Examples:
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
+      ssegrade batch image-jobs.jsonl --results results --engine podman --workers 2
     """
     from interpreters.batch.progress import make_reporter  # noqa: PLC0415
     from interpreters.batch.run import run_batch  # noqa: PLC0415
 
     scripts = _scripts(engine, options)
+    containers = None
+    if engine in ("podman", "docker"):
+        from ssegrade.batch.containers import Limits  # noqa: PLC0415
+
+        limits = Limits(container_memory, container_pids, container_tmp_size)
+        containers = container_settings(engine, bundle, limits, image_budget)
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be used together")
     _show(quiet=quiet, verbose=verbose)

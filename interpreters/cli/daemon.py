@@ -34,8 +34,8 @@ from interpreters.real import logs
 from ssegrade.text import inert_text
 
 if TYPE_CHECKING:  # what serves, grades or asks a daemon loads only in the command that runs
-    from interpreters.daemon.client import DaemonClient
     from interpreters.app.setup import Inputs
+    from interpreters.daemon.client import DaemonClient
     from ssegrade.result import EvaluationResult, RuntimeResult
     from ssegrade.task import Task
 
@@ -206,8 +206,8 @@ def daemon(
 
 
 def _preflight(client: DaemonClient, task: Task) -> None:
-    from interpreters.daemon.client import DaemonError  # noqa: PLC0415 - see the imports
     from interpreters.app.setup import InputError  # noqa: PLC0415
+    from interpreters.daemon.client import DaemonError  # noqa: PLC0415 - see the imports
 
     try:
         project = client.project()
@@ -240,10 +240,10 @@ def evaluate_through_daemon(
     A daemon that cannot be reached, or serves another task, is bad input (`InputError`, exit
     2); a failure once grading started ends as an `error` grade, written like any other.
     """
+    from interpreters.app.setup import graded  # noqa: PLC0415
     from interpreters.daemon.client import DaemonClient  # noqa: PLC0415 - see the imports
     from interpreters.daemon.remote import RemoteGrading  # noqa: PLC0415
     from interpreters.real.results import ResultsWriter  # noqa: PLC0415
-    from interpreters.app.setup import graded  # noqa: PLC0415
     from ssegrade.program import GradeOptions, Seen, grade  # noqa: PLC0415
     from ssegrade.run import Deadline, run  # noqa: PLC0415
 

@@ -38,7 +38,7 @@ def check_task(task_dir: Path) -> None:
 
 
 def read_patch(path: Path) -> bytes:
-    """The bytes of a recorded patch file, as `interpreters.real.grading.read_patch` reads
+    """The bytes of a recorded patch file, as `interpreters.app.grading.read_patch` reads
     them (no link followed, a FIFO or a device refused); `Refused` when it cannot be."""
     from interpreters.real.untrusted import NotReadable, read_regular  # noqa: PLC0415
 

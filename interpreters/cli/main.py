@@ -75,8 +75,8 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     """
     from returns.pipeline import is_successful  # noqa: PLC0415 - each command imports its own
 
-    from interpreters.real import files, git  # noqa: PLC0415
     from interpreters.app.setup import InputError, keep_repo_copy  # noqa: PLC0415
+    from interpreters.real import files, git  # noqa: PLC0415
 
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
@@ -367,8 +367,8 @@ def _refuse(exc: SsegradeError) -> NoReturn:
     input, 1 for an output not written or a program missing, 128 + the signal's number when
     interrupted; any other error goes on as it is (a bug, said with its traceback)."""
     # Loaded already: the error came from there.
-    from interpreters.real.programs import ProgramError  # noqa: PLC0415
     from interpreters.app.setup import InputError, Interrupted, NotWritten  # noqa: PLC0415
+    from interpreters.real.programs import ProgramError  # noqa: PLC0415
 
     if isinstance(exc, Interrupted):
         click.echo(inert_text(f"ssegrade: {exc}"), err=True)

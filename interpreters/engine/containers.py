@@ -33,13 +33,13 @@ from interpreters.engine.ingest import ingest
 from interpreters.engine.records import recorded
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade import CheckRecord
 from ssegrade.batch.containers import (
     ContainerJob,
     EngineProgram,
     Limits,
     run_argv,
 )
+from ssegrade.effects import CheckRecord
 from ssegrade.request import Graded
 from ssegrade.verdict import Crashed, not_graded
 

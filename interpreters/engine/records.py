@@ -16,7 +16,8 @@ from returns.pipeline import is_successful
 
 from interpreters.real.objects import read_start
 from interpreters.real.results import read_guard
-from ssegrade import CheckRecord, GuardReport
+from ssegrade.effects import CheckRecord
+from ssegrade.guard_document import GuardReport
 
 __all__ = ["MAX_CHECKS", "recorded"]
 

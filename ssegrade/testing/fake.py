@@ -50,6 +50,7 @@ from ssegrade.effects import (
     ReadDialog,
     ReadRepoFiles,
     ReadTaskFile,
+    RerunPoc,
     RunScript,
     ScanObjects,
     ScriptResult,
@@ -63,7 +64,6 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.effects import RerunPoc
 from ssegrade.guard import SourceFile
 from ssegrade.guard.facts import ObjectScan
 from ssegrade.guard.model import GuardReport
