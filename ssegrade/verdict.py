@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssegrade.checks import Check, grading_order, spec
+from ssegrade.errors import SsegradeError
 from ssegrade.result import ErrorKind, EvaluationResult, PatchResult, RuntimeResult, status_of
 
 __all__ = [
@@ -84,7 +85,7 @@ class Signalled:
 Ending = Finished | TimedOut | Crashed | Signalled
 
 
-class OutcomesRefused(ValueError):
+class OutcomesRefused(SsegradeError, ValueError):
     """Outcomes no grading of the task can give: a PoC run twice, a PoC run the task does not
     name, or a PoC missing from a grading that ran to its end."""
 

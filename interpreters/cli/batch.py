@@ -227,11 +227,6 @@ def verify(
       ssegrade verify tasks/* --repeat 3 --format json -o verify.json
       ssegrade verify examples/tlv/task --repo examples/tlv/project
     """
-    if repo is not None and len(tasks) > 1:  # one project is not every task's
-        raise click.UsageError(
-            f"--repo names the project of one task, and {len(tasks)} are given: verify each "
-            "task with its own --repo, or set each task's `source`"
-        )
     if engine in ("podman", "docker"):
         raise click.BadParameter("verify runs on local or ray", param_hint="--engine")
     from interpreters.app.setup import InputError  # noqa: PLC0415

@@ -288,7 +288,7 @@ def report(
     if batch:
         _show_batch(results, fmt, verbose, output)
         return
-    if _show_verify(results, fmt, output):
+    if os.path.isdir(results) and _show_verify(results, fmt, output):
         return
     if per_run and fmt != "csv":
         raise _bad("--per-run goes with --format csv (--format jsonl is per run already)")

@@ -30,6 +30,7 @@ from ssegrade.batch.containers import (
     batch_containers_argv,
     remove_argv,
 )
+from ssegrade.errors import SsegradeError
 
 __all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "engine_program"]
 
@@ -43,7 +44,7 @@ _SLOW = 3600.0
 """Seconds a pull, a load or a build may take."""
 
 
-class EngineFailed(Exception):
+class EngineFailed(SsegradeError):
     """An engine command failed: one line (its last line of output)."""
 
 
