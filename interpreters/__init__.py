@@ -8,8 +8,9 @@ on first use, so that a command pays only for the modules it runs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ssegrade._lazy import lazy_face
 
 if TYPE_CHECKING:
     from interpreters.app.grading import InputError, grade_patch
@@ -33,10 +34,4 @@ _HOMES = {
     "grade_patch": "interpreters.app.grading",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'interpreters' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+lazy_face(__name__, _HOMES)

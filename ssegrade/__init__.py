@@ -25,10 +25,9 @@ For example:
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ssegrade._lazy import lazy_face
 
 if TYPE_CHECKING:
     from ssegrade.bencher import BenchSession, bencher_interpreter
@@ -118,29 +117,7 @@ __all__ = [
 ]
 
 
-if not TYPE_CHECKING:  # hidden from type checkers: a name outside the face is their error
-
-    def __getattr__(name: str) -> Any:
-        """Load a public name from its module on first use (PEP 562), and keep it here."""
-        home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError(f"module 'ssegrade' has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
-        globals()[name] = value
-        return value
-
-
-class _Face(types.ModuleType):
-    """The root module's type: a public name that is also a submodule's (`run`, the loop, in
-    `ssegrade.run`) stays the public name when that submodule is imported."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _HOMES and isinstance(value, types.ModuleType):
-            return  # the import system naming the submodule here: the public name wins
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Face
+lazy_face(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -22,6 +22,7 @@ HEAVY |= {"hypothesis", "sh", "yaml", "returns"}
 
 LIGHT = {
     "ssegrade",
+    "ssegrade._lazy",
     "ssegrade.errors",
     "ssegrade.text",
     "interpreters",

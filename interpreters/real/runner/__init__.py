@@ -9,8 +9,9 @@ Interpreter layer; Linux only. Each name is loaded from its module on first use,
 module needing one (the runner account, a constant) does not load every other.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ssegrade._lazy import lazy_face
 
 if TYPE_CHECKING:
     from interpreters.real.runner.account import DEFAULT_PATH, Runner, RunnerError, resolve_runner
@@ -81,10 +82,4 @@ _HOMES = {
     "run_script": "interpreters.real.runner.script",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+lazy_face(__name__, _HOMES)
