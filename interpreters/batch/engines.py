@@ -14,12 +14,18 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from typing import Literal
+from collections import Counter
+from typing import TYPE_CHECKING, Literal
 
 from interpreters.batch.landing import Landing
 from interpreters.batch.ray_engine import NO_RAY, EngineUnavailable, RayEngine, check_reachable
 from interpreters.batch.work import Done, Engine, GradeFunction, Work, run_work
 from interpreters.batch.workers import LocalEngine
+
+if TYPE_CHECKING:  # the container engine loads only when a batch uses it
+    from interpreters.engine.containers import ContainerSettings
+    from interpreters.engine.images import Images
+    from interpreters.real.runner.options import ScriptOptions
 
 __all__ = [
     "Done",
@@ -32,6 +38,7 @@ __all__ = [
     "RayEngine",
     "Work",
     "check_engine",
+    "make_container_engine",
     "make_engine",
     "run_work",
 ]
@@ -40,12 +47,14 @@ EngineName = Literal["local", "ray", "podman", "docker"]
 """Where gradings run: worker processes here, Ray tasks, or containers of the jobs' images."""
 
 
-def check_engine(name: EngineName, address: str | None = None) -> None:
-    """`EngineUnavailable` when the engine called `name` cannot run here (for Ray: not
-    installed, or nothing answers at the cluster's `address`)."""
-    if name == "ray" and importlib.util.find_spec("ray") is None:
+def check_engine(name: EngineName, address: str | None = None, *, on_ray: bool = False) -> None:
+    """`EngineUnavailable` when the engine called `name` (with `on_ray`: its containers as
+    Ray tasks) cannot run here (for Ray: not installed, or nothing answers at the cluster's
+    `address`)."""
+    ray = name == "ray" or on_ray
+    if ray and importlib.util.find_spec("ray") is None:
         raise EngineUnavailable(NO_RAY)
-    if name == "ray" and address is not None:
+    if ray and address is not None:
         check_reachable(address)
     if name in ("podman", "docker") and shutil.which(name) is None:
         raise EngineUnavailable(f"--engine {name}: {name} is not installed")
@@ -64,3 +73,28 @@ def make_engine(
     if name == "ray":
         return RayEngine(grade, workers or 0, landing, address)
     return LocalEngine(grade, workers or os.cpu_count() or 1)
+
+
+def make_container_engine(
+    settings: ContainerSettings,
+    images: Images,
+    workers: int | None,
+    landing: Landing,
+    scripts: ScriptOptions | None,
+    pending: Counter[str],
+    ray: tuple[bool, str | None] = (False, None),
+) -> Engine:
+    """The container engine of a batch whose images `images` prepared: `workers` containers
+    at a time here (default: the CPUs), or, with `ray` `(True, address)`, each container a
+    Ray task on the node Ray picks, on the cluster at `address` (None: a local Ray; default
+    `workers`: the cluster's CPUs), its run folder sent back to `landing`."""
+    # Imported here: the container engine stands on the batch's own modules.
+    from interpreters.engine.containers import ContainerEngine  # noqa: PLC0415
+    from interpreters.engine.on_ray import ContainersOnNode  # noqa: PLC0415
+
+    on_ray, address = ray
+    if on_ray:
+        node = ContainersOnNode(settings, images.batch, dict(images.origins), scripts)
+        return RayEngine(None, workers or 0, landing, address, node)
+    capacity = workers or os.cpu_count() or 1
+    return ContainerEngine(settings, images, capacity, landing, scripts, pending)

@@ -17,17 +17,21 @@ import contextlib
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from interpreters.batch.landing import Arrival, Landing, TransitError
-from interpreters.batch.transit import IN_FLIGHT, grade_on_node
+from interpreters.batch.transit import IN_FLIGHT, Piece, grade_on_node
 from interpreters.batch.work import Done, GradeFunction, Work
 from ssegrade.errors import SsegradeError
 from ssegrade.verdict import Crashed, not_graded
 
-__all__ = ["NO_RAY", "EngineUnavailable", "RayEngine", "check_reachable"]
+__all__ = ["NO_RAY", "EngineUnavailable", "NodeFunction", "RayEngine", "check_reachable"]
+
+NodeFunction = Callable[[Work, str], Iterator[Piece | Done]]
+"""What grades one work on a node, given the driver's token, and yields its run folder's
+pieces then its `Done` (`interpreters.engine.on_ray.ContainersOnNode`: in a container)."""
 
 NO_RAY = "the ray engine needs Ray: pip install 'ssegrade[ray]'"
 _WORKER_ENV = {"RAY_kill_child_processes_on_worker_exit": "false"}
@@ -66,12 +70,14 @@ class _Flow:
 @dataclass
 class RayEngine:
     """Each grading a Ray task on the cluster at `address` (None: a local Ray started here
-    and stopped by `close`), its run folder landing as `landing` says."""
+    and stopped by `close`), its run folder landing as `landing` says. With `node`, each
+    grading is `node(work, token)` on its node rather than `grade` there."""
 
-    grade: GradeFunction
+    grade: GradeFunction | None
     capacity: int
     landing: Landing
     address: str | None = None
+    node: NodeFunction | None = None
     _ray: Any = None
     _remote: Any = None
     _flows: dict[Any, _Flow] = field(default_factory=dict)
@@ -104,7 +110,7 @@ class RayEngine:
             num_returns="streaming",
             _generator_backpressure_num_objects=IN_FLIGHT,
             runtime_env={"env_vars": _WORKER_ENV},
-        )(grade_on_node)
+        )(grade_on_node if self.node is None else _on_node)
         if self.capacity <= 0:
             self.capacity = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
@@ -117,7 +123,8 @@ class RayEngine:
             result = not_graded(lost, work.runtime)
             self._ready.append(Done(work.key, result, 0.0))
             return
-        stream = self._remote.remote(self.grade, work, self.landing.token)
+        how = self.node or self.grade
+        stream = self._remote.remote(how, work, self.landing.token)
         self._flows[stream] = _Flow(work, stream, arrival)
 
     def running(self) -> int:
@@ -199,6 +206,11 @@ class RayEngine:
                 flow.arrival.close()
         self._flows.clear()
         self._ray.shutdown()
+
+
+def _on_node(node: NodeFunction, work: Work, token: str) -> Iterator[Piece | Done]:
+    """The Ray task of a grading that `node` runs."""
+    yield from node(work, token)
 
 
 def check_reachable(address: str) -> None:

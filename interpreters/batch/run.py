@@ -37,6 +37,7 @@ from interpreters.batch.engines import (
     GradeFunction,
     Landing,
     check_engine,
+    make_container_engine,
 )
 from interpreters.batch.folder_summary import BATCH_SUMMARY, write_folder_summary
 from interpreters.batch.folders import Found, RunFolders
@@ -109,6 +110,7 @@ class _Options:
     scripts: ScriptOptions | None
     containers: ContainerSettings | None = None
     images: Images | None = None
+    on_ray: bool = False
 
 
 def run_batch(
@@ -133,6 +135,7 @@ def run_batch(
     grade: GradeFunction | None = None,
     scripts: ScriptOptions | None = None,
     containers: ContainerSettings | None = None,
+    on_ray: bool = False,
 ) -> BatchReport:
     """Grade every job into `results` (SPEC §14) and answer what happened.
 
@@ -153,11 +156,12 @@ def run_batch(
     `scripts`: the options of every job's scripts. With `engine` `podman` or `docker`,
     every job names an `image` and is graded in a fresh container of it, as `containers`
     says (`interpreters.engine.containers`); a job's line that names one with another
-    engine is a problem of its line.
+    engine is a problem of its line; with `on_ray` each container is a Ray task on the
+    node Ray picks (the cluster at `ray_address`, or a local Ray).
     """
     start = time.monotonic()
     started_at = datetime.now(UTC)
-    check_engine(engine, ray_address)
+    check_engine(engine, ray_address, on_ray=on_ray)
     if isinstance(jobs, Path):
         lines, problems, digest = read_jobs(jobs)
         where, base = str(jobs), jobs.absolute().parent
@@ -197,6 +201,7 @@ def run_batch(
             scripts,
             containers,
             images,
+            on_ray,
         )
         batch = BatchGrader(
             folders,
@@ -308,14 +313,12 @@ def _plan_images(
 
 def _container_factory(options: _Options, pending: Counter[str]) -> Callable[[Landing], Engine]:
     """What makes the container engine of a batch, once its run folders are held."""
-    from interpreters.engine.containers import ContainerEngine  # noqa: PLC0415
-
     settings, images = options.containers, options.images
     assert settings is not None
     assert images is not None
-    capacity = options.workers or os.cpu_count() or 1
-    return lambda landing: ContainerEngine(
-        settings, images, capacity, landing, options.scripts, pending
+    ray = (options.on_ray, options.ray_address)
+    return lambda landing: make_container_engine(
+        settings, images, options.workers, landing, options.scripts, pending, ray
     )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 
-from interpreters.cli.container_options import container_options, container_settings
+from interpreters.cli.container_options import container_options, container_settings, on_ray
 from interpreters.cli.options import (
     containment_options,
     positive,
@@ -368,6 +368,7 @@ def batch(
     label: str | None,
     verbose: bool,
     quiet: bool,
+    cluster: str | None,
     bundle: Path | None,
     container_memory: int,
     container_pids: int,
@@ -391,10 +392,12 @@ def batch(
       ssegrade batch jobs.jsonl --results results --workers 4
       ssegrade batch jobs.jsonl --results results --engine ray --ray-address head:6379
       ssegrade batch image-jobs.jsonl --results results --engine podman --workers 2
+      ssegrade batch image-jobs.jsonl --results results --engine podman --ray-address head:6379
     """
     from interpreters.batch.progress import make_reporter  # noqa: PLC0415
     from interpreters.batch.run import run_batch  # noqa: PLC0415
 
+    ray = on_ray(engine, cluster, ray_address)
     scripts = _scripts(engine, options)
     containers = None
     if engine in ("podman", "docker"):
@@ -425,5 +428,6 @@ def batch(
             reporter=make_reporter(quiet=quiet),
             checks=verbose,
             containers=containers,
+            on_ray=ray,
         )
     raise click.exceptions.Exit(report.exit_code)

@@ -1,5 +1,5 @@
-"""The options of `ssegrade batch --engine podman|docker`: the bundle, each container's limits
-and the image budget (SPEC §14, Engines).
+"""The options of `ssegrade batch --engine podman|docker`: the bundle, each container's limits,
+the image budget, and whether the containers run as Ray tasks (SPEC §14, Engines).
 
 Interpreter layer (command line). Without `--bundle`, this ssegrade's bundle is built once
 under a cache folder (`interpreters.engine.bundle`); a bundle that cannot be built is one
@@ -19,7 +19,15 @@ if TYPE_CHECKING:  # what builds and runs containers loads only when a batch use
     from interpreters.engine.containers import ContainerSettings
     from ssegrade.batch.containers import EngineProgram, Limits
 
-__all__ = ["BUNDLES", "MEMORY", "PIDS", "TMP_SIZE", "container_options", "container_settings"]
+__all__ = [
+    "BUNDLES",
+    "MEMORY",
+    "PIDS",
+    "TMP_SIZE",
+    "container_options",
+    "container_settings",
+    "on_ray",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,9 +51,16 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
 
 
 def container_options(command: F) -> F:
-    """`--bundle`, `--container-memory`, `--container-pids`, `--container-tmp-size`,
-    `--image-budget`."""
+    """`--cluster`, `--bundle`, `--container-memory`, `--container-pids`,
+    `--container-tmp-size`, `--image-budget`."""
     options = [
+        click.option(
+            "--cluster",
+            type=click.Choice(["ray"]),
+            help="With --engine podman or docker: run each job's container as a Ray task on "
+            "the node Ray picks (the cluster at --ray-address, which implies it, or a local "
+            "Ray started for the batch).",
+        ),
         click.option(
             "--bundle",
             type=click.Path(path_type=Path, file_okay=False, exists=True),
@@ -104,3 +119,20 @@ def container_settings(
                 f"--engine {engine}: the ssegrade bundle cannot be built: {exc}"
             ) from None
     return ContainerSettings(engine, bundle.absolute(), limits, image_budget=image_budget)
+
+
+def on_ray(engine: str, cluster: str | None, address: str | None) -> bool:
+    """Whether the containers of `--engine` `engine` run as Ray tasks: with `--cluster ray`,
+    or a `--ray-address` given with a container engine. `click.UsageError` (one line) for
+    `--cluster` without a container engine, or `--ray-address` with local workers."""
+    containers = engine in ("podman", "docker")
+    if cluster is not None and not containers:
+        raise click.UsageError(
+            f"--cluster {cluster} runs containers on Ray: give it with --engine podman or "
+            "docker (--engine ray grades on Ray without containers)"
+        )
+    if address is not None and engine == "local":
+        raise click.UsageError(
+            "--ray-address needs --engine ray, or --engine podman|docker (containers on Ray)"
+        )
+    return containers and (cluster == "ray" or address is not None)

@@ -1,0 +1,147 @@
+"""`ssegrade batch --engine podman --ray-address ADDR`: each image job a Ray task on the node
+Ray picks, graded there in a fresh container of its image, its run folder sent back to the
+driver: the same `patch_result` and checks as the local container engine, and nothing of the
+batch left on the node, also when the driver is killed with -9 while a container runs.
+
+The cluster is real (`tests.raycluster`): a head with no CPU and one node of two, whose
+temporary folder is its own; the engine is the real podman (`tests.containerkit`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interpreters.real.files import remove_tree
+from ssegrade.batch.containers import BATCH_LABEL
+from tests import containerkit
+from tests.exampletasks import EXAMPLES
+from tests.raycluster import Cluster, NodeSpec, ray_cluster
+from tests.realtask import CLI, ssegrade
+from tests.test_engine_containers import _checks, _diff, _left, _patch_result, _unique
+
+pytestmark = [
+    pytest.mark.container,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("ray") is None,
+        reason="Ray is not installed (pip install 'ssegrade[ray]')",
+    ),
+]
+
+CONF = {"CONTAINERS_CONF": str(containerkit.CONTAINERS_CONF)}
+
+
+@pytest.fixture(scope="module")
+def kvconf() -> str:
+    containerkit.require_engine()
+    return containerkit.task_image("kvconf")
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="ssegrade-engine-ray-"))
+    folder.chmod(0o755)
+    yield folder
+    remove_tree(folder)
+
+
+@pytest.fixture
+def cluster(work: Path) -> Iterator[Cluster]:
+    """A head that runs nothing and a node of two CPUs with its own temporary folder."""
+    node_tmp = work / "node-tmp"
+    node_tmp.mkdir(mode=0o755)
+    node = NodeSpec(2, env={**CONF, "TMPDIR": str(node_tmp)})
+    with ray_cluster(NodeSpec(0), node) as started:
+        yield started
+
+
+def _left_on_node(work: Path) -> list[str]:
+    """What the node's gradings left in its temporary folder (lock files aside)."""
+    node_tmp = work / "node-tmp"
+    return sorted(p.name for p in node_tmp.glob("ssegrade-*") if not p.name.endswith(".lock"))
+
+
+def test_a_batch_on_ray_grades_as_the_local_container_engine(
+    kvconf: str, work: Path, cluster: Cluster
+) -> None:
+    fix = (EXAMPLES / "kvconf" / "task" / "diffs" / "patch.diff").read_bytes()
+    (work / "fix.diff").write_bytes(fix)
+    (work / "empty.diff").write_bytes(b"")
+    ids = {"fix": _unique("fix"), "empty": _unique("empty")}
+    lines = [{"image": kvconf, "patch": f"{name}.diff", "run_id": ids[name]} for name in ids]
+    (work / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    engine = ["--engine", "podman", "--bundle", str(containerkit.ssegrade_bundle())]
+    jobs = ["batch", str(work / "jobs.jsonl"), *engine, "--workers", "2"]
+    on_ray = ssegrade(*jobs, "--results", str(work / "ray"), "--ray-address", cluster.address,
+                      env={**CONF, **cluster.env}, timeout=300)  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    here = ssegrade(*jobs, "--results", str(work / "here"), env=CONF, timeout=300)
+    assert here.returncode == 0, here.stderr
+    for name, verdict in (("fix", "passed"), ("empty", "failed")):
+        (remote,) = (work / "ray").glob(f"*/unknown/unknown/{ids[name]}")
+        (local,) = (work / "here").glob(f"*/unknown/unknown/{ids[name]}")
+        found = _patch_result(remote)
+        assert found["status"] == verdict, found
+        assert found == _patch_result(local)
+        assert _checks(remote) == _checks(local)
+        assert json.loads((remote / "summary.json").read_text())["containment"] == "container"
+        for record in (remote / "checks.jsonl").read_text().splitlines():
+            assert json.loads(record)["log_file"].startswith(f"{remote}/")
+        assert _left(f"ssegrade.run={ids[name]}") == []
+    assert _left_on_node(work) == []
+
+
+def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
+    kvconf: str, work: Path, cluster: Cluster, hostile_bundle: Path
+) -> None:
+    (work / "sleep.diff").write_text(_diff("sleep"))
+    run_id = _unique("sleep")
+    line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
+    (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
+    argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
+            "--engine", "podman", "--bundle", str(hostile_bundle),
+            "--ray-address", cluster.address]  # fmt: skip
+    quiet = subprocess.DEVNULL
+    env = {**os.environ, **CONF, **cluster.env}
+    driver = subprocess.Popen(argv, env=env, stdout=quiet, stderr=quiet)
+    try:
+        deadline = time.monotonic() + 60
+        while not _left(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (container,) = _left(f"ssegrade.run={run_id}")
+        labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
+        batch = json.loads(labels.stdout)[BATCH_LABEL]
+        assert _left_on_node(work)  # the job's staging and run folders, on the node
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+        deadline = time.monotonic() + 40
+        while (_left(f"{BATCH_LABEL}={batch}") or _left_on_node(work)) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+        assert _left(f"{BATCH_LABEL}={batch}") == []
+        assert _left_on_node(work) == []
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait()
+
+
+@pytest.fixture
+def hostile_bundle(work: Path) -> Path:
+    """A stand-in bundle: its `ssegrade` does what its patch says (here: sleeps)."""
+    bundle = work / "bundle"
+    bundle.mkdir()
+    (bundle / "ssegrade").write_text("#!/bin/sh\nexec sleep 300\n")
+    (bundle / "ssegrade").chmod(0o755)
+    return bundle
