@@ -55,54 +55,61 @@ def work() -> Iterator[Path]:
     remove_tree(folder)
 
 
-@pytest.fixture
-def cluster(work: Path) -> Iterator[Cluster]:
-    """A head that runs nothing and a node of two CPUs with its own temporary folder."""
-    node_tmp = work / "node-tmp"
-    node_tmp.mkdir(mode=0o755)
+@pytest.fixture(scope="module")
+def node_tmp() -> Iterator[Path]:
+    """The node's own temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="ray-node-tmp-"))
+    folder.chmod(0o755)
+    yield folder
+    remove_tree(folder)
+
+
+@pytest.fixture(scope="module")
+def cluster(node_tmp: Path) -> Iterator[Cluster]:
+    """A head that runs nothing and a node of two CPUs with its own temporary folder (one
+    cluster for the module: each test finds its own containers and folders by their names)."""
     node = NodeSpec(2, env={**CONF, "TMPDIR": str(node_tmp)})
     with ray_cluster(NodeSpec(0), node) as started:
         yield started
 
 
-def _left_on_node(work: Path) -> list[str]:
-    """What the node's gradings left in its temporary folder (lock files aside)."""
-    node_tmp = work / "node-tmp"
+def _left_on_node(node_tmp: Path) -> list[str]:
+    """What the node's gradings left in its temporary folder (the images' lock files aside;
+    the module's tests run one after the other on its cluster)."""
     return sorted(p.name for p in node_tmp.glob("ssegrade-*") if not p.name.endswith(".lock"))
 
 
 def test_a_batch_on_ray_grades_as_the_local_container_engine(
-    kvconf: str, work: Path, cluster: Cluster
+    kvconf: str, work: Path, cluster: Cluster, node_tmp: Path
 ) -> None:
     fix = (EXAMPLES / "kvconf" / "task" / "diffs" / "patch.diff").read_bytes()
     (work / "fix.diff").write_bytes(fix)
-    (work / "empty.diff").write_bytes(b"")
-    ids = {"fix": _unique("fix"), "empty": _unique("empty")}
+    ids = {"fix": _unique("fix")}
     lines = [{"image": kvconf, "patch": f"{name}.diff", "run_id": ids[name]} for name in ids]
     (work / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     engine = ["--engine", "podman", "--bundle", str(containerkit.ssegrade_bundle())]
-    jobs = ["batch", str(work / "jobs.jsonl"), *engine, "--workers", "2"]
+    jobs = ["batch", str(work / "jobs.jsonl"), *engine, "--workers", "1"]
     on_ray = ssegrade(*jobs, "--results", str(work / "ray"), "--ray-address", cluster.address,
                       env={**CONF, **cluster.env}, timeout=300)  # fmt: skip
     assert on_ray.returncode == 0, on_ray.stderr
     here = ssegrade(*jobs, "--results", str(work / "here"), env=CONF, timeout=300)
     assert here.returncode == 0, here.stderr
-    for name, verdict in (("fix", "passed"), ("empty", "failed")):
-        (remote,) = (work / "ray").glob(f"*/unknown/unknown/{ids[name]}")
-        (local,) = (work / "here").glob(f"*/unknown/unknown/{ids[name]}")
-        found = _patch_result(remote)
-        assert found["status"] == verdict, found
-        assert found == _patch_result(local)
-        assert _checks(remote) == _checks(local)
-        assert json.loads((remote / "summary.json").read_text())["containment"] == "container"
-        for record in (remote / "checks.jsonl").read_text().splitlines():
-            assert json.loads(record)["log_file"].startswith(f"{remote}/")
-        assert _left(f"ssegrade.run={ids[name]}") == []
-    assert _left_on_node(work) == []
+    (remote,) = (work / "ray").glob(f"*/unknown/unknown/{ids['fix']}")
+    (local,) = (work / "here").glob(f"*/unknown/unknown/{ids['fix']}")
+    found = _patch_result(remote)
+    assert found["status"] == "passed", found
+    assert found == _patch_result(local)
+    assert _checks(remote) == _checks(local)
+    assert json.loads((remote / "summary.json").read_text())["containment"] == "container"
+    for record in (remote / "checks.jsonl").read_text().splitlines():
+        assert json.loads(record)["log_file"].startswith(f"{remote}/")
+    assert _left(f"ssegrade.run={ids['fix']}") == []
+    assert list(node_tmp.glob("ssegrade-image-*.lock"))  # the node prepared the image
+    assert _left_on_node(node_tmp) == []
 
 
 def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
-    kvconf: str, work: Path, cluster: Cluster, hostile_bundle: Path
+    kvconf: str, work: Path, cluster: Cluster, node_tmp: Path, hostile_bundle: Path
 ) -> None:
     (work / "sleep.diff").write_text(_diff("sleep"))
     run_id = _unique("sleep")
@@ -121,16 +128,16 @@ def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
         (container,) = _left(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
-        assert _left_on_node(work)  # the job's staging and run folders, on the node
+        assert _left_on_node(node_tmp)  # the job's staging and run folders, on the node
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
         deadline = time.monotonic() + 40
-        while (_left(f"{BATCH_LABEL}={batch}") or _left_on_node(work)) and (
+        while (_left(f"{BATCH_LABEL}={batch}") or _left_on_node(node_tmp)) and (
             time.monotonic() < deadline
         ):
             time.sleep(0.2)
         assert _left(f"{BATCH_LABEL}={batch}") == []
-        assert _left_on_node(work) == []
+        assert _left_on_node(node_tmp) == []
     finally:
         if driver.poll() is None:
             driver.kill()
