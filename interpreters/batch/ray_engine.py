@@ -8,7 +8,9 @@ folder it holds (`interpreters.batch.landing`) as they come, a few at a time for
 grading, so that no node needs to write where the driver writes, and the driver never holds
 a whole file. A grading whose worker or node dies, or whose pieces break the rules of a run
 folder, is an `error` in its folder (`--max-attempts` grades it again). Ray runs its
-workers apart from the terminal: a local Ray is started with SIGINT ignored.
+workers apart from the terminal: a local Ray is started with SIGINT ignored. An engine given
+a `node` function submits it in place of `grade_on_node` (`interpreters.engine.on_ray`: each
+image job in a container on its node), its pieces landing the same way.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ import fcntl
 import hashlib
 import os
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
@@ -39,7 +38,6 @@ from interpreters.batch.work import Done, Work
 from interpreters.engine.bundle import BundleError, build
 from interpreters.engine.containers import ContainerEngine, ContainerSettings
 from interpreters.engine.images import EngineFailed, Image, Images
-from interpreters.real.holding import Hold
 from interpreters.real.runner import release_scratch, scratch_folder
 from interpreters.real.runner.options import ScriptOptions
 
@@ -70,7 +68,8 @@ class ContainersOnNode:
                 held = folders.prepare((Path(work.results).name,))  # the run id, its label
                 try:
                     here = replace(work, results=str(held.path))
-                    done = relocate_done(self._grade(here, held), str(held.path), work.results)
+                    graded = self._grade(here, Landing(token, {work.key: held}))
+                    done = relocate_done(graded, str(held.path), work.results)
                     yield from pieces(held.folder, str(held.path), work.results)
                 finally:
                     held.release()
@@ -80,9 +79,9 @@ class ContainersOnNode:
         finally:
             release_scratch(scratch)
 
-    def _grade(self, work: Work, held: Hold) -> Done:
-        """The one container of `work`, on this node's engine, its folder into `held`."""
-        landing = Landing(token="", holds={work.key: held})
+    def _grade(self, work: Work, landing: Landing) -> Done:
+        """The one container of `work`, on this node's engine, its folder into the run
+        folder `landing` holds."""
         try:
             images = Images(self.settings.engine, f"{self.batch}-{work.key}")
         except EngineFailed as exc:
@@ -142,12 +141,7 @@ def _node_lock(key: str) -> Iterator[None]:
     path = Path(tempfile.gettempdir()) / f"ssegrade-image-{digest}.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                break
-            except InterruptedError:
-                time.sleep(0)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
