@@ -19,7 +19,6 @@ import os
 import select
 import socket
 import threading
-from importlib import metadata
 
 __all__ = ["STARTING", "EarlyAnswers"]
 
@@ -31,6 +30,10 @@ _READ_SECONDS = 2.0
 
 
 def _version() -> str:
+    """The installed version, read on the first `GET /version`: `importlib.metadata` loads
+    `email`, `zipfile`, `csv` and more, which would otherwise all load before the bind."""
+    from importlib import metadata  # noqa: PLC0415
+
     try:
         return metadata.version("ssegrade")
     except metadata.PackageNotFoundError:
