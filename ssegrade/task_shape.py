@@ -20,14 +20,16 @@ from typing import Final
 
 import yaml
 
+from ssegrade.errors import SsegradeError
+
 __all__ = ["config_problem"]
 
 _ID = re.compile(r"^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$")
 """`ssegrade.task`'s task id (the same pattern)."""
 
 
-class _Unsure(Exception):
-    """A value whose verdict only the model gives."""
+class _Unsure(SsegradeError):
+    """A value whose verdict only the model gives (caught in `config_problem`)."""
 
 
 _PLAIN = (str, int, float, bool, list, dict, date, type(None))
