@@ -5,9 +5,10 @@ Each command runs N times (default 7) as the console script a user types (`.venv
 its user + system CPU time is read from the kernel's accounting of the finished child
 (`os.wait4`: its waited-for children included, so `evaluate`'s archive child, started before
 the command line is parsed, counts; the lines marked `*` give `--patch`, which starts none),
-the median kept. The target is under 0.15 s of CPU for each: none of them loads
-the real interpreter, the pydantic models (but the task's, for a rejected task), fastapi,
-rich, Jinja2 or Ray. The load average is printed with the figures: the host is shared.
+the median kept. The target is under 0.15 s of CPU for each: none of them loads the real
+interpreter, the pydantic models (a rejected task's config is judged by
+`ssegrade.task_shape` before the task model), fastapi, rich, Jinja2 or Ray. The load
+average is printed with the figures: the host is shared.
 
     .venv/bin/python benchmarks/bench_start.py [--runs 7]
 """
@@ -31,6 +32,12 @@ def _commands(scratch: Path) -> list[tuple[str, list[str]]]:
     bad = scratch / "bad-task"
     bad.mkdir()
     (bad / "config.yaml").write_text("id: t\nscripts: {build: 3}\n")
+    not_yaml = scratch / "not-yaml"
+    not_yaml.mkdir()
+    (not_yaml / "config.yaml").write_text("id: [\n")
+    no_id = scratch / "no-id"
+    no_id.mkdir()
+    (no_id / "config.yaml").write_text("scripts: {build: build.sh}\n")
     helps = ["evaluate", "baseline", "daemon", "test-patch", "verify", "batch", "report"]
     helps += ["replay", "schema", "bundle"]
     patch = ["--patch", "/dev/null"]
@@ -45,6 +52,9 @@ def _commands(scratch: Path) -> list[tuple[str, list[str]]]:
         ("evaluate: bad option *", ["evaluate", "--bogus", "--patch", "/dev/null"]),
         ("evaluate: missing task *", ["evaluate", "--task", str(scratch / "none"), *patch]),
         ("evaluate: rejected task *", ["evaluate", "--task", str(bad), *patch]),
+        ("evaluate: not YAML *", ["evaluate", "--task", str(not_yaml), *patch]),
+        ("evaluate: missing key *", ["evaluate", "--task", str(no_id), *patch]),
+        ("verify: missing folder", ["verify", str(scratch / "none")]),
         ("report: bad option", ["report", str(scratch), "--format", "pdf"]),
         ("batch: bad option", ["batch", "jobs.jsonl"]),
         ("daemon: bad port", ["daemon", "--http-port", "0"]),

@@ -242,6 +242,7 @@ PER_RUN = [
     "status",
     "why",
     "error_msg",
+    "error_kind",
     "build",
     "poc_passed",
     "poc_total",

@@ -102,10 +102,38 @@ def test_a_usage_error_loads_nothing_heavy(arguments: list[str], tmp_path: Path)
     assert _too_much(_loaded(arguments, tmp_path)) == []
 
 
-def test_a_rejected_task_loads_the_task_model_and_no_more(tmp_path: Path) -> None:
+REJECTED = {
+    "not YAML": "id: [\n",
+    "not a mapping": "- id\n",
+    "missing key": "scripts: {build: build.sh}\n",
+    "wrong type": "id: t\nscripts: {build: 3}\n",
+    "unknown key": "id: t\nfiles: {pocs: [p]}\n",
+    "escaping path": "id: t\nscripts: {build: ../b.sh}\n",
+}
+
+
+@pytest.mark.parametrize("config", list(REJECTED.values()), ids=list(REJECTED))
+def test_a_rejected_task_is_said_before_the_task_model_loads(config: str, tmp_path: Path) -> None:
+    """A config.yaml whose YAML or a key's presence or type is wrong is refused by the first
+    look (`ssegrade.task_shape`): pydantic and the task model never load (YAML does, and
+    `returns` with the safe reader, as for a missing file)."""
     task = tmp_path / "task"
     task.mkdir()
-    (task / "config.yaml").write_text("id: t\nscripts: {build: 3}\n")
+    (task / "config.yaml").write_text(config)
+    for patch in (["--patch", "/dev/null"], []):
+        loaded = _loaded(["evaluate", "--task", str(task), *patch], tmp_path)
+        assert "ssegrade.task_shape" in loaded
+        light = HEAVY - {"yaml", "returns"}
+        assert [name for name in loaded if name.partition(".")[0] in light] == []
+        assert "ssegrade.task" not in loaded
+
+
+def test_a_task_only_the_model_rejects_loads_the_task_model_and_no_more(tmp_path: Path) -> None:
+    """A value the first look leaves to the model (a YAML set) is judged by the real model,
+    and nothing that grades loads."""
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "config.yaml").write_text("id: t\nfiles: {poc: !!set {p}}\n")
     loaded = _loaded(["evaluate", "--task", str(task), "--patch", "/dev/null"], tmp_path)
     assert "ssegrade.task" in loaded  # the config was read, by the real model
     never = ("fastapi", "uvicorn", "httpx", "rich", "jinja2", "ray", "sh")
@@ -113,6 +141,12 @@ def test_a_rejected_task_loads_the_task_model_and_no_more(tmp_path: Path) -> Non
     grading = {"interpreters.real.local", "interpreters.app.grading", "interpreters.real.git"}
     grading |= {"ssegrade.effects", "ssegrade.program", "ssegrade.guard"}
     assert loaded & grading == set()
+
+
+def test_verify_of_a_missing_folder_loads_nothing_heavy(tmp_path: Path) -> None:
+    """`ssegrade verify MISSING` says so before the grading modules load."""
+    loaded = _loaded(["verify", str(tmp_path / "none"), str(tmp_path / "other")], tmp_path)
+    assert _too_much(loaded) == []
 
 
 @pytest.mark.parametrize(

@@ -229,6 +229,9 @@ def verify(
     """
     if engine in ("podman", "docker"):
         raise click.BadParameter("verify runs on local or ray", param_hint="--engine")
+    missing = [f"task folder not found: {t.absolute()}" for t in tasks if not t.is_dir()]
+    if missing:  # said before what grades loads, in `load_task`'s words
+        _refuse(tuple(missing))
     from interpreters.app.setup import InputError  # noqa: PLC0415
     from interpreters.batch.verification import verify_tasks  # noqa: PLC0415
 

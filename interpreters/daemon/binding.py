@@ -23,8 +23,8 @@ import os
 import socket
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from interpreters.daemon.starting import EarlyAnswers
 from ssegrade.errors import SsegradeError
@@ -52,9 +52,10 @@ class SocketError(SsegradeError):
     """A listener that cannot be set up; the message is one line for stderr."""
 
 
-@dataclass(frozen=True, slots=True)
-class Listening:
-    """One bound listener: its socket, who it serves, and its Unix path (None for TCP)."""
+class Listening(NamedTuple):
+    """One bound listener: its socket, who it serves, and its Unix path (None for TCP). (A
+    named tuple, not a dataclass: `dataclasses` loads `inspect` and `ast`, tens of
+    milliseconds before the admin socket is bound.)"""
 
     sock: socket.socket
     listener: str

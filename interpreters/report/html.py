@@ -202,6 +202,13 @@ _SECTIONS = ("task_lines", "grid_lines", "run_lines", "left_out_lines")
 _MARK = re.compile(r"<!--ssegrade:(task_lines|grid_lines|run_lines|left_out_lines)-->")
 
 
+def _kind(kind: str | None) -> str:
+    """The short label of an `error` run's kind, beside its reason (nothing for other runs)."""
+    if kind is None:
+        return ""
+    return f' <span class="kind" title="error kind">{_ec(kind)}</span>'
+
+
 class HtmlSink:
     """`--format html`: the page (see the module's docstring)."""
 
@@ -249,7 +256,8 @@ class HtmlSink:
             f"<tr><td>{_ec(run.task)}</td><td>{_ec(run.model)}</td><td>{_ec(run.agent)}</td>"
             f'<td class="num">{run.trial}</td><td>{ident}</td>'
             f'<td class="{status}">{run.status}</td>{marks}{_flags_cell(run.flags)}'
-            f"<td>{_ec(run.error_msg or '—')}</td>{_files(self._links(run.folder, files), extra)}"
+            f"<td>{_ec(run.error_msg or '—')}{_kind(run.error_kind)}</td>"
+            f"{_files(self._links(run.folder, files), extra)}"
             "</tr>\n"
         )
 
@@ -265,7 +273,7 @@ class HtmlSink:
             f'<tr class="out"><td>{_ec(ex.task)}</td><td>{_ec(ex.model)}</td>'
             f'<td>{_ec(ex.agent)}</td><td class="num">—</td><td>{_e(ex.run_id)}</td>'
             f'<td class="nr">{ex.status}, left out</td>{marks}{_flags_cell(ex.flags)}'
-            f"<td>{_ec(ex.why)}</td>"
+            f"<td>{_ec(ex.why)}{_kind(ex.error_kind)}</td>"
             f"{_files(self._links(ex.folder, files))}</tr>\n"
         )
 

@@ -5,8 +5,10 @@ Interpreter layer, output side: `RunsSink` turns each task's kept runs and runs 
 lines as they are read, into spools (`interpreters.report.output`), and writes them at the end,
 kept runs first; `render_jsonl` and `render_runs_csv` do the same for a whole `Report`. Each
 record says whether the run counted, why it was left out, its first failing check
-(`error_msg`), the patch guard's flags and the containment its scripts ran in. CSV cells a
-spreadsheet would run as a formula are written inert (`interpreters.report.render.inert`).
+(`error_msg`), the kind of an `error` run (`error_kind`: timeout, task, infrastructure,
+grader; null for any other), the patch guard's flags and the containment its scripts ran
+in. CSV cells a spreadsheet would run as a formula are written inert
+(`interpreters.report.render.inert`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ PER_RUN_FIELDS: tuple[str, ...] = (
     "status",
     "why",
     "error_msg",
+    "error_kind",
     "build",
     "poc_passed",
     "poc_total",
@@ -86,6 +89,7 @@ def run_row(run: TaskRun) -> dict[str, Any]:
         "status": run.status,
         "why": None,
         "error_msg": run.error_msg,
+        "error_kind": run.error_kind,
         "build": run.build,
         "poc_passed": poc_passed,
         "poc_total": poc_total,
@@ -114,6 +118,7 @@ def excluded_row(ex: Excluded) -> dict[str, Any]:
         "status": ex.status,
         "why": ex.why,
         "error_msg": ex.error_msg,
+        "error_kind": ex.error_kind,
         "build": ex.build,
         "poc_passed": poc_passed,
         "poc_total": poc_total,

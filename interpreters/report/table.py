@@ -222,7 +222,8 @@ class TableSink:
             return []
         lines = ["", *wrap(f"Left out of the shares ({self._excluded} runs)", self.width)]
         for ex in self._left_out:
-            text = f"  {ex.task} · {_label(ex.model, ex.agent)} · {ex.run_id}: {ex.why}"
+            kind = f" [{ex.error_kind}]" if ex.error_kind else ""
+            text = f"  {ex.task} · {_label(ex.model, ex.agent)} · {ex.run_id}: {ex.why}{kind}"
             lines += wrap(text, self.width)
         if self._excluded > len(self._left_out):
             more = self._excluded - len(self._left_out)

@@ -137,6 +137,7 @@ def _task_run(trial: int, rec: RunRecord, checks: tuple[Check, ...]) -> TaskRun:
             "error_msg": patch.error_msg,
             "flags": rec.flags,
             "containment": _mode(rec),
+            "error_kind": error_kind_of(patch.status, patch.error_msg, rec.error_kind),
         }
     )
     return run

@@ -192,7 +192,7 @@ class TaskRun(_Out):
     run; `checks` lists the checks the task has (a null field of a listed check: not run).
     `status` is `failed` for an error run counted as failed (`error` keeps its own message).
     `flags`: the kinds the patch guard raised (None: no guard record); `containment` the mode
-    its scripts ran in."""
+    its scripts ran in; `error_kind` the kind of an `error` run counted (None for any other)."""
 
     model: str
     agent: str
@@ -213,6 +213,7 @@ class TaskRun(_Out):
     error_msg: str | None = None
     flags: tuple[str, ...] | None = None
     containment: Containment = "unknown"
+    error_kind: ErrorKind | None = None
 
 
 class Report(_Out):
