@@ -3,7 +3,7 @@ it only once the baseline is recorded.
 
 While the daemon loads its libraries, probes the containment and records the baseline, its
 admin socket (bound first thing) answers `GET /version`, as SSEBench's SDK asks on connecting,
-and 503 with SSEBench's error body for anything that needs the grading set up
+and holds anything that needs the grading set up until the real server answers it
 (`interpreters.daemon.starting`). The agent-facing socket is bound only once the baseline is
 recorded: an agent that changes the tree the instant it can reach the daemon still has that
 change graded. Real daemons, real sockets; the order is read from the kernel's clocks.
@@ -66,27 +66,54 @@ def _listening(path: Path) -> socket.socket:
     return sock
 
 
-def test_version_is_answered_and_the_rest_is_refused_with_503(workdir: Path) -> None:
+def test_version_is_answered_and_the_rest_held_for_the_server(workdir: Path) -> None:
+    """A request the early answers cannot give waits, whole, for the real server, and its
+    reply comes back on the client's own connection; one that cannot be held is refused."""
     path = workdir / "admin.sock"
     with _listening(path) as sock:
         answers = EarlyAnswers(sock)
         answers.start()
+        replies: dict[str, bytes] = {}
+        post = b"POST /prepare_grading HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\n\r\n{}"
+        asking = [
+            threading.Thread(target=lambda: replies.update(diff=_ask(path, _get("/diff")))),
+            threading.Thread(target=lambda: replies.update(post=_ask(path, post))),
+        ]
         try:
             reply = _ask(path, _get("/version"))
             assert reply.startswith(b"HTTP/1.1 200 ")
             assert _body(reply) == {"version": version()}
             for request in (
-                _get("/diff"),
-                _get("/ssegrade/version"),
-                b"POST /prepare_grading HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\n\r\n{}",
                 b"garbage\r\n\r\n",
+                b"POST /x HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
             ):
                 refused = _ask(path, request)
                 assert refused.startswith(b"HTTP/1.1 503 "), refused
                 assert b"\r\nretry-after: 1\r\n" in refused.lower()
                 assert _body(refused) == {"error": STARTING}
+            for thread in asking:
+                thread.start()
+            time.sleep(0.5)
+            assert replies == {}  # held: no answer before the server serves
         finally:
             answers.stop()
+        sock.setblocking(True)
+        sock.settimeout(30)
+        for _ in asking:  # the real server's turn: each held request comes whole, to be closed
+            taken, _ = sock.accept()
+            with taken:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += taken.recv(4096)
+                assert request.lower().count(b"connection: close") == 1
+                answer = b"diff" if request.startswith(b"GET /diff ") else b"post"
+                if answer == b"post":
+                    assert request.endswith(b"\r\n\r\n{}")
+                taken.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n" + answer)
+        for thread in asking:
+            thread.join(30)
+        assert replies["diff"].endswith(b"\r\n\r\ndiff"), replies
+        assert replies["post"].endswith(b"\r\n\r\npost"), replies
 
 
 def test_once_stopped_a_connection_waits_for_the_server(workdir: Path) -> None:
@@ -138,9 +165,9 @@ def test_the_admin_socket_answers_before_the_baseline_the_agent_only_after(
                 assert time.monotonic() < deadline
                 time.sleep(0.002)
         assert reply.startswith(b"HTTP/1.1 200 "), reply
-        early = _ask(running.admin, _get("/diff"))
         assert not running.agent.exists()  # the baseline is still being recorded
-        assert early.startswith(b"HTTP/1.1 503 "), early
+        early = _ask(running.admin, _get("/diff"))  # held until the daemon serves it
+        assert early.startswith(b"HTTP/1.1 200 "), early
         running.wait_ready()
         assert answered < os.lstat(running.agent).st_ctime_ns
         served = _ask(running.admin, _get("/diff"))

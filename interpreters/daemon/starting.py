@@ -1,12 +1,16 @@
-"""The admin socket's answers while the daemon starts: `GET /version` at once, 503 for the rest.
+"""The admin socket's answers while the daemon starts: `GET /version` at once, the rest held.
 
 Interpreter layer, standard library only: `bind_early` (`interpreters.daemon.binding`) starts
 these answers on the admin socket it binds first thing, so that an entrypoint or an evaluator
 that asks whether the daemon runs (SSEBench's SDK asks `GET /version` as it connects) hears so
 within milliseconds, while the daemon loads its libraries, probes the containment and records
-the baseline. Anything else is answered 503 with SSEBench's error body and `Retry-After`: it
-needs the grading set up. The answers stop (`EarlyAnswers.stop`) before the real server takes
-the socket; a connection not yet accepted waits in the kernel's backlog for it. The
+the baseline. Anything else needs the grading set up: the request is read whole and held, and
+once the answers stop (`EarlyAnswers.stop`, before the real server takes the socket) it is
+passed to the real server through the same socket, its reply relayed back: a client that asks
+early (SSEBench's own SDK test waits a fixed 2 s) waits as it would on a slow daemon, never
+sees an error. A request that cannot be held (too large, chunked, the daemon stopped before it
+served) is answered 503 with SSEBench's error body and `Retry-After`. A connection not yet
+accepted waits in the kernel's backlog for the real server. The
 agent-facing socket has no such answers: it is bound only once the baseline is recorded (SPEC
 §9; an entrypoint starts the agent once that socket exists).
 """
@@ -27,7 +31,11 @@ STARTING = "the daemon is starting (recording the baseline): ask again in a mome
 """The error of every request but `GET /version` before the daemon serves."""
 
 _HEAD_LIMIT = 8192
+_BODY_LIMIT = 16 << 20
+"""The largest request body held for the real server (the admin API's are small)."""
 _READ_SECONDS = 2.0
+_RELAY_SECONDS = 3600.0
+"""How long a held request waits for the real server's reply (a grading action may be long)."""
 
 
 def _version() -> str:
@@ -74,6 +82,59 @@ def _reply(status: str, body: dict[str, str], extra: tuple[str, ...] = ()) -> by
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
+def _held_request(head: bytes, conn: socket.socket) -> bytes | None:
+    """The whole request `head` starts (its body read from `conn` by `content-length`), with
+    `connection: close` so that the real server ends the reply; None when it cannot be held."""
+    top, _, rest = head.partition(b"\r\n\r\n")
+    lines = top.split(b"\r\n")
+    kept, length = [lines[0]], 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        key = name.strip().lower()
+        if key == b"transfer-encoding":
+            return None
+        if key == b"content-length":
+            if not value.strip().isdigit() or int(value) > _BODY_LIMIT:
+                return None
+            length = int(value)
+        if key not in (b"connection", b"keep-alive"):
+            kept.append(line)
+    body = rest
+    with contextlib.suppress(OSError):
+        while len(body) < length:
+            chunk = conn.recv(min(65536, length - len(body)))
+            if not chunk:
+                break
+            body += chunk
+    if len(body) != length:
+        return None
+    return b"\r\n".join([*kept, b"connection: close"]) + b"\r\n\r\n" + body
+
+
+def _relay(path: str, request: bytes, conn: socket.socket) -> None:
+    """Send `request` to the server listening at `path`, its reply back on `conn`; 503 when
+    no server answers there."""
+    with conn:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+                server.settimeout(_RELAY_SECONDS)
+                server.connect(path)
+                server.sendall(request)
+                answered = False
+                while chunk := server.recv(65536):
+                    answered = True
+                    conn.sendall(chunk)
+                if answered:
+                    return
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            conn.sendall(_reply("503 Service Unavailable", {"error": STARTING}, _RETRY))
+
+
+_RETRY = ("retry-after: 1",)
+
+
 def _target(head: bytes) -> tuple[str, str]:
     """The method and path (no query) of a request's first line; empty when unreadable."""
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
@@ -91,13 +152,15 @@ class EarlyAnswers:
         self._wake_read, self._wake_write = os.pipe()
         self._thread = threading.Thread(target=self._loop, name="early-answers", daemon=True)
         self._version = ""
+        self._held: list[tuple[socket.socket, bytes]] = []
 
     def start(self) -> None:
         """Answer from now on, in a thread of its own."""
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop answering (idempotent); once this returns, no connection is accepted here."""
+        """Stop answering (idempotent); once this returns, no connection is accepted here, and
+        each held request is on its way to the real server (which takes the socket next)."""
         if self._wake_write >= 0:
             with contextlib.suppress(OSError):
                 os.write(self._wake_write, b"x")
@@ -107,6 +170,13 @@ class EarlyAnswers:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._wake_read = self._wake_write = -1
+        path = self._sock.getsockname()
+        for conn, request in self._held:
+            relay = threading.Thread(
+                target=_relay, args=(path, request, conn), name="early-held", daemon=True
+            )
+            relay.start()
+        self._held.clear()
 
     def _loop(self) -> None:
         while True:
@@ -122,10 +192,11 @@ class EarlyAnswers:
                 continue
             except OSError:
                 return
-            with conn:
-                self._answer(conn)
+            if not self._answer(conn):
+                conn.close()
 
-    def _answer(self, conn: socket.socket) -> None:
+    def _answer(self, conn: socket.socket) -> bool:
+        """Answer `conn`'s request, or hold it for the real server (True: `conn` is held)."""
         conn.settimeout(_READ_SECONDS)
         head = b""
         with contextlib.suppress(OSError):
@@ -139,11 +210,16 @@ class EarlyAnswers:
             if not self._version:
                 self._version = _version()
             reply = _reply("200 OK", {"version": self._version})
+        elif method and (request := _held_request(head, conn)) is not None:
+            conn.settimeout(None)
+            self._held.append((conn, request))
+            return True
         else:
-            reply = _reply("503 Service Unavailable", {"error": STARTING}, ("retry-after: 1",))
+            reply = _reply("503 Service Unavailable", {"error": STARTING}, _RETRY)
         with contextlib.suppress(OSError):
             conn.sendall(reply)
             conn.shutdown(socket.SHUT_WR)
             conn.settimeout(0.2)  # let the client's unread body go, not reset the reply
             while conn.recv(65536):
                 pass
+        return False
