@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_capture import agent_patch, generate, plain_env, run_git, timed
 
-from interpreters.real import files, git
+from interpreters.real import archive, files, git
 from interpreters.real.files import views
 from interpreters.real.git.kept_index import read_entries
 from interpreters.real.runner import resolve_runner
@@ -118,15 +118,15 @@ def prepare(top: Path, count: int, megabytes: int, seed: int) -> Setup:
     baseline = git.record_baseline(source, top / "baseline").unwrap()
     # As `ssegrade baseline` does: the archive each grading's source.tar.gz reuses.
     started = time.perf_counter()
-    said = files.record_archive_cache(source, baseline.path, level=files.ARCHIVE_LEVEL).unwrap()
+    said = archive.record_archive_cache(source, baseline.path, level=archive.ARCHIVE_LEVEL).unwrap()
     print(f"  {said}, in {time.perf_counter() - started:.2f}s (with the baseline)")
     agent_patch(source, made, rng)
     repo = top / "repo"
     repo.mkdir()
-    archive = subprocess.run(
+    exported = subprocess.run(
         ["git", "archive", "HEAD"], cwd=source, env=plain_env(home), capture_output=True, check=True
     )
-    subprocess.run(["tar", "-x", "-C", str(repo)], input=archive.stdout, check=True)
+    subprocess.run(["tar", "-x", "-C", str(repo)], input=exported.stdout, check=True)
     return Setup(top, home, source, task, baseline, repo, len(made))
 
 
@@ -266,13 +266,13 @@ def steps(s: Setup) -> dict[str, float]:
             git.apply_patch(dest, got.patch).unwrap()
 
     parts["copies"] = timed(copy)
-    cache = s.baseline.path / files.CACHE_NAME
+    cache = s.baseline.path / archive.CACHE_NAME
     # As `evaluate` writes it: in a child process, split among workers.
     parts["archive"] = timed(
-        lambda: files.start_archive(s.source, s.top / "step.tar.gz", cache).finish(None).unwrap()
+        lambda: archive.start_archive(s.source, s.top / "step.tar.gz", cache).finish(None).unwrap()
     )
     parts["whole"] = timed(
-        lambda: files.start_archive(s.source, s.top / "step.tar.gz").finish(None).unwrap()
+        lambda: archive.start_archive(s.source, s.top / "step.tar.gz").finish(None).unwrap()
     )
     os.unlink(s.top / "step.tar.gz")
 

@@ -5,7 +5,7 @@ the `cli` extra (click, rich), the daemon `daemon`, the report `report`, the Ray
 `ray` (`pip install 'ssegrade[all]'` has every command). A command whose extra is missing
 says so on one line of stderr, `ssegrade: error: …`, and exits 2, never with a traceback.
 Nothing is imported here before the command line is, but for `evaluate` the standard-library
-launcher of its archive's child (`interpreters.real.archive_child`).
+launcher of its archive's child (`interpreters.real.archive.child`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def archive_hint(arguments: list[str], env: dict[str, str]) -> tuple[str, str] |
     """The source tree and baseline folder `evaluate`'s arguments name (`--source`,
     `--baseline` or `SSE_BASELINE`), absolute; None unless both are named. Only a hint to the
     archive's child, which keeps what it did only for the tree and cache the command line
-    ends up archiving (`interpreters.real.files.archiving`).
+    ends up archiving (`interpreters.real.archive.archiving`).
 
     >>> archive_hint(["evaluate", "--source=/src", "--baseline", "/b"], {})
     ('/src', '/b')
@@ -112,7 +112,7 @@ def main() -> NoReturn:
 
         bind_early(arguments[1:], os.environ)
     if evaluating and not any(a.startswith(_NO_TREE) for a in arguments):
-        from interpreters.real import archive_child  # noqa: PLC0415
+        from interpreters.real.archive import child as archive_child  # noqa: PLC0415
 
         archive_child.warm_up(archive_hint(arguments, dict(os.environ)))
     try:

@@ -22,10 +22,10 @@ from typing import Any, assert_never
 from returns.pipeline import is_successful
 from returns.result import Failure, Result
 
-from interpreters.real import files, git
+from interpreters.real import archive, files, git
 from interpreters.real.ahead import WorkAhead
 from interpreters.real.objects import answer_observation
-from interpreters.real.results import ResultsWriter
+from interpreters.real.resultsfolder.writer import ResultsWriter
 from interpreters.real.runner import (
     EnvPolicy,
     LogWriteError,
@@ -122,7 +122,7 @@ class LocalSystem:
 
     def __post_init__(self) -> None:
         baseline = self.places.baseline
-        cache = None if baseline is None else baseline.path / files.CACHE_NAME
+        cache = None if baseline is None else baseline.path / archive.CACHE_NAME
         self._writer = ResultsWriter(self.places.source, self.places.results, self._check, cache)
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)

@@ -26,10 +26,10 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
-from interpreters.real import files
+from interpreters.real import archive, files
 from interpreters.real.logs import running
 from interpreters.real.objects import read_start
-from interpreters.real.resultsfolder import write_result
+from interpreters.real.resultsfolder.ready import write_result
 from ssegrade import Effect, TimeLimitReached
 from ssegrade.effects import (
     Archive,
@@ -149,8 +149,8 @@ class ResultsWriter:
     check: Callable[[], None] = lambda: None
     """Raises `TimeLimitReached` once the grading's deadline has passed: the archive stops."""
     cache: Path | None = None
-    """The baseline's archive cache (`files.CACHE_NAME` in its folder), if there is one."""
-    _archive: files.ArchiveProcess | None = field(init=False, default=None)
+    """The baseline's archive cache (`archive.CACHE_NAME` in its folder), if there is one."""
+    _archive: archive.ArchiveProcess | None = field(init=False, default=None)
     _asked: bool = field(init=False, default=False)
     """Whether grading asked for the archive (`Archive` answered that it is under way)."""
 
@@ -169,7 +169,7 @@ class ResultsWriter:
         itself). Only for a tree that no longer changes."""
         if self.source is not None and self._archive is None:
             with contextlib.suppress(OSError):
-                self._archive = files.start_archive(
+                self._archive = archive.start_archive(
                     self.source, self.results / ARCHIVE_NAME, self.cache
                 )
 
@@ -263,7 +263,7 @@ def archive_whole(
     """Archive `source` to `dest`, stopping when `check` raises: whole or absent; what the
     archive cache `cache` spared, if any."""
     try:
-        archived = files.archive(source, dest, check=check, cache=cache)
+        archived = archive.archive(source, dest, check=check, cache=cache)
     except TimeLimitReached:
         return Failure(ArchiveError("not finished within the time limit"))
     if is_successful(archived):
