@@ -33,6 +33,7 @@ other work.
 
     .venv/bin/python benchmarks/bench_evaluate.py                 # 20,000 files, then 200,000
     .venv/bin/python benchmarks/bench_evaluate.py --files 2000 --mb 20 --rounds 1 --scale 0
+    .venv/bin/python benchmarks/bench_evaluate.py --scale 0 --against ../other-checkout
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_capture import agent_patch, generate, plain_env, run_git, timed
 
-from interpreters.real import files, git
+from interpreters.real import archive, files, git
 from interpreters.real.files import views
 from interpreters.real.git.kept_index import read_entries
 from interpreters.real.runner import resolve_runner
@@ -118,15 +119,15 @@ def prepare(top: Path, count: int, megabytes: int, seed: int) -> Setup:
     baseline = git.record_baseline(source, top / "baseline").unwrap()
     # As `ssegrade baseline` does: the archive each grading's source.tar.gz reuses.
     started = time.perf_counter()
-    said = files.record_archive_cache(source, baseline.path, level=files.ARCHIVE_LEVEL).unwrap()
+    said = archive.record_archive_cache(source, baseline.path, level=archive.ARCHIVE_LEVEL).unwrap()
     print(f"  {said}, in {time.perf_counter() - started:.2f}s (with the baseline)")
     agent_patch(source, made, rng)
     repo = top / "repo"
     repo.mkdir()
-    archive = subprocess.run(
+    exported = subprocess.run(
         ["git", "archive", "HEAD"], cwd=source, env=plain_env(home), capture_output=True, check=True
     )
-    subprocess.run(["tar", "-x", "-C", str(repo)], input=archive.stdout, check=True)
+    subprocess.run(["tar", "-x", "-C", str(repo)], input=exported.stdout, check=True)
     return Setup(top, home, source, task, baseline, repo, len(made))
 
 
@@ -172,9 +173,9 @@ def copy_floor(path: Path) -> tuple[float, int]:
     return seconds, size
 
 
-def evaluate(s: Setup, n: int) -> tuple[float, float]:
-    """Run one `ssegrade evaluate`: the seconds until `result.json` is written and until the
-    command ends. Its results folder is left for the caller."""
+def evaluate(s: Setup, n: int, code: Path = TOP) -> tuple[float, float]:
+    """Run one `ssegrade evaluate` of the checkout `code`: the seconds until `result.json` is
+    written and until the command ends. Its results folder is left for the caller."""
     results = s.top / f"results{n}"
     command = [
         sys.executable, "-c", "from interpreters.cli.entry import main; main()", "evaluate",
@@ -185,7 +186,7 @@ def evaluate(s: Setup, n: int) -> tuple[float, float]:
     result = results / "result.json"
     start = time.perf_counter()
     grading = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TOP, env=env
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=code, env=env
     )
     graded = None
     while grading.poll() is None:
@@ -266,13 +267,13 @@ def steps(s: Setup) -> dict[str, float]:
             git.apply_patch(dest, got.patch).unwrap()
 
     parts["copies"] = timed(copy)
-    cache = s.baseline.path / files.CACHE_NAME
+    cache = s.baseline.path / archive.CACHE_NAME
     # As `evaluate` writes it: in a child process, split among workers.
     parts["archive"] = timed(
-        lambda: files.start_archive(s.source, s.top / "step.tar.gz", cache).finish(None).unwrap()
+        lambda: archive.start_archive(s.source, s.top / "step.tar.gz", cache).finish(None).unwrap()
     )
     parts["whole"] = timed(
-        lambda: files.start_archive(s.source, s.top / "step.tar.gz").finish(None).unwrap()
+        lambda: archive.start_archive(s.source, s.top / "step.tar.gz").finish(None).unwrap()
     )
     os.unlink(s.top / "step.tar.gz")
 
@@ -288,14 +289,19 @@ def median(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(row[key] for row in rows) for key in rows[0]}
 
 
-def measure(s: Setup, rounds: int, *, with_steps: bool) -> tuple[dict[str, float], str]:
-    """Floors and ours, interleaved round by round (a slow moment hits both alike); medians,
-    and what the checks worked in."""
+def measure(
+    s: Setup, rounds: int, *, with_steps: bool, against: tuple[Path, ...] = ()
+) -> tuple[dict[str, float], str]:
+    """Floors and ours, interleaved round by round (a slow moment hits both alike), and the
+    `evaluate` of each other checkout `against`; medians, and what the checks worked in."""
     rows: list[dict[str, float]] = []
     worked_in = ""
     for n in range(rounds):
         row = {f"floor {key}": value for key, value in floor(s).items()}
         row["capture"] = capture(s)
+        for other in against:
+            row[f"{other} result.json"], row[f"{other} exit"] = evaluate(s, n, other)
+            shutil.rmtree(s.top / f"results{n}")
         row["result.json"], row["exit"] = evaluate(s, n)
         row["archive copy"], row["archive bytes"] = copy_floor(s.top / f"results{n}/source.tar.gz")
         row["scripts"] = scripts_seconds(s.top / f"results{n}")
@@ -338,7 +344,14 @@ def report_untrusted(found: dict[str, float], rounds: int) -> None:
         )
 
 
-def report(label: str, s: Setup, found: dict[str, float], rounds: int, worked_in: str) -> None:
+def report(
+    label: str,
+    s: Setup,
+    found: dict[str, float],
+    rounds: int,
+    worked_in: str,
+    against: tuple[Path, ...] = (),
+) -> None:
     floor_s = found["floor capture"] + found["floor copies"]
     print(f"{label}: {s.files} files; medians of {rounds}")
     print(f"  the checks worked in {worked_in}")
@@ -358,6 +371,11 @@ def report(label: str, s: Setup, found: dict[str, float], rounds: int, worked_in
     for key in ("result.json", "exit"):
         print(f"  evaluate until {key:11s} {found[key]:6.2f}s = {found[key] / floor_s:.2f}x floor "
               "(target: 0.6x at most)")  # fmt: skip
+    for other in against:
+        for key in ("result.json", "exit"):
+            theirs = found[f"{other} {key}"]
+            print(f"  {other} until {key:11s} {theirs:6.2f}s; this checkout "
+                  f"{found[key]:6.2f}s = {found[key] / theirs:.2f}x")  # fmt: skip
     wait = found["exit"] - found["result.json"]
     print(f"  after result.json the command waits {wait:.2f}s for its archive "
           f"({found['archive bytes'] / 1e6:.0f} MB): {wait / found['archive copy']:.2f}x a kernel "
@@ -387,6 +405,13 @@ def main() -> None:
         "--scale", type=int, default=10, help="the larger tree's factor (10; 0: none)"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout whose evaluate runs in the same rounds (repeatable)",
+    )
     parser.add_argument("--where", type=Path, default=Path("/dev/shm"), help="(/dev/shm)")
     options = parser.parse_args()
     print(f"load average (1/5/15 min) at the start: {load()}; {os.cpu_count()} CPUs")
@@ -402,9 +427,18 @@ def main() -> None:
             setup = prepare(top, count, megabytes, options.seed)
             print(f"{count} files, {megabytes} MB made in {time.perf_counter() - started:.0f}s; "
                   f"{trusted(setup.baseline)}")  # fmt: skip
-            measured, worked_in = measure(setup, options.rounds, with_steps=number == 0)
+            measured, worked_in = measure(
+                setup, options.rounds, with_steps=number == 0, against=tuple(options.against)
+            )
             found.append(measured)
-            report(f"{options.where}, {megabytes} MB", setup, measured, options.rounds, worked_in)
+            report(
+                f"{options.where}, {megabytes} MB",
+                setup,
+                measured,
+                options.rounds,
+                worked_in,
+                tuple(options.against),
+            )
             if number == 0:
                 report_untrusted(measure_untrusted(setup, options.rounds), options.rounds)
     if len(found) == 2:

@@ -237,6 +237,8 @@ async def _run_staged(
 def fresh_copies(task: Task) -> int:
     """How many fresh copies a whole grading of `task` asks for: one for the build and the
     PoCs, one for the functional tests, one for the intent tests (fewer when it stops early).
+    Read by the grading program's plan alone (`ssegrade.program.plan`, `MayRunAhead`): an
+    interpreter learns it from the plan, never beside it.
 
     >>> from ssegrade.task import Files, Scripts
     >>> fresh_copies(Task(id="t", scripts=Scripts(build="b", run="r", test="t"),

@@ -5,7 +5,7 @@ to whoever drives the program (`ssegrade.run.run`) and returns the answer of typ
 answers are `ssegrade.answers`' values, named here too.
 
 Each effect is defined once; the vocabularies are unions composed from a few parts:
-- `ResultsEffect`: what grading says and writes into its results folder;
+- `ResultsEffect`: what grading says (its plan first) and writes into its results folder;
 - `BenchEffect`: the bencher actions; with the results', the grading program's
   (`GradingEffect`), answered by the bencher programs locally or by the daemon over HTTP;
 - `WorkEffect`: what one bencher action is made of (copies, scripts, git); with the results',
@@ -67,6 +67,7 @@ __all__ = [
     "Effect",
     "FreshCopy",
     "GradingEffect",
+    "MayRunAhead",
     "NewSession",
     "Notify",
     "ObserveGuard",
@@ -132,6 +133,24 @@ class TimeLimitReached(SsegradeError):
 
 
 # ---------------------------------------------------------------------------- grading effects
+
+
+@dataclass(frozen=True, slots=True)
+class MayRunAhead(Effect[None]):
+    """The plan, said before anything else: what an interpreter may start before it is asked
+    for, because no script's outcome decides it. `fresh_copies`: the most fresh copies of the
+    grading repo the checks will ask for (0: none may be made ahead); `patch_check`: the
+    captured patch's check against the grading repo may run while its capture is proven;
+    `archive`: the archive of the source tree may start now (the tree no longer changes).
+
+    An interpreter may use it or ignore it (answering None): the grade is the same either way.
+    The real interpreter overlaps that work with the rest; the fake ignores it; traces record
+    it. No interpreter starts work ahead that the plan does not name.
+    """
+
+    fresh_copies: int = 0
+    patch_check: bool = False
+    archive: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,9 +394,12 @@ class ReadDialog(Effect[bytes | None]):
 
 # ---------------------------------------------------------------------------- vocabularies
 
-ResultsEffect = Archive | CheckStarted | CheckFinished | Notify | WriteResult | WriteGuard
-"""What grading says and writes into its results folder: answered where the results are kept
-(`ResultsWriter`), whoever answers the rest."""
+ResultsEffect = (
+    MayRunAhead | Archive | CheckStarted | CheckFinished | Notify | WriteResult | WriteGuard
+)
+"""What grading says (its plan, its progress, its notes) and writes into its results folder:
+answered where the results are kept (`ResultsWriter`), whoever answers the rest; the plan by
+whoever may run ahead (`LocalSystem`), ignored elsewhere."""
 
 BenchEffect = PrepareGrading | Bench | ObserveGuard | RerunPoc
 """The bencher's actions: the bencher programs answer them over a system, or the daemon."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from returns.pipeline import is_successful
 
-from ssegrade.bencher import task_path
+from ssegrade.bencher import fresh_copies, task_path
 from ssegrade.checks import Check, CheckSpec, grading_order
 from ssegrade.effects import (
     ApplyError,
@@ -22,6 +22,7 @@ from ssegrade.effects import (
     CheckFinished,
     CheckRecord,
     CheckStarted,
+    MayRunAhead,
     Notify,
     PrepareGrading,
     ScriptNotStarted,
@@ -45,7 +46,7 @@ from ssegrade.verdict import (
     ended,
 )
 
-__all__ = ["GradeOptions", "Seen", "SignalArrived", "crashed", "grade"]
+__all__ = ["GradeOptions", "Seen", "SignalArrived", "crashed", "grade", "plan"]
 
 
 class SignalArrived(SsegradeError):
@@ -185,8 +186,20 @@ async def _say_end(result: EvaluationResult, ending: Ending) -> None:
             await Notify(f"the end of grading not recorded: {exc}")
 
 
+def plan(task: Task) -> MayRunAhead:
+    """What grading `task` lets an interpreter start ahead: the fresh copies its checks ask
+    for (`ssegrade.bencher.fresh_copies`), the patch check, the archive (always written).
+
+    >>> from ssegrade.task import Files, Scripts
+    >>> plan(Task(id="t", scripts=Scripts(run="r"), files=Files(poc=("p",))))
+    MayRunAhead(fresh_copies=1, patch_check=True, archive=True)
+    """
+    return MayRunAhead(fresh_copies(task), patch_check=True, archive=True)
+
+
 async def grade(options: GradeOptions, seen: Seen | None = None) -> EvaluationResult:
     """Grade the captured patch and write `result.json`; always returns the document written.
+    Its first effect is its `plan`: what may run ahead.
 
     A time limit, an interrupt or an exception during the checks keeps the checks that
     finished, and a failed one among them decides the grade; the archive and the result are
@@ -200,6 +213,7 @@ async def grade(options: GradeOptions, seen: Seen | None = None) -> EvaluationRe
     log.pocs = tuple(task_path(options.folder, p) for p in options.task.files.poc)
     ending: Ending
     try:
+        await plan(options.task)
         ending = await _checks(options, log)
     except TimeLimitReached as spent:
         ending = TimedOut(spent.seconds)

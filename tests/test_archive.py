@@ -18,8 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreters.real import archive_child, files
-from interpreters.real.files import archive, split_archive, start_archive
+from interpreters.real.archive import (
+    ARCHIVE_LEVEL,
+    CACHE_NAME,
+    archive,
+    record_archive_cache,
+    split,
+    start_archive,
+)
+from interpreters.real.archive import child as archive_child
 
 
 class Swap(Exception):
@@ -195,7 +202,7 @@ def test_split_units_cover_each_folder_once_in_archive_order(
     every = {()} | {names[:depth] for names in folders for depth in range(1, len(names) + 1)}
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        parts = split_archive.units(fd, budget)
+        parts = split.units(fd, budget)
     finally:
         os.close(fd)
 
@@ -207,7 +214,7 @@ def test_split_units_cover_each_folder_once_in_archive_order(
         assert len(above) + (names in alone) == 1, (names, parts)
     assert alone | whole <= every
     if budget == 1:
-        assert parts == [split_archive.Unit((), True)]
+        assert parts == [split.Unit((), True)]
 
 
 def test_a_stopped_split_archive_leaves_no_worker_and_no_file(tmp_path: Path) -> None:
@@ -284,7 +291,7 @@ def baseline_of(source: Path, into: Path) -> Path:
     """A baseline folder holding the archive cache of `source`, as `ssegrade baseline`
     records it."""
     into.mkdir()
-    files.record_archive_cache(source, into, level=files.ARCHIVE_LEVEL).unwrap()
+    record_archive_cache(source, into, level=ARCHIVE_LEVEL).unwrap()
     return into
 
 
@@ -293,7 +300,7 @@ def agent_edits(source: Path) -> None:
     (source / "a" / "new.txt").write_text("added")
 
 
-many_cpus = pytest.mark.skipif(split_archive.PROCESSES < 2, reason="one CPU: nothing split")
+many_cpus = pytest.mark.skipif(split.PROCESSES < 2, reason="one CPU: nothing split")
 
 
 @many_cpus
@@ -313,14 +320,14 @@ def test_a_child_told_the_tree_begins_before_its_job_and_writes_the_same_archive
         with contextlib.suppress(ProcessLookupError):  # a worker done meanwhile
             assert os.sched_getscheduler(pid) == os.SCHED_IDLE
 
-    started = start_archive(tree, tmp_path / "ahead.tar.gz", baseline / files.CACHE_NAME)
+    started = start_archive(tree, tmp_path / "ahead.tar.gz", baseline / CACHE_NAME)
 
     assert started.process.pid == warm.process.pid
     assert "reused from the baseline's archive cache" in str(started.finish(60).unwrap())
     archive(tree, tmp_path / "alone.tar.gz").unwrap()
     alone = gzip.decompress((tmp_path / "alone.tar.gz").read_bytes())
     assert gzip.decompress((tmp_path / "ahead.tar.gz").read_bytes()) == alone
-    assert os.listdir(baseline) == [files.CACHE_NAME]  # its spools had no name
+    assert os.listdir(baseline) == [CACHE_NAME]  # its spools had no name
 
 
 @many_cpus
@@ -347,7 +354,7 @@ def test_a_child_told_another_archive_writes_the_one_its_job_asks_for(
         other.rename(tree)
         (tree / "plain.txt").write_text("in the swapped tree")
 
-    started = start_archive(tree, tmp_path / "written.tar.gz", baseline / files.CACHE_NAME)
+    started = start_archive(tree, tmp_path / "written.tar.gz", baseline / CACHE_NAME)
 
     assert started.process.pid == warm.process.pid
     started.finish(60).unwrap()
@@ -367,7 +374,7 @@ def test_a_child_told_the_tree_but_never_given_its_job_ends_quietly(
     out, err = child.process.communicate(timeout=30)
     assert (child.process.returncode, out, err) == (0, b"", b"")
     assert wait_for(lambda: not in_group(child.process.pid))
-    assert os.listdir(baseline) == [files.CACHE_NAME]
+    assert os.listdir(baseline) == [CACHE_NAME]
 
 
 def test_a_child_never_given_its_job_ends_quietly() -> None:
@@ -393,9 +400,9 @@ def test_a_folder_swapped_while_the_tree_is_cut_is_a_part_still(
     try:
         with monkeypatch.context() as patched:
             patched.setattr(os, "open", swapped)
-            parts = split_archive.units(fd, 100)
+            parts = split.units(fd, 100)
     finally:
         os.close(fd)
 
-    assert split_archive.Unit(("b",), True) in parts
+    assert split.Unit(("b",), True) in parts
     assert [unit.names for unit in parts] == sorted(unit.names for unit in parts)

@@ -27,7 +27,7 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
-from interpreters.real.results import ResultsWriter
+from interpreters.real.resultsfolder.writer import ResultsWriter
 from ssegrade import EvaluationResult, RuntimeResult, TimeLimitReached
 from ssegrade.effects import Archive, WriteResult
 from ssegrade.program import GradeOptions, grade
@@ -174,7 +174,9 @@ def test_through_the_daemon_the_grade_is_written_before_the_archive(tmp_path: Pa
 
 def _said(caplog: pytest.LogCaptureFixture) -> list[str]:
     """The lines the results writer said (its log records)."""
-    return [r.getMessage() for r in caplog.records if r.name == "interpreters.real.results"]
+    return [
+        r.getMessage() for r in caplog.records if r.name == "interpreters.real.resultsfolder.writer"
+    ]
 
 
 def _writer(tmp_path: Path, check: Callable[[], None]) -> tuple[ResultsWriter, Path]:

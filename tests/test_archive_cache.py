@@ -1,4 +1,4 @@
-"""The baseline's archive cache (`interpreters.real.files.archive_cache`) on real trees.
+"""The baseline's archive cache (`interpreters.real.archive.cache`) on real trees.
 
 The cache is recorded on an aged tree (an entry changed in the second of the walk or the one
 before is never reused), an agent edits the tree with stat tricks (content changed with size
@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interpreters.real import files
-from interpreters.real.files import archive_cache
+from interpreters.real.archive import archive, start_archive
+from interpreters.real.archive import cache as archive_cache
 from tests.gittrees import Pool, age, early, edit, edits
 
 pytestmark = pytest.mark.slow
@@ -51,9 +51,9 @@ def archives(source: Path, cache: Path, out: Path) -> tuple[bytes, bytes, str | 
     """The tar streams of an archive written with the cache and of a fresh one, and what the
     cached one said; the archive written with the cache by three workers at once
     (`split_archive`) must be that same stream, and say how much it reused too."""
-    said = files.archive(source, out / "cached.tar.gz", cache=cache).unwrap()
-    files.archive(source, out / "fresh.tar.gz").unwrap()
-    split = files.start_archive(source, out / "split.tar.gz", cache, processes=3)
+    said = archive(source, out / "cached.tar.gz", cache=cache).unwrap()
+    archive(source, out / "fresh.tar.gz").unwrap()
+    split = start_archive(source, out / "split.tar.gz", cache, processes=3)
     split_said = split.finish(timeout=120).unwrap()
     assert (split_said is None) == (said is None)
     cached = tar_of(out / "cached.tar.gz")
@@ -141,7 +141,7 @@ def test_an_entry_is_settled_only_well_before_the_walk(ctime: int, before: int) 
 
 def test_without_a_cache_nothing_is_said(tmp_path: Path) -> None:
     source = big_tree(tmp_path / "src", folders=1, each=3)
-    said = files.archive(source, tmp_path / "a.tar.gz", cache=tmp_path / "none").unwrap()
+    said = archive(source, tmp_path / "a.tar.gz", cache=tmp_path / "none").unwrap()
     assert said is None
 
 
@@ -242,5 +242,5 @@ def test_the_baseline_command_records_it_and_evaluate_reuses_it(tmp_path: Path) 
     notes = (tmp_path / "results" / "logs" / "notes.log").read_text()
     assert "reused from the baseline's archive cache" in notes
     fresh = tmp_path / "fresh.tar.gz"
-    files.archive(source, fresh).unwrap()
+    archive(source, fresh).unwrap()
     assert tar_of(tmp_path / "results" / "source.tar.gz") == tar_of(fresh)

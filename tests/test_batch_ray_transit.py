@@ -24,12 +24,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interpreters.batch.folders import RunFolders
 from interpreters.batch.landing import Arrival, TransitError
 from interpreters.batch.transit import CHUNK, Piece, grade_on_node, pieces, relocate_checks
 from interpreters.batch.work import Done, Work
 from interpreters.real.files import remove_tree
-from interpreters.real.holding import Hold
+from interpreters.real.resultsfolder.holding import Hold
+from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner.guardian import owner_tag
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
 from ssegrade.request import Graded, Request

@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.real.files.compression import _PIECE, _level, gzip_members
+from interpreters.real.archive.compression import _PIECE, _level, gzip_members
 
 _SOURCE = b"""def parse(line: str) -> tuple[str, str]:
     key, _, value = line.partition("=")

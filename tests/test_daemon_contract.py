@@ -32,7 +32,7 @@ from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem, Places
-from interpreters.real.results import ResultsWriter
+from interpreters.real.resultsfolder.writer import ResultsWriter
 from interpreters.real.runner import resolve_runner
 from interpreters.real.taskfolder import load_task
 from ssegrade import (

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.batch.folders import RunFolders
 from interpreters.batch.landing import Arrival
 from interpreters.engine.ingest import ingest
-from interpreters.real.holding import Hold
+from interpreters.real.resultsfolder.holding import Hold
+from interpreters.real.resultsfolder.runs import RunFolders
 from ssegrade import EvaluationResult, RuntimeResult
 from ssegrade.batch.containers import RESULTS_AT
 

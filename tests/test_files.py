@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.real.files import archive, atomic_write, fresh_copy, remove_later, remove_tree
+from interpreters.real.archive import archive
+from interpreters.real.files import atomic_write, fresh_copy, remove_later, remove_tree
 from interpreters.real.files.data import copy_data
 
 ROOT = os.geteuid() == 0

@@ -77,7 +77,7 @@ def test_an_older_guard_json_still_reads() -> None:
 
 
 def test_the_checks_record_says_how_sure_each_flag_is_and_where() -> None:
-    from interpreters.real.results import guard_record
+    from interpreters.real.resultsfolder.writer import guard_record
 
     patch = make_patch([Edit("src/x.c", (), (b"void f(void) { signal(SIGSEGV, h); }",))])
     record = guard_record(guard_report(patch, TASK, None), "/results/guard.json")

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreters.app.setup.folders import RESULTS_ENTRIES
-from interpreters.real import holding, resultsfolder
+from interpreters.real import resultsfolder
+from interpreters.real.resultsfolder import RESULTS_ENTRIES, holding
 from tests.realtask import FIX, make_task, ssegrade
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the results folder is root's")

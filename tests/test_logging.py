@@ -11,7 +11,7 @@ import pytest
 
 from interpreters.cli.progress import CheckProgress
 from interpreters.real.logs import RUNNING, level_of, speaking
-from interpreters.real.results import ResultsWriter
+from interpreters.real.resultsfolder.writer import ResultsWriter
 from ssegrade.effects import CheckFinished, CheckRecord, CheckStarted, Notify
 
 

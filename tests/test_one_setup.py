@@ -134,7 +134,9 @@ def test_the_python_api_grades_through_the_set_up_and_logs_only(
         r for r in caplog.records if r.levelno == logging.DEBUG and r.name.endswith("prepare")
     ]
     assert [SET_UP.search(r.getMessage()) is not None for r in set_up] == [True]
-    checks = [r.getMessage() for r in caplog.records if r.name == "interpreters.real.results"]
+    checks = [
+        r.getMessage() for r in caplog.records if r.name == "interpreters.real.resultsfolder.writer"
+    ]
     assert "build: running…" in checks
     assert any(line.startswith("poc ") and ": passed (" in line for line in checks)
     assert capsys.readouterr() == ("", "")  # no handler was attached: nothing is printed

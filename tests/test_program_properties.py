@@ -78,6 +78,11 @@ def checks_run(world: Recording) -> list[tuple[Bench, ScriptResult]]:
     ]
 
 
+def prepared_answer(world: Recording) -> object:
+    """What `PrepareGrading` was answered (the program says its plan before it)."""
+    return world.answers[[type(e) for e in world.trace].index(PrepareGrading)]
+
+
 def limit_hit(world: Recording) -> bool:
     """Whether the time limit was drawn in place of an answer."""
     return any(isinstance(a, TimeLimitReached) for a in world.answers)
@@ -124,7 +129,7 @@ def test_checks_follow_the_pipeline(task: Task, data: st.DataObject) -> None:
     actual = [(b.action, b.poc) for b, _ in benches]
     build_failed = bool(benches) and benches[0][0].action == "build" and benches[0][1].code != 0
     interrupted = limit_hit(world) or crashed(world)
-    prepared = world.answers[0]
+    prepared = prepared_answer(world)
     if not isinstance(prepared, Success):
         assert actual == []
         assert not benches
@@ -143,7 +148,7 @@ def test_every_check_is_recorded(task: Task, data: st.DataObject) -> None:
     world, _ = _grade(task, data)
     records = [e.record for e in world.trace if isinstance(e, CheckFinished)]
     records = [r for r in records if r.name != "end"]  # how grading ended: tested below
-    prepared = world.answers[0]
+    prepared = prepared_answer(world)
     recorded = isinstance(prepared, Success) or (
         isinstance(prepared, Failure) and isinstance(prepared.failure(), ApplyError)
     )
@@ -165,7 +170,7 @@ def test_document_matches_what_was_observed(task: Task, data: st.DataObject) -> 
     world, result = _grade(task, data)
     patch = result.patch_result
     answers = {(b.action, b.poc): a.code == 0 for b, a in checks_run(world)}
-    prepared = world.answers[0]
+    prepared = prepared_answer(world)
     if isinstance(prepared, Failure) and isinstance(prepared.failure(), ApplyError):
         assert (patch.status, patch.error_msg) == ("failed", "Patch apply failed")
         return
@@ -233,7 +238,7 @@ def test_a_failed_check_decides_whatever_ends_grading(task: Task, data: st.DataO
 
 
 def _capture_failed(world: Recording) -> bool:
-    prepared = world.answers[0]
+    prepared = prepared_answer(world)
     return isinstance(prepared, Failure) and isinstance(prepared.failure(), CaptureError)
 
 

@@ -20,10 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.app.setup import RESULTS_ENTRIES
-from interpreters.real import holding
-from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld
-from interpreters.real.private import FolderRefused, make_private, open_below, read_trusted
-from interpreters.real.resultsfolder import DAEMON_OWN, NotReady, hold
+from interpreters.real.resultsfolder import DAEMON_OWN, NotReady, hold, holding
+from interpreters.real.resultsfolder.holding import INCOMPLETE, LOCK, FolderHeld
+from interpreters.real.resultsfolder.private import (
+    FolderRefused,
+    make_private,
+    open_below,
+    read_trusted,
+)
 from interpreters.real.runner import resolve_runner
 from interpreters.real.untrusted import NotReadable, read_regular
 
@@ -157,7 +161,8 @@ def test_only_the_claimers_token_joins_a_shared_hold(scratch: Path) -> None:
 def test_a_process_killed_holds_nothing(scratch: Path) -> None:
     folder = fresh(scratch)
     code = (
-        "import os, sys; from pathlib import Path; from interpreters.real import holding; "
+        "import os, sys; from pathlib import Path; "
+        "from interpreters.real.resultsfolder import holding; "
         "p = Path(sys.argv[1]); "
         "h = holding.claim(os.open(p, os.O_RDONLY | os.O_DIRECTORY), p, 'x'); h.share(); "
         "print('held', flush=True); sys.stdin.read()"

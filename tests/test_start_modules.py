@@ -28,7 +28,6 @@ LIGHT = {
     "interpreters",
     "interpreters.real",
     "interpreters.real.logs",
-    "interpreters.real.archive_child",  # evaluate's archive child, started first (entry.py)
     "interpreters.daemon",
     "interpreters.daemon.binding",  # the daemon's admin socket, bound first (entry.py)
     "interpreters.daemon.starting",  # and answered at once (standard library only)

@@ -194,12 +194,13 @@ def test_a_program_ending_early_or_late_diverges() -> None:
 
 def test_reports_are_not_matched_but_questions_are() -> None:
     interpreter = Replay(_trace(_record(FakeWorld(patch=PATCH), FULL)[0]))
-    first, second = interpreter.trace.steps[:2]
+    plan, first, second = interpreter.trace.steps[:3]
+    assert interpreter(plan.effect) is None
     assert isinstance(second.effect, CheckFinished)
     assert interpreter(first.effect) is first.answer
     other = replace(second.effect.record, exit_code=5, passed=False)
     assert interpreter(CheckFinished(other)) is None  # what the program reports may change
-    with pytest.raises(Diverged, match=r"step 2: .* asks for Notify, the trace holds CheckStarted"):
+    with pytest.raises(Diverged, match=r"step 3: .* asks for Notify, the trace holds CheckStarted"):
         interpreter(Notify("x"))
     with pytest.raises(Diverged, match=r"asks for Bench\(action='build', poc=None\)"):
         Replay(interpreter.trace)(Bench("build"))
@@ -307,8 +308,9 @@ def test_the_format_is_json_lines_with_a_versioned_header() -> None:
     assert (records[0]["format"], records[0]["version"]) == ("ssegrade-trace", 1)
     assert records[-1]["kind"] == "end"
     assert [r["step"] for r in records[1:-1]] == list(range(len(records) - 2))
-    assert records[1]["kind"] == "PrepareGrading"
-    assert set(records[1]["answer"]) == {"ok"}
+    assert records[1]["kind"] == "MayRunAhead"
+    assert records[2]["kind"] == "PrepareGrading"
+    assert set(records[2]["answer"]) == {"ok"}
     archive = next(r for r in records if r["kind"] == "Archive")
     assert archive["answer"] == {"error": {"message": "full"}}
 
@@ -330,7 +332,7 @@ def test_every_truncation_is_one_clear_error() -> None:
         (lambda r: [r[1], *r[1:]], "trace line 1: not an ssegrade trace"),
         (lambda r: [{**r[0], "version": 2}, *r[1:]], "format version 2; this ssegrade reads 1"),
         (lambda r: [r[0], {**r[1], "kind": "Launch"}, *r[2:]], "trace line 2: Input tag 'Launch'"),
-        (lambda r: [r[0], {**r[1], "answer": 3}, *r[2:]], "trace line 2: PrepareGrading.answer"),
+        (lambda r: [*r[:2], {**r[2], "answer": 3}, *r[3:]], "trace line 3: PrepareGrading.answer"),
         (
             lambda r: [r[0], {**r[1], "raised": {"exception": "TimeLimitReached", "seconds": 1}}],
             "either an answer or a raised exception",
@@ -358,7 +360,7 @@ def test_a_step_answer_is_checked_against_its_effect() -> None:
 
 def test_patch_bytes_survive_the_trace() -> None:
     trace = _round_trip(_trace(_record(FakeWorld(patch=PATCH), FULL)[0]))
-    prepared = trace.steps[0].answer
+    prepared = trace.steps[1].answer
     assert isinstance(prepared, Success)
     assert prepared.unwrap().patch == PATCH
 

@@ -98,7 +98,7 @@ def test_a_recorded_grading_replays_to_its_verdict_and_an_edit_changes_it(
     diverged = tmp_path / "diverged.trace"
     write(diverged, lines)
     assert (
-        "step 5: the grading program asks for Archive(), the trace holds CheckStarted: "
+        "step 6: the grading program asks for Archive(), the trace holds CheckStarted: "
         "the rules changed in a way that needs a new grading"
     ) in one_error_line(ssegrade("replay", str(diverged)))
 

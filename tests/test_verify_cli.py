@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from interpreters.real.results import ResultsWriter
+from interpreters.real.resultsfolder.writer import ResultsWriter
 from ssegrade.effects import CheckFinished, CheckRecord
 from tests.realtask import FIX, shell_task, ssegrade
 

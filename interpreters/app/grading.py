@@ -50,7 +50,6 @@ from ssegrade import (
     run,
 )
 from ssegrade import grade as grading_program
-from ssegrade.bencher import fresh_copies
 from ssegrade.checks import scripts_after
 from ssegrade.effects import CheckFinished, CheckRecord, Notify, WriteGuard
 from ssegrade.guard_document import GuardReport
@@ -188,7 +187,6 @@ def _run(
         deadline=deadline,
         script_timeout=request.limits.script_timeout,
         ahead=True,
-        copies=fresh_copies(task),
         later=lambda label: scripts_after(task.checks, len(task.files.poc), label),
         env=scripts.env,
         memory=scripts.memory,

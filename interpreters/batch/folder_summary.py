@@ -14,8 +14,8 @@ import os
 
 from returns.result import Success
 
-from interpreters.batch.folders import RunFolders
-from interpreters.real.private import read_trusted
+from interpreters.real.resultsfolder.private import read_trusted
+from interpreters.real.resultsfolder.runs import RunFolders
 from ssegrade.batch.summary import (
     BatchCommand,
     BatchSummary,

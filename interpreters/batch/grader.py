@@ -27,18 +27,18 @@ from interpreters.batch.engines import (
     Work,
     make_engine,
 )
-from interpreters.batch.folders import (
+from interpreters.batch.jobs import Planned
+from interpreters.batch.progress import Reporter
+from interpreters.real.resultsfolder.holding import FolderHeld, Hold
+from interpreters.real.resultsfolder.private import FolderRefused
+from interpreters.real.resultsfolder.runs import (
     SUMMARY,
     Found,
     RunFolders,
     summary_error_kind,
     summary_status,
 )
-from interpreters.batch.jobs import Planned
-from interpreters.batch.progress import Reporter
-from interpreters.real.holding import FolderHeld, Hold
-from interpreters.real.private import FolderRefused
-from interpreters.real.results import GUARD_NAME, parse_guard
+from interpreters.real.resultsfolder.writer import GUARD_NAME, parse_guard
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document

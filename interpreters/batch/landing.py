@@ -5,7 +5,7 @@ Interpreter layer (files). The pieces a node sends (`interpreters.batch.transit`
 written into the held run folder by its descriptor, with the trust rules of a local
 grading: a path must name an entry a run folder holds (never `summary.json`, `.lock` or
 `.incomplete`, never `..`), folders on the way are opened without following a link and must
-be private (`interpreters.real.private.open_below`), each file is written under a temporary
+be private (`resultsfolder.private.open_below`), each file is written under a temporary
 name (`O_EXCL`, `O_NOFOLLOW`), synced and renamed over its own once whole: a reader sees a
 whole file or none. A piece is written as it comes: the driver holds one piece of a grading
 at a time, never a whole file. A grading lost on its way (its worker or node died, a piece
@@ -21,11 +21,11 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from interpreters.batch.folders import RUN_ENTRIES, SUMMARY
 from interpreters.batch.transit import CHUNK, Piece
 from interpreters.batch.work import Work
-from interpreters.real.holding import INCOMPLETE, LOCK, Hold
-from interpreters.real.private import FolderRefused, open_below
+from interpreters.real.resultsfolder.holding import INCOMPLETE, LOCK, Hold
+from interpreters.real.resultsfolder.private import FolderRefused, open_below
+from interpreters.real.resultsfolder.runs import RUN_ENTRIES, SUMMARY
 from ssegrade import EvaluationResult, RuntimeResult
 from ssegrade.errors import SsegradeError
 from ssegrade.verdict import Crashed, not_graded

@@ -40,7 +40,6 @@ from interpreters.batch.engines import (
     make_container_engine,
 )
 from interpreters.batch.folder_summary import BATCH_SUMMARY, write_folder_summary
-from interpreters.batch.folders import Found, RunFolders
 from interpreters.batch.grader import BatchGrader, JobOutcome, Retry
 from interpreters.batch.jobs import (
     JobProblem,
@@ -54,8 +53,9 @@ from interpreters.batch.jobs import (
     validate_jobs,
 )
 from interpreters.batch.progress import Reporter, make_reporter
-from interpreters.real.holding import INCOMPLETE
-from interpreters.real.private import FolderRefused
+from interpreters.real.resultsfolder.holding import INCOMPLETE
+from interpreters.real.resultsfolder.private import FolderRefused
+from interpreters.real.resultsfolder.runs import Found, RunFolders
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import Job, Tally, engine_problems

@@ -20,10 +20,10 @@ import stat
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 
-from interpreters.batch.folders import RunFolders
 from interpreters.batch.work import Done, GradeFunction, Work, run_work
-from interpreters.real.holding import INCOMPLETE, LOCK
-from interpreters.real.private import DIR_FLAGS
+from interpreters.real.resultsfolder.holding import INCOMPLETE, LOCK
+from interpreters.real.resultsfolder.private import DIR_FLAGS
+from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner import release_scratch, scratch_folder
 from interpreters.real.runner.processes import kill_owned
 

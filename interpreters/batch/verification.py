@@ -32,7 +32,6 @@ from interpreters.batch.engines import (
     make_engine,
 )
 from interpreters.batch.evidence import log_head
-from interpreters.batch.folders import FolderHeld, FolderRefused, RunFolders
 from interpreters.batch.jobs import BadJobs, check_runner, task_repo
 from interpreters.batch.staging import TaskCopyFailed, staged_tasks
 from interpreters.batch.verify_cheats import task_cheats
@@ -42,7 +41,8 @@ from interpreters.batch.verify_report import (
     TaskVerification,
     VerifyReport,
 )
-from interpreters.real.holding import Hold
+from interpreters.real.resultsfolder.holding import Hold
+from interpreters.real.resultsfolder.runs import FolderHeld, FolderRefused, RunFolders
 from interpreters.real.runner import Runner
 from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.taskfolder import load_task

@@ -243,7 +243,7 @@ def evaluate_through_daemon(
     from interpreters.app.setup import graded  # noqa: PLC0415
     from interpreters.daemon.client import DaemonClient  # noqa: PLC0415 - see the imports
     from interpreters.daemon.remote import RemoteGrading  # noqa: PLC0415
-    from interpreters.real.results import ResultsWriter  # noqa: PLC0415
+    from interpreters.real.resultsfolder.writer import ResultsWriter  # noqa: PLC0415
     from ssegrade.program import GradeOptions, Seen, grade  # noqa: PLC0415
     from ssegrade.run import Deadline, run  # noqa: PLC0415
 

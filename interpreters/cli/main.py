@@ -76,7 +76,7 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
     from returns.pipeline import is_successful  # noqa: PLC0415 - each command imports its own
 
     from interpreters.app.setup import InputError, keep_repo_copy  # noqa: PLC0415
-    from interpreters.real import files, git  # noqa: PLC0415
+    from interpreters.real import archive, files, git  # noqa: PLC0415
 
     recorded = git.record_baseline(source, into)
     if not is_successful(recorded):
@@ -90,7 +90,7 @@ def baseline(source: Path, into: Path, no_repo: bool) -> None:
             raise InputError(
                 f"cannot copy {source} into {base.path}: {exc.strerror or exc}"
             ) from exc
-    cached = files.record_archive_cache(source.absolute(), base.path, level=files.ARCHIVE_LEVEL)
+    cached = archive.record_archive_cache(source.absolute(), base.path, level=archive.ARCHIVE_LEVEL)
     if not is_successful(cached):
         _log.warning("%s (each archive will be written whole)", cached.failure())
     kept = "" if no_repo else f", tree copied to {base.path / git.REPO_COPY}"

@@ -29,7 +29,7 @@ from typing import Any, assert_never
 from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
-from interpreters.real.private import trusted
+from interpreters.real.resultsfolder.private import trusted
 from ssegrade.effects import Bench, Effect, ObserveGuard, Prepared, PrepareError, PrepareGrading
 from ssegrade.preview import SpillLog
 from ssegrade.protocol import decode_patch, prepared_result

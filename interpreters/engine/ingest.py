@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from interpreters.batch.landing import Arrival, TransitError
 from interpreters.batch.transit import pieces
-from interpreters.real.private import DIR_FLAGS
+from interpreters.real.resultsfolder.private import DIR_FLAGS
 from ssegrade import EvaluationResult
 from ssegrade.batch.containers import RESULTS_AT
 

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from returns.pipeline import is_successful
 
 from interpreters.real.objects import read_start
-from interpreters.real.results import read_guard
+from interpreters.real.resultsfolder.writer import read_guard
 from ssegrade.effects import CheckRecord
 from ssegrade.guard_document import GuardReport
 

@@ -1,11 +1,12 @@
 """Work ahead (interpreter layer): what the evaluator does off the critical path.
 
-The evaluator's trees do not change while it grades, so work that no script's outcome decides
-is done in the background: the next check's fresh copy (patch applied) while a script runs,
-the patch check against the grading repo while the proof runs (the archive of the source tree,
-started at the end of the capture, is `ResultsWriter`'s). Discarded trees are removed at the
-end. Copies made ahead and trees on their way out wait in a private folder under names no one
-can guess. The order of checks, their results and logs are the same as without working ahead.
+The evaluator's trees do not change while it grades, so work that no script's outcome decides is
+done in the background, as far as the grading program's plan allows (`MayRunAhead`): the next
+check's fresh copy (patch applied) while a script runs, the patch check against the grading repo
+while the proof runs (the archive of the source tree is `ResultsWriter`'s). Discarded trees are
+removed at the end. Copies made ahead and trees on their way out wait in a private folder under
+names no one can guess. The order of checks, their results and logs are the same as without
+working ahead.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class WorkAhead:
     check: Callable[[], None]
     left: Callable[[], float | None]
     note: Callable[[str], None]
-    planned: int | None = None
-    """The fresh copies grading will ask for (None: unknown): none is made ahead beyond."""
+    planned: int = 0
+    """The fresh copies grading will ask for, as its plan says (`MayRunAhead`): none is made
+    ahead beyond, and none at all before the plan names any."""
     _pool: ThreadPoolExecutor = field(init=False)
     _taken: int = field(init=False, default=0)
     _prefetched: _Job | None = field(init=False, default=None)
@@ -95,7 +97,7 @@ class WorkAhead:
     def prefetch(self, patch: bytes | None) -> None:
         """Start the next fresh copy (with `patch`, if known yet) unless one is on its way or
         grading will ask for no more."""
-        if self._prefetched is not None or self._taken >= (self.planned or 1 << 30):
+        if self._prefetched is not None or self._taken >= self.planned:
             return
         path = self.private / f"copy-{secrets.token_hex(16)}"
         stop = threading.Event()

@@ -1,12 +1,13 @@
 """The local real interpreter: answers system effects with git, copies, processes and files.
 
 Interpreter layer. Wrap it with `ssegrade.bencher_interpreter` to answer grading effects too;
-the evaluator and the daemon both do. It bounds its blocking work by the run loop's
-`Deadline`: every git command is killed when it is reached, copies and the archive check it
-between batches, scripts get the time left. With `ahead` (the evaluator, whose trees do not
-change while it grades) it hands what no script decides to `WorkAhead`, and its checks work in
-copy-on-write views where the kernel allows (`Workspaces`); what it writes into the results
-folder goes through `ResultsWriter`.
+the evaluator and the daemon both do. It bounds its blocking work by the run loop's `Deadline`:
+every git command is killed when it is reached, copies and the archive check it between batches,
+scripts get the time left. With `ahead` (the evaluator, whose trees do not change while it
+grades) it hands what no script decides to `WorkAhead`, as far as the program's plan allows
+(`MayRunAhead`: it guesses nothing from the other effects), and its checks work in copy-on-write
+views where the kernel allows (`Workspaces`); what it writes into the results folder goes
+through `ResultsWriter`.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from typing import Any, assert_never
 from returns.pipeline import is_successful
 from returns.result import Failure, Result
 
-from interpreters.real import files, git
+from interpreters.real import archive, files, git
 from interpreters.real.ahead import WorkAhead
 from interpreters.real.objects import answer_observation
-from interpreters.real.results import ResultsWriter
+from interpreters.real.resultsfolder.writer import ResultsWriter
 from interpreters.real.runner import (
     EnvPolicy,
     LogWriteError,
@@ -49,6 +50,7 @@ from ssegrade.effects import (
     CheckPatch,
     Discard,
     FreshCopy,
+    MayRunAhead,
     NewSession,
     ProvePatch,
     ReadRepoFiles,
@@ -106,9 +108,6 @@ class LocalSystem:
     ahead: bool = False
     later: Callable[[str], int] = lambda label: 0
     """How many task scripts grading runs after the one of a label (`scripts_after`)."""
-    copies: int | None = None
-    """With `ahead`: the fresh copies grading will ask for (`ssegrade.bencher.fresh_copies`),
-    so that none is made ahead in vain."""
     views: bool | None = None
     """Whether checks may work in copy-on-write views of the grading repo instead of fresh
     copies (see `Workspaces`); None: with `ahead`, whose trees do not change while it grades."""
@@ -119,10 +118,12 @@ class LocalSystem:
     _support: SupportFolders = field(init=False)
     _ahead: WorkAhead | None = field(init=False, default=None)
     _trees: Workspaces = field(init=False)
+    _plan: MayRunAhead = field(init=False, default_factory=MayRunAhead)
+    """What the program said may run ahead: nothing until it says."""
 
     def __post_init__(self) -> None:
         baseline = self.places.baseline
-        cache = None if baseline is None else baseline.path / files.CACHE_NAME
+        cache = None if baseline is None else baseline.path / archive.CACHE_NAME
         self._writer = ResultsWriter(self.places.source, self.places.results, self._check, cache)
         for folder in (self.places.results / "logs", self.places.scratch):
             folder.mkdir(parents=True, exist_ok=True)
@@ -152,7 +153,6 @@ class LocalSystem:
                 self._check,
                 self._left,
                 self._writer.note,
-                self.copies,
             )
 
     def log_notes(self, notes: Sequence[str]) -> None:
@@ -237,7 +237,11 @@ class LocalSystem:
     # -------------------------------------------------------------- effects
 
     def __call__(self, effect: Effect[Any]) -> object:
-        """Answer one system effect: the results' with its `ResultsWriter`, the others here."""
+        """Answer one system effect: the plan here, the results' with its `ResultsWriter`, the
+        others here."""
+        if isinstance(effect, MayRunAhead):
+            self._follow(effect)
+            return None
         if isinstance(effect, ResultsEffect):
             if isinstance(effect, Archive) and self._ahead is not None:
                 self._ahead.checks_over()
@@ -287,19 +291,35 @@ class LocalSystem:
             case _:
                 assert_never(effect)
 
+    def _follow(self, plan: MayRunAhead) -> None:
+        """Take the program's plan, when working ahead: the archive's child starts at once,
+        its imports and its walk of the source tree overlapping the capture."""
+        if self._ahead is None:
+            return
+        self._plan = plan
+        self._ahead.planned = plan.fresh_copies
+        baseline = self.places.baseline
+        if plan.archive and baseline is not None:
+            self._writer.warm_archive(baseline.path)
+
     def _capture(self) -> Result[Capture, CaptureError]:
         if self.places.source is None or self.places.baseline is None:
             return Failure(CaptureError("no source tree and baseline to capture"))
         if self._ahead is not None and not self._trees.maybe():
             self._ahead.prefetch(None)  # the copy needs no patch yet: it overlaps the capture
-        if self._ahead is not None:
+        if self._ahead is not None and self._plan.archive:
             # Nothing a grading does touches the source tree: it is already as it will be
             # after grading, and its archive (mostly copied from the baseline's) overlaps all.
             self._writer.start_archive()
         captured = git.capture(self.places.source, self.places.baseline, until=self._until())
         if is_successful(captured) and self._time_left():
             self._trees.patch_known(captured.unwrap().patch)  # a view's layer overlaps the proof
-        if self._ahead is not None and is_successful(captured) and self._time_left():
+        if (
+            self._ahead is not None
+            and self._plan.patch_check
+            and is_successful(captured)
+            and self._time_left()
+        ):
             patch = captured.unwrap().patch
             if patch.strip():  # the check only reads the grading repo: it overlaps the proof
                 self._ahead.start_check(patch, self._git_check)

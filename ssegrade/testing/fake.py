@@ -41,6 +41,7 @@ from ssegrade.effects import (
     CheckStarted,
     Discard,
     FreshCopy,
+    MayRunAhead,
     NewSession,
     Notify,
     ObserveGuard,
@@ -249,6 +250,8 @@ class FakeWorld:
                 if self.objects is not None:
                     return self.objects
                 return ObjectScan(1, tuple((runtime.name, "a.out") for runtime in runtimes))
+            case MayRunAhead():
+                return None  # the fake does everything when asked: nothing to run ahead
             case Archive():
                 if self.archive_error is not None:
                     return Failure(ArchiveError(self.archive_error))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ssegrade.effects import Effect, ObserveGuard, RerunPoc, WriteGuard
+from ssegrade.effects import Effect, MayRunAhead, ObserveGuard, RerunPoc, WriteGuard
 from ssegrade.guard.facts import GuardFacts
 from ssegrade.program import Seen, crashed, grade
 from ssegrade.result import EvaluationResult, RuntimeResult
@@ -61,6 +61,8 @@ class Replay:
         """Answer the next step, or raise `Diverged`."""
         steps = self.trace.steps
         recorded = steps[self.position].effect if self.position < len(steps) else None
+        if isinstance(effect, MayRunAhead) and not isinstance(recorded, MayRunAhead):
+            return None  # a trace from before the plan was said: nothing ran ahead by it
         if isinstance(effect, ObserveGuard | WriteGuard) and type(recorded) is not type(effect):
             # A trace from before the patch guard: the guard observes nothing, writes nothing.
             return GuardFacts() if isinstance(effect, ObserveGuard) else None

@@ -13,7 +13,7 @@ from pathlib import Path
 from returns.pipeline import is_successful
 
 from interpreters.app.setup.errors import InputError
-from interpreters.real import files, git
+from interpreters.real import archive, files, git
 
 __all__ = ["agents_baseline", "daemons_baseline", "grading_repo", "keep_repo_copy"]
 
@@ -80,7 +80,7 @@ def daemons_baseline(
             keep_repo_copy(source, base.path)
         except OSError as exc:
             raise InputError(f"cannot copy {source} as the grading repo: {exc.strerror}") from exc
-    cached = files.record_archive_cache(source, base.path, level=files.ARCHIVE_LEVEL)
+    cached = archive.record_archive_cache(source, base.path, level=archive.ARCHIVE_LEVEL)
     if not is_successful(cached):
         _log.warning("%s (each archive will be written whole)", cached.failure())
     _log.info("baseline recorded: commit %s", base.commit)

@@ -1,8 +1,8 @@
 """The results folder a grading writes: made ready, held while it is written, and not left
 behind empty when grading is refused.
 
-Application layer, over `interpreters.real.resultsfolder`; a folder that cannot be used raises
-`InputError`.
+Application layer, over `interpreters.real.resultsfolder` (which names the entries a grading
+writes, `RESULTS_ENTRIES`); a folder that cannot be used raises `InputError`.
 """
 
 from __future__ import annotations
@@ -12,25 +12,9 @@ from pathlib import Path
 
 from interpreters.app.setup.errors import InputError
 from interpreters.real import resultsfolder
-from interpreters.real.holding import Hold
-from interpreters.real.resultsfolder import AGENT_PHASE
+from interpreters.real.resultsfolder import RESULTS_ENTRIES, Hold
 
 __all__ = ["RESULTS_ENTRIES", "discard_made", "hold_results", "make_results"]
-
-RESULTS_ENTRIES = frozenset(
-    {
-        "result.json",
-        "final.patch",
-        "commits.log",
-        "source.tar.gz",
-        "checks.jsonl",
-        "guard.json",
-        "logs",
-        AGENT_PHASE,
-        "summary.json",
-    }
-)
-"""What a grading writes in its results folder; `--force` clears these and nothing else."""
 
 _KEPT: list[Hold] = []
 """The results folders `make_results` holds until this process ends."""

@@ -17,8 +17,7 @@ from types import FrameType
 from typing import Any
 
 from interpreters.app.setup.errors import Interrupted, NotWritten
-from interpreters.real import holding
-from interpreters.real.resultsfolder import write_result
+from interpreters.real.resultsfolder import holding, write_result
 from interpreters.real.unraisable import signal_again, unraisable_here
 from ssegrade import EvaluationResult, RuntimeResult, verdict
 from ssegrade.program import Seen, SignalArrived, crashed

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interpreters.real import files
-from interpreters.real.private import trusted
+from interpreters.real.resultsfolder.private import trusted
 from ssegrade.errors import SsegradeError
 
 __all__ = [

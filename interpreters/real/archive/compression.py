@@ -1,6 +1,22 @@
 """gzip compression on `WORKERS` threads: a stream written as gzip members compressed at once.
 
 Interpreter side (files); the compression of the source archive (SPEC §6).
+
+Why hand-written, not python-isal's `igzip_threaded`: it was put in this pool's place (its
+threads writing one gzip member per run of fresh tar data, the cache's pieces copied between
+members, the pieces compressed by ISA-L too) and lost. `benchmarks/bench_evaluate.py --against`
+(20,000 files, 200 MB on /dev/shm, 2 CPUs, medians of 3), each checkout twice in the same run,
+alternating (library, this pool, library, this pool) so that a round's order favours neither:
+`evaluate` until it exits 3.36 s and 2.72 s with the library against 2.65 s and 2.32 s with
+this pool (22 % slower on average; the archive is what it waits for after `result.json`, which
+came as soon: 1.43/1.24 s against 1.45/1.18 s). An earlier run on a busier host (load average
+11-18) had it 20 % slower to its exit too (13.26 s against 11.03 s).
+ISA-L's deflate itself is faster than zlib's (32 MB of random bytes in 0.20 s
+at level 1, zlib storing them in 0.30 s); what costs is the shape of this archive: a member
+ends wherever a piece of the baseline's archive cache is copied in and wherever a split worker
+takes its next part of the tree, so the stream is many short members, and each of the
+library's writers starts and joins threads of its own, where this pool keeps its threads for
+the whole archive and stores what deflate cannot halve.
 """
 
 from __future__ import annotations

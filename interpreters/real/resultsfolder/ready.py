@@ -2,10 +2,10 @@
 earlier grade.
 
 Interpreter side (files). `hold` is what `evaluate`, the daemon and `grade_patch` do before
-grading (`interpreters.app.setup` turns its refusals into one line and exit 2): the folder is made
-private (`interpreters.real.private`), held (`interpreters.real.holding`), and refused when it
-holds an earlier grade, unless forced, which clears it in an order that a kill at any moment
-cannot turn into a valid-looking grade. An empty `result.json` made before grading (SSEBench's
+grading (`interpreters.app.setup` turns its refusals into one line and exit 2): the folder is
+made private (`private`), held (`holding`), and refused when it holds an earlier grade, unless
+forced, which clears it in an order that a kill at any moment cannot turn into a
+valid-looking grade. An empty `result.json` made before grading (SSEBench's
 runner makes one, and may bind-mount it) is no earlier grade: when it is a plain regular file,
 `write_result` writes the grade into it in place.
 """
@@ -19,15 +19,17 @@ import stat
 from collections.abc import Collection
 from pathlib import Path
 
-from interpreters.real import files, holding
-from interpreters.real.holding import FolderHeld, Hold
-from interpreters.real.private import FolderRefused, make_private
+from interpreters.real import files
+from interpreters.real.resultsfolder import holding
+from interpreters.real.resultsfolder.holding import FolderHeld, Hold
+from interpreters.real.resultsfolder.private import FolderRefused, make_private
 from ssegrade.errors import SsegradeError
 
 __all__ = [
     "AGENT_PHASE",
     "DAEMON_OWN",
     "DEFAULT_RESULTS",
+    "RESULTS_ENTRIES",
     "NotReady",
     "discard_unused",
     "hold",
@@ -42,6 +44,20 @@ AGENT_PHASE = "agent-phase"
 DAEMON_OWN = frozenset({AGENT_PHASE})
 """What a daemon writes in the results folder it shares, its record of the agent's phase
 (`interpreters.daemon.sessions`): a grading that joins the folder leaves it, even forced."""
+RESULTS_ENTRIES = frozenset(
+    {
+        "result.json",
+        "final.patch",
+        "commits.log",
+        "source.tar.gz",
+        "checks.jsonl",
+        "guard.json",
+        "logs",
+        AGENT_PHASE,
+        "summary.json",
+    }
+)
+"""What a grading writes in its results folder; `--force` clears these and nothing else."""
 
 
 class NotReady(SsegradeError):

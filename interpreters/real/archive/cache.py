@@ -36,9 +36,9 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real.files.compression import ParallelGzip, Span, gzip_members
+from interpreters.real.archive.compression import ParallelGzip, Span, gzip_members
+from interpreters.real.archive.tarstream import Archiver, group_name, user_name
 from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check, write_all
-from interpreters.real.files.tarstream import Archiver, group_name, user_name
 
 __all__ = [
     "CACHE_NAME",

@@ -1,13 +1,13 @@
 """The run folders of a batch, as the driver sees them: found, made ready, held, believed.
 
-Interpreter layer (files). The results folder of a batch is private (`interpreters.real.
-private`): refused when it is a link, another user's, or writable by group or others. Every
-run folder below it is reached one component at a time relative to its parent's descriptor,
-never through a link, each folder checked on its descriptor; nothing is read from it unless it
-is a regular file of ours that no one else may write to. A run folder is written only while the
-driver holds it (`interpreters.real.holding`): `prepare` claims it, marks it incomplete,
-removes `result.json` and `summary.json` first, then the rest, and shares the hold with the
-worker that grades it (`interpreters.app.grading.HeldGrade`, with this batch's token).
+Interpreter layer (files). The results folder of a batch is private (`private`): refused when
+it is a link, another user's, or writable by group or others. Every run folder below it is
+reached one component at a time relative to its parent's descriptor, never through a link,
+each folder checked on its descriptor; nothing is read from it unless it is a regular file of
+ours that no one else may write to. A run folder is written only while the driver holds it
+(`holding`): `prepare` claims it, marks it incomplete, removes `result.json` and
+`summary.json` first, then the rest, and shares the hold with the worker that grades it
+(`interpreters.app.grading.HeldGrade`, with this batch's token).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interpreters.app.setup.folders import RESULTS_ENTRIES
-from interpreters.real import files, holding
+from interpreters.real import files
 from interpreters.real.files.descriptors import write_all
-from interpreters.real.holding import INCOMPLETE, LOCK, FolderHeld, Hold
-from interpreters.real.private import (
+from interpreters.real.resultsfolder import holding
+from interpreters.real.resultsfolder.holding import INCOMPLETE, LOCK, FolderHeld, Hold
+from interpreters.real.resultsfolder.private import (
     DIR_FLAGS,
     FolderRefused,
     make_private,
@@ -34,7 +34,7 @@ from interpreters.real.private import (
     read_trusted,
     trusted,
 )
-from interpreters.real.resultsfolder import AGENT_PHASE
+from interpreters.real.resultsfolder.ready import AGENT_PHASE, RESULTS_ENTRIES
 from ssegrade import Status
 from ssegrade.result import ErrorKind, error_kind_of
 

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from interpreters.real.files.archive_cache import Cache, ReusingArchiver
-from interpreters.real.files.compression import Span, SpooledGzip, copy_span, gzip_members
+from interpreters.real.archive.cache import Cache, ReusingArchiver
+from interpreters.real.archive.compression import Span, SpooledGzip, copy_span, gzip_members
+from interpreters.real.archive.tarstream import END, Archiver
 from interpreters.real.files.descriptors import DIR_FLAGS, Check, write_all
-from interpreters.real.files.tarstream import END, Archiver
 
 __all__ = ["PROCESSES", "SplitArchive", "Unit", "folder_of", "start_split", "units", "write_split"]
 

@@ -1,13 +1,14 @@
 """The archive's child process: started early, given its job once the grading knows it.
 
 Interpreter side (processes). The source archive is written by a child process of the grading
-(`interpreters.real.files.start_archive`), which spends a tenth of a second on its imports
-before it can walk anything. `ssegrade evaluate` starts that child before reading its command
-line (`warm_up`), so that those imports overlap its own; the archive then hands the waiting
-child its job (`hand_over`). Told the source tree and the baseline the command line names,
-the child begins the archive before the job comes, and keeps what it did when the job asks for
-that very archive (the same tree and cache, by name and by inode). A child no job ever reaches
-ends when the grading does. Standard library only: this runs before anything else is imported.
+(`interpreters.real.archive.start_archive`), which spends a tenth of a second on its imports
+before it can walk anything. The real interpreter starts that child as soon as the grading
+program's plan says the archive may run ahead (`MayRunAhead`, `warm_up`), so that those imports
+overlap the set-up; the archive then hands the waiting child its job (`hand_over`). Told the
+source tree and the baseline, the child begins the archive before the job comes, and keeps what
+it did when the job asks for that very archive (the same tree and cache, by name and by inode).
+A child no job ever reaches ends when the grading does. Standard library only, so that it
+starts fast.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from pathlib import Path
 
 __all__ = ["Child", "hand_over", "spawn", "take_warm", "warm_up"]
 
-_CODE = "from interpreters.real.files.archiving import _archive_child; _archive_child()"
-_TOP = Path(__file__).resolve().parents[2]
+_CODE = "from interpreters.real.archive.archiving import _archive_child; _archive_child()"
+_TOP = Path(__file__).resolve().parents[3]
 
 
 @dataclass(slots=True)

@@ -26,10 +26,11 @@ from pydantic import ValidationError
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
-from interpreters.real import files
+from interpreters.real import archive, files
+from interpreters.real.archive import child as archive_child
 from interpreters.real.logs import running
 from interpreters.real.objects import read_start
-from interpreters.real.resultsfolder import write_result
+from interpreters.real.resultsfolder.ready import write_result
 from ssegrade import Effect, TimeLimitReached
 from ssegrade.effects import (
     Archive,
@@ -37,6 +38,7 @@ from ssegrade.effects import (
     CheckFinished,
     CheckRecord,
     CheckStarted,
+    MayRunAhead,
     Notify,
     ResultsEffect,
     WriteGuard,
@@ -149,8 +151,10 @@ class ResultsWriter:
     check: Callable[[], None] = lambda: None
     """Raises `TimeLimitReached` once the grading's deadline has passed: the archive stops."""
     cache: Path | None = None
-    """The baseline's archive cache (`files.CACHE_NAME` in its folder), if there is one."""
-    _archive: files.ArchiveProcess | None = field(init=False, default=None)
+    """The baseline's archive cache (`archive.CACHE_NAME` in its folder), if there is one."""
+    _archive: archive.ArchiveProcess | None = field(init=False, default=None)
+    _warmed: bool = field(init=False, default=False)
+    """Whether this grading started the archive's child ahead (`warm_archive`), not yet taken."""
     _asked: bool = field(init=False, default=False)
     """Whether grading asked for the archive (`Archive` answered that it is under way)."""
 
@@ -163,13 +167,24 @@ class ResultsWriter:
         _log.warning(message)
         self.note(message)
 
+    def warm_archive(self, baseline: Path) -> None:
+        """Start the archive's child now, told the source tree and `baseline` (the folder of
+        the archive cache): it imports and begins the walk while grading goes on, and
+        `start_archive` hands it its job (best effort: nothing when it cannot start)."""
+        if self.source is not None and self._archive is None:
+            archive_child.warm_up(
+                (os.fspath(self.source.absolute()), os.fspath(baseline.absolute()))
+            )
+            self._warmed = True
+
     def start_archive(self) -> None:
         """Start writing the archive of the source tree in a child process, unless one is under
         way or there is no source tree; nothing when it cannot start (`Archive` then writes it
         itself). Only for a tree that no longer changes."""
         if self.source is not None and self._archive is None:
+            self._warmed = False  # the child started ahead, if any, is taken here
             with contextlib.suppress(OSError):
-                self._archive = files.start_archive(
+                self._archive = archive.start_archive(
                     self.source, self.results / ARCHIVE_NAME, self.cache
                 )
 
@@ -199,7 +214,14 @@ class ResultsWriter:
             self.note(said)
 
     def stop_archive(self) -> None:
-        """Stop the archive under way, if any, leaving nothing of it."""
+        """Stop the archive under way, if any, leaving nothing of it; a child started ahead
+        for this grading and never given its job ends too, so that no later archive of this
+        process takes it for its own."""
+        if self._warmed:
+            self._warmed = False
+            unused = archive_child.take_warm()
+            if unused is not None:
+                unused.kill()
         started, self._archive = self._archive, None
         if started is not None:
             started.stop()
@@ -212,6 +234,8 @@ class ResultsWriter:
         if not isinstance(effect, ResultsEffect):
             raise TypeError(f"not an effect the evaluator answers locally: {effect!r}")
         match effect:
+            case MayRunAhead():
+                return None  # what runs ahead is the system's choice (`LocalSystem`)
             case Archive():
                 if self.source is None:  # a recorded patch: no tree to archive, nothing to say
                     return Success(None)
@@ -263,7 +287,7 @@ def archive_whole(
     """Archive `source` to `dest`, stopping when `check` raises: whole or absent; what the
     archive cache `cache` spared, if any."""
     try:
-        archived = files.archive(source, dest, check=check, cache=cache)
+        archived = archive.archive(source, dest, check=check, cache=cache)
     except TimeLimitReached:
         return Failure(ArchiveError("not finished within the time limit"))
     if is_successful(archived):

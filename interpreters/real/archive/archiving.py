@@ -21,12 +21,12 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real import archive_child
-from interpreters.real.files.archive_cache import CACHE_NAME, Cache, ReusingArchiver, open_cache
-from interpreters.real.files.compression import ParallelGzip
+from interpreters.real.archive import child as archive_child
+from interpreters.real.archive.cache import CACHE_NAME, Cache, ReusingArchiver, open_cache
+from interpreters.real.archive.compression import ParallelGzip
+from interpreters.real.archive.split import PROCESSES, SplitArchive, start_split, write_split
+from interpreters.real.archive.tarstream import Archiver
 from interpreters.real.files.descriptors import DIR_FLAGS, WORKERS, Check
-from interpreters.real.files.split_archive import PROCESSES, SplitArchive, start_split, write_split
-from interpreters.real.files.tarstream import Archiver
 
 ARCHIVE_LEVEL = 1
 """gzip level of `source.tar.gz`, where deflate pays (stored elsewhere): the fastest; the
