@@ -31,13 +31,13 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from interpreters.batch.folders import RunFolders
 from interpreters.batch.landing import Landing
 from interpreters.batch.transit import Piece, pieces, relocate_done
 from interpreters.batch.work import Done, Work
 from interpreters.engine.bundle import BundleError, build
 from interpreters.engine.containers import ContainerEngine, ContainerSettings
 from interpreters.engine.images import EngineFailed, Image, Images
+from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner import release_scratch, scratch_folder
 from interpreters.real.runner.options import ScriptOptions
 
