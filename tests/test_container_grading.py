@@ -243,13 +243,15 @@ def test_two_gradings_at_once_in_a_container_take_turns(image: str, work: Path) 
 
 def test_the_daemon_starts_and_grades_in_a_default_container(image: str, work: Path) -> None:
     # As SSEBench's entrypoint: the drop-in starts the daemon with no containment option, the
-    # agent edits its tree, then the evaluator grades through the admin socket.
+    # agent edits its tree once the agent-facing socket exists (the baseline is recorded then;
+    # the root-only admin socket exists sooner), then the evaluator grades through the admin
+    # socket.
     script = (
         f"ln -s {containerkit.BUNDLE_AT}/ssegrade /usr/local/bin/ssegrade; "
         "export SSE_RESULTS=/out/d SSE_ADMIN_SOCKET=/run/ssebench-admin/admin.sock; "
         "mkdir -p -m 700 /run/ssebench-admin; "
         "ssebench-daemon > /out/daemon.txt 2>&1 & daemon=$!; "
-        'for i in $(seq 600); do [ -S "$SSE_ADMIN_SOCKET" ] && break; '
+        'for i in $(seq 600); do [ -S /run/ssebench/daemon.sock ] && break; '
         "kill -0 $daemon || break; sleep 0.2; done; "
         "git -C /src/kvconf apply /ssebench/diffs/patch.diff; "
         'ssegrade evaluate --daemon "$SSE_ADMIN_SOCKET"; '

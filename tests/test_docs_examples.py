@@ -53,6 +53,17 @@ def check_batch(root: Path, out: str) -> None:
     ] == ("passed")
 
 
+def check_entry(root: Path, out: str) -> None:
+    """The one grading entry's record: the document, the containment, a record per check."""
+    status, containment, checks = out.split()
+    assert status == "passed", out
+    assert containment in ("full", "container", "weak"), out
+    assert int(checks) >= 4, out  # build, the PoCs, the functional and intent tests at least
+    assert json.loads((root / "out" / "r2" / "result.json").read_bytes())["patch_result"][
+        "status"
+    ] == ("passed")
+
+
 def check_conformance(_root: Path, out: str) -> None:
     """The third interpreter of docs/testing.md keeps the contract on every scenario."""
     assert out.splitlines() == [
@@ -99,6 +110,7 @@ def my_documents():
 World = tuple[str, Callable[[Path], None], Callable[[Path, str], None] | None]
 WORLDS: dict[tuple[str, int], World] = {
     ("batch.md", 0): ("", batch_world, check_batch),
+    ("batch.md", 1): ("from pathlib import Path\n", batch_world, check_entry),
     ("architecture.md", 0): (GRADING_PRELUDE, lambda _root: None, None),
     ("report.md", 0): (REPORT_PRELUDE, lambda _root: None, None),
     ("testing.md", 0): ("", lambda _root: None, check_conformance),

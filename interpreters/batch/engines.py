@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
@@ -56,8 +55,15 @@ def check_engine(name: EngineName, address: str | None = None, *, on_ray: bool =
         raise EngineUnavailable(NO_RAY)
     if ray and address is not None:
         check_reachable(address)
-    if name in ("podman", "docker") and shutil.which(name) is None:
-        raise EngineUnavailable(f"--engine {name}: {name} is not installed")
+    if name in ("podman", "docker"):
+        from interpreters.real.programs import ProgramError, ProgramMissing, program  # noqa: PLC0415
+
+        try:
+            program(name)  # root starts it: found on the trusted search path alone
+        except ProgramMissing:
+            raise EngineUnavailable(f"--engine {name}: {name} is not installed") from None
+        except ProgramError as exc:
+            raise EngineUnavailable(f"--engine {name}: {exc}") from None
 
 
 def make_engine(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import subprocess
 import tempfile
 import uuid
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from interpreters.engine.reaper import Reaper
 from interpreters.real import files
+from interpreters.real.programs import ProgramError, ProgramMissing, program
 from ssegrade.batch.containers import (
     BATCH_LABEL,
     EngineProgram,
@@ -49,11 +49,14 @@ class EngineFailed(SsegradeError):
 
 
 def engine_program(engine: EngineProgram) -> str:
-    """The engine's program; `EngineFailed` when it is not installed."""
-    found = shutil.which(engine)
-    if found is None:
-        raise EngineFailed(f"--engine {engine}: {engine} is not installed")
-    return found
+    """The engine's program, found on the trusted search path (`interpreters.real.programs`:
+    root starts it); `EngineFailed` when it is not installed there or could be replaced."""
+    try:
+        return program(engine)
+    except ProgramMissing:
+        raise EngineFailed(f"--engine {engine}: {engine} is not installed") from None
+    except ProgramError as exc:
+        raise EngineFailed(f"--engine {engine}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
