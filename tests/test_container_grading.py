@@ -251,7 +251,7 @@ def test_the_daemon_starts_and_grades_in_a_default_container(image: str, work: P
         "export SSE_RESULTS=/out/d SSE_ADMIN_SOCKET=/run/ssebench-admin/admin.sock; "
         "mkdir -p -m 700 /run/ssebench-admin; "
         "ssebench-daemon > /out/daemon.txt 2>&1 & daemon=$!; "
-        'for i in $(seq 600); do [ -S /run/ssebench/daemon.sock ] && break; '
+        "for i in $(seq 600); do [ -S /run/ssebench/daemon.sock ] && break; "
         "kill -0 $daemon || break; sleep 0.2; done; "
         "git -C /src/kvconf apply /ssebench/diffs/patch.diff; "
         'ssegrade evaluate --daemon "$SSE_ADMIN_SOCKET"; '
