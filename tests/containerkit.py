@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -173,3 +175,39 @@ def run(
         return podman(*argv, timeout=timeout)
     finally:
         podman("rm", "--force", "--ignore", name)
+
+
+SCRATCH = re.compile(r"/tmp/ssegrade-[^/\s\"']+")
+"""A scratch path in a grade's text, which differs between gradings."""
+
+
+def check_rows(run: Path, task: str | None = None) -> list[tuple[object, ...]]:
+    text = (run / "checks.jsonl").read_text()
+    if task is not None:
+        text = text.replace(task, "/ssebench")
+    records = [json.loads(line) for line in text.splitlines()]
+    keys = ("name", "poc", "exit_code", "killed", "passed")
+    return [tuple(record[key] for key in keys) for record in records]
+
+
+def one_line_diff(word: str) -> str:
+    return f"diff --git a/{word} b/{word}\n--- a/{word}\n+++ b/{word}\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+def left_with(label: str) -> list[str]:
+    """The containers still there that carry `label` (`NAME=VALUE`), running or not."""
+    done = podman("ps", "--all", "--quiet", "--filter", f"label={label}")
+    return done.stdout.split()
+
+
+def patch_result_of(run: Path, task: str | None = None) -> dict[str, object]:
+    text = (run / "summary.json").read_text()
+    if task is not None:
+        text = text.replace(task, "/ssebench")
+    found: dict[str, object] = json.loads(text)["patch_result"]
+    return {k: SCRATCH.sub("<s>", v) if isinstance(v, str) else v for k, v in found.items()}
+
+
+def unique_id(word: str) -> str:
+    """A run id no other test's job has: its containers are found by it."""
+    return f"{word}-{uuid.uuid4().hex[:10]}"

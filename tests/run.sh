@@ -29,4 +29,4 @@ coverage_data="$(mktemp -d "${TMPDIR:-/tmp}/ssegrade-coverage.XXXXXX")"
 trap 'rm -rf "$coverage_data"' EXIT
 export COVERAGE_FILE="$coverage_data/.coverage"
 .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" \
-    --cov --cov-report=term:skip-covered "${floor[@]}" "$@"
+    --durations=25 --cov --cov-report=term:skip-covered "${floor[@]}" "$@"

@@ -27,12 +27,12 @@ from interpreters.batch.run import run_batch
 from interpreters.engine.containers import ContainerSettings
 from ssegrade.batch.containers import BATCH_LABEL
 from tests import containerkit
+from tests.containerkit import check_rows, left_with, one_line_diff, patch_result_of, unique_id
 from tests.exampletasks import EXAMPLES, lay_out
 from tests.realtask import CLI, FIX, make_task, ssegrade
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
-_SCRATCH = re.compile(r"/tmp/ssegrade-[^/\s\"']+")
 SHELL_IMAGE = """FROM {base}
 COPY task /ssebench
 COPY source /src/shell
@@ -76,40 +76,12 @@ def work() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _left(label: str) -> list[str]:
-    """The containers still there that carry `label` (`NAME=VALUE`), running or not."""
-    done = containerkit.podman("ps", "--all", "--quiet", "--filter", f"label={label}")
-    return done.stdout.split()
-
-
-def _unique(word: str) -> str:
-    """A run id no other test's job has: its containers are found by it."""
-    return f"{word}-{uuid.uuid4().hex[:10]}"
-
-
-def _checks(run: Path, task: str | None = None) -> list[tuple[object, ...]]:
-    text = (run / "checks.jsonl").read_text()
-    if task is not None:
-        text = text.replace(task, "/ssebench")
-    records = [json.loads(line) for line in text.splitlines()]
-    keys = ("name", "poc", "exit_code", "killed", "passed")
-    return [tuple(record[key] for key in keys) for record in records]
-
-
-def _patch_result(run: Path, task: str | None = None) -> dict[str, object]:
-    text = (run / "summary.json").read_text()
-    if task is not None:
-        text = text.replace(task, "/ssebench")
-    found: dict[str, object] = json.loads(text)["patch_result"]
-    return {k: _SCRATCH.sub("<s>", v) if isinstance(v, str) else v for k, v in found.items()}
-
-
 def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Path) -> None:
     # Two jobs, two containers at once; then the same jobs on the host's engine.
     fix = (EXAMPLES / "kvconf" / "task" / "diffs" / "patch.diff").read_bytes()
     (work / "fix.diff").write_bytes(fix)
     (work / "empty.diff").write_bytes(b"")
-    ids = {"fix": _unique("fix"), "empty": _unique("empty")}
+    ids = {"fix": unique_id("fix"), "empty": unique_id("empty")}
     lines = [{"image": kvconf, "patch": f"{name}.diff", "run_id": ids[name]} for name in ids]
     (work / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     bundle = str(containerkit.ssegrade_bundle())
@@ -124,7 +96,7 @@ def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Pat
     assert len(each) == 2
     assert float(whole) < sum(each), done.stderr
     for run_id in ids.values():
-        assert _left(f"ssegrade.run={run_id}") == []
+        assert left_with(f"ssegrade.run={run_id}") == []
     example = lay_out(work / "host", "kvconf", "diffs/patch.diff", baseline=False)
     toolchain = work / "toolchain"
     shutil.copytree(EXAMPLES / "kvconf" / "toolchain", toolchain)
@@ -137,10 +109,10 @@ def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Pat
     for name, verdict in (("fix", "passed"), ("empty", "failed")):
         (inside,) = (work / "c").glob(f"*/unknown/unknown/{ids[name]}")
         (outside,) = (work / "h").glob(f"*/unknown/unknown/{ids[name]}")
-        container = _patch_result(inside)
+        container = patch_result_of(inside)
         assert container["status"] == verdict, container
-        assert container == _patch_result(outside, str(example.task))
-        assert _checks(inside) == _checks(outside, str(example.task))
+        assert container == patch_result_of(outside, str(example.task))
+        assert check_rows(inside) == check_rows(outside, str(example.task))
         summary = json.loads((inside / "summary.json").read_text())
         assert summary["containment"] == "container"
         # The guard's report comes back with the container's run folder, as the host's.
@@ -200,17 +172,13 @@ def hostile_bundle(work: Path) -> Path:
     return bundle
 
 
-def _diff(word: str) -> str:
-    return f"diff --git a/{word} b/{word}\n--- a/{word}\n+++ b/{word}\n@@ -1 +1 @@\n-a\n+b\n"
-
-
 def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
     kvconf: str, work: Path, hostile_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = []
-    ids = {word: _unique(word) for word in ("symlink", "huge", "nothing", "sleep")}
+    ids = {word: unique_id(word) for word in ("symlink", "huge", "nothing", "sleep")}
     for word, run_id in ids.items():
-        (work / f"{word}.diff").write_text(_diff(word))
+        (work / f"{word}.diff").write_text(one_line_diff(word))
         lines.append({"image": kvconf, "patch": f"{word}.diff", "run_id": run_id})
     settings = ContainerSettings("podman", hostile_bundle, results_limit=1 << 20, grace=1)
     monkeypatch.setenv("CONTAINERS_CONF", str(containerkit.CONTAINERS_CONF))
@@ -232,14 +200,14 @@ def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
         assert result["runtime_result"]["error_kind"] == "infrastructure"
         assert why in result["patch_result"]["error_msg"]
     for run_id in ids.values():
-        assert _left(f"ssegrade.run={run_id}") == []
+        assert left_with(f"ssegrade.run={run_id}") == []
 
 
 def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
     kvconf: str, work: Path, hostile_bundle: Path
 ) -> None:
-    (work / "sleep.diff").write_text(_diff("sleep"))
-    run_id = _unique("sleep")
+    (work / "sleep.diff").write_text(one_line_diff("sleep"))
+    run_id = unique_id("sleep")
     line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
     (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
     argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
@@ -248,18 +216,20 @@ def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
         deadline = time.monotonic() + 60
-        while not _left(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
+        while not left_with(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
             time.sleep(0.2)
-        (container,) = _left(f"ssegrade.run={run_id}")
+        (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
         deadline = time.monotonic() + 30
-        while (_left(f"{BATCH_LABEL}={batch}") or staging.exists()) and time.monotonic() < deadline:
+        while (
+            left_with(f"{BATCH_LABEL}={batch}") or staging.exists()
+        ) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _left(f"{BATCH_LABEL}={batch}") == []
+        assert left_with(f"{BATCH_LABEL}={batch}") == []
         assert not staging.exists()
     finally:
         if driver.poll() is None:
@@ -278,8 +248,8 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
         (work / word / "Dockerfile").write_text(f"FROM {kvconf}\nLABEL ssegrade.test={word}\n")
         images.append(f"localhost/ssegrade-test-built:{word}-{uuid.uuid4().hex[:12]}")
         for n in range(2):
-            (work / f"{word}{n}.diff").write_text(_diff(f"nap-{word}{n}"))
-            run_id = _unique(f"{word}{n}")
+            (work / f"{word}{n}.diff").write_text(one_line_diff(f"nap-{word}{n}"))
+            run_id = unique_id(f"{word}{n}")
             lines.append({"image": images[-1], "build": word, "patch": f"{word}{n}.diff",
                           "run_id": run_id})  # fmt: skip
     (work / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -293,15 +263,15 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
         deadline = time.monotonic() + 120
         started: list[str] = []
         while not started and time.monotonic() < deadline:
-            started = [run for run in firsts if _left(f"ssegrade.run={run}")]
+            started = [run for run in firsts if left_with(f"ssegrade.run={run}")]
             time.sleep(0.2)
         assert started, "no job started"
         # whichever image's jobs run first, its image is gone once the other's start
         ran, then = firsts[started[0]]
         other = next(run for run in firsts if run != started[0])
-        while not _left(f"ssegrade.run={other}") and time.monotonic() < deadline:
+        while not left_with(f"ssegrade.run={other}") and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _left(f"ssegrade.run={other}"), "the other image's first job never started"
+        assert left_with(f"ssegrade.run={other}"), "the other image's first job never started"
         assert containerkit.podman("image", "exists", ran).returncode == 1
         assert containerkit.podman("image", "exists", then).returncode == 0
         assert driver.wait(120) == 1  # the stand-in grades nothing: every job an error
@@ -321,8 +291,8 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
 def test_a_second_ctrl_c_removes_the_running_containers(
     kvconf: str, work: Path, hostile_bundle: Path
 ) -> None:
-    (work / "sleep.diff").write_text(_diff("sleep"))
-    run_id = _unique("sleep")
+    (work / "sleep.diff").write_text(one_line_diff("sleep"))
+    run_id = unique_id("sleep")
     line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
     (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
     argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
@@ -331,18 +301,18 @@ def test_a_second_ctrl_c_removes_the_running_containers(
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
         deadline = time.monotonic() + 60
-        while not _left(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
+        while not left_with(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
             time.sleep(0.2)
-        (container,) = _left(f"ssegrade.run={run_id}")
+        (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
         driver.send_signal(signal.SIGINT)
         time.sleep(1)
-        assert _left(f"ssegrade.run={run_id}") == [container]  # the first waits for it
+        assert left_with(f"ssegrade.run={run_id}") == [container]  # the first waits for it
         driver.send_signal(signal.SIGINT)
         assert driver.wait(60) == 130
-        assert _left(f"{BATCH_LABEL}={batch}") == []
+        assert left_with(f"{BATCH_LABEL}={batch}") == []
         assert not staging.exists()
         assert list((work / "r").rglob("summary.json")) == []
     finally:

@@ -24,10 +24,10 @@ import pytest
 from interpreters.real.files import remove_tree
 from ssegrade.batch.containers import BATCH_LABEL
 from tests import containerkit
+from tests.containerkit import check_rows, left_with, one_line_diff, patch_result_of, unique_id
 from tests.exampletasks import EXAMPLES
 from tests.raycluster import Cluster, NodeSpec, ray_cluster
 from tests.realtask import CLI, ssegrade
-from tests.test_engine_containers import _checks, _diff, _left, _patch_result, _unique
 
 pytestmark = [
     pytest.mark.container,
@@ -84,7 +84,7 @@ def test_a_batch_on_ray_grades_as_the_local_container_engine(
 ) -> None:
     fix = (EXAMPLES / "kvconf" / "task" / "diffs" / "patch.diff").read_bytes()
     (work / "fix.diff").write_bytes(fix)
-    ids = {"fix": _unique("fix")}
+    ids = {"fix": unique_id("fix")}
     lines = [{"image": kvconf, "patch": f"{name}.diff", "run_id": ids[name]} for name in ids]
     (work / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     engine = ["--engine", "podman", "--bundle", str(containerkit.ssegrade_bundle())]
@@ -96,14 +96,14 @@ def test_a_batch_on_ray_grades_as_the_local_container_engine(
     assert here.returncode == 0, here.stderr
     (remote,) = (work / "ray").glob(f"*/unknown/unknown/{ids['fix']}")
     (local,) = (work / "here").glob(f"*/unknown/unknown/{ids['fix']}")
-    found = _patch_result(remote)
+    found = patch_result_of(remote)
     assert found["status"] == "passed", found
-    assert found == _patch_result(local)
-    assert _checks(remote) == _checks(local)
+    assert found == patch_result_of(local)
+    assert check_rows(remote) == check_rows(local)
     assert json.loads((remote / "summary.json").read_text())["containment"] == "container"
     for record in (remote / "checks.jsonl").read_text().splitlines():
         assert json.loads(record)["log_file"].startswith(f"{remote}/")
-    assert _left(f"ssegrade.run={ids['fix']}") == []
+    assert left_with(f"ssegrade.run={ids['fix']}") == []
     assert list(node_tmp.glob("ssegrade-image-*.lock"))  # the node prepared the image
     assert _left_on_node(node_tmp) == []
 
@@ -111,8 +111,8 @@ def test_a_batch_on_ray_grades_as_the_local_container_engine(
 def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
     kvconf: str, work: Path, cluster: Cluster, node_tmp: Path, hostile_bundle: Path
 ) -> None:
-    (work / "sleep.diff").write_text(_diff("sleep"))
-    run_id = _unique("sleep")
+    (work / "sleep.diff").write_text(one_line_diff("sleep"))
+    run_id = unique_id("sleep")
     line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
     (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
     argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
@@ -123,20 +123,20 @@ def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
     driver = subprocess.Popen(argv, env=env, stdout=quiet, stderr=quiet)
     try:
         deadline = time.monotonic() + 60
-        while not _left(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
+        while not left_with(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
             time.sleep(0.2)
-        (container,) = _left(f"ssegrade.run={run_id}")
+        (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         assert _left_on_node(node_tmp)  # the job's staging and run folders, on the node
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
         deadline = time.monotonic() + 40
-        while (_left(f"{BATCH_LABEL}={batch}") or _left_on_node(node_tmp)) and (
+        while (left_with(f"{BATCH_LABEL}={batch}") or _left_on_node(node_tmp)) and (
             time.monotonic() < deadline
         ):
             time.sleep(0.2)
-        assert _left(f"{BATCH_LABEL}={batch}") == []
+        assert left_with(f"{BATCH_LABEL}={batch}") == []
         assert _left_on_node(node_tmp) == []
     finally:
         if driver.poll() is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
@@ -59,11 +60,31 @@ def check_engine(name: EngineName, address: str | None = None, *, on_ray: bool =
         from interpreters.real.programs import ProgramError, ProgramMissing, program  # noqa: PLC0415
 
         try:
-            program(name)  # root starts it: found on the trusted search path alone
+            found = program(name)  # root starts it: found on the trusted search path alone
         except ProgramMissing:
             raise EngineUnavailable(f"--engine {name}: {name} is not installed") from None
         except ProgramError as exc:
             raise EngineUnavailable(f"--engine {name}: {exc}") from None
+        _check_answers(name, found)
+
+
+def _check_answers(name: str, found: str) -> None:
+    """`EngineUnavailable` when the engine's command line is there but no engine answers it
+    (a docker client without its daemon): said once, before any job's command fails on it."""
+    try:
+        asked = subprocess.run(
+            [found, "version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineUnavailable(f"--engine {name}: {found} version: {exc}") from None
+    if asked.returncode != 0:
+        said = (asked.stderr.strip().splitlines() or [f"exit status {asked.returncode}"])[-1]
+        raise EngineUnavailable(f"--engine {name}: no {name} engine answers: {said}")
 
 
 def make_engine(
