@@ -4,7 +4,8 @@ bound first thing (`bind_early`).
 Interpreter layer, standard library only: `ssegrade daemon` binds its admin socket here before
 it loads anything else (`interpreters.cli.entry` calls `bind_early` for it), so that the socket
 takes connections within a few milliseconds of the start, and answers them at once
-(`interpreters.daemon.starting`: `GET /version`, and 503 for what needs the grading set up)
+(`interpreters.daemon.starting`: `GET /version`; what needs the grading set up is held and
+relayed to the server)
 until the daemon serves (`stop_early_answers`); a connection then waits in the kernel's
 backlog for the server. The admin socket is root's (mode 0600 in a folder of mode 0700 only its
 user can enter), so binding it before the baseline is recorded gives the agent nothing; the

@@ -5,9 +5,9 @@ that can be refused is checked first (difficulty level, task, source tree, runne
 folder, admin socket folder), then the grading is set up as every grading is
 (`interpreters.app.setup.grading_setup`: the hidden material locked, the baseline recorded before
 the agent runs, the grading repo), and only then does any agent-facing listener bind. The admin
-socket, bound first thing (`binding.bind_early`), answers `GET /version` meanwhile and 503 for
-the rest (`interpreters.daemon.starting`), until the server takes it. The daemon's private
-state (the baseline unless `--baseline` keeps it, the pristine grading repo when none is
+socket, bound first thing (`binding.bind_early`), answers `GET /version` meanwhile and holds the
+rest for the server (`interpreters.daemon.starting`), until the server takes it. The daemon's
+private state (the baseline unless `--baseline` keeps it, the pristine grading repo when none is
 given, the sessions' scratch folders) lives in the set-up's scratch folder, removed at exit.
 """
 
