@@ -7,7 +7,24 @@ import shutil
 import subprocess
 from pathlib import Path
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+import pytest
+
+from tests.machinesetup import wait_for_machine_setup
+
+
+def chromium() -> str | None:
+    """The browser's path, or None when none is installed (once the machine's preparation, if
+    one runs beside the tests, has ended)."""
+    wait_for_machine_setup()
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def require_chromium() -> str:
+    """The browser's path; the test is skipped when none is installed."""
+    found = chromium()
+    if found is None:
+        pytest.skip("Chromium is not installed (Debian package `chromium`)")
+    return found
 
 
 FLAGS = (
@@ -27,12 +44,12 @@ def browse(
 ) -> subprocess.CompletedProcess[str]:
     """Run Chromium on the page (at `#fragment`, if given) with a fresh profile; fail the test
     if it fails."""
-    assert CHROMIUM is not None
+    browser = require_chromium()
     profile = tmp_path / "profile"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
     done = subprocess.run(
         [
-            CHROMIUM,
+            browser,
             *FLAGS,
             f"--user-data-dir={profile}",
             *args,

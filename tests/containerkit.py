@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.engine import bundle
+from tests.machinesetup import wait_for_machine_setup
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
@@ -81,7 +82,9 @@ def _last_line(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def unavailable() -> str | None:
-    """Why no container can run here (one line), or None when one can."""
+    """Why no container can run here (one line), or None when one can (once the machine's
+    preparation, if one runs beside the tests, has ended)."""
+    wait_for_machine_setup()
     if shutil.which("podman") is None:
         return "podman is not installed (bash tests/containers/setup.sh)"
     for image in (BASE, PYTHON_BASE):

@@ -11,15 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from interpreters.cli.report import report
-from tests.browserkit import CHROMIUM, browse
+from tests.browserkit import browse
 from tests.runfolders import summary, write_run
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)"
-    ),
-]
+# Each test is skipped in `browse` when no Chromium is installed.
+pytestmark = pytest.mark.slow
 
 
 def png_pixels(data: bytes) -> tuple[int, int, bytes]:

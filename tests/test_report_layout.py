@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from interpreters.cli.report import report
-from tests.browserkit import CHROMIUM, browse
+from tests.browserkit import browse
 from tests.runfolders import summary, write_run
 
 LONG = (
@@ -72,7 +72,6 @@ def test_the_task_grid_marks_a_flagged_pass(page: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
 def test_the_runs_table_fits_its_column_at_1280_px(tmp_path: Path, page: Path) -> None:
     """In Chromium at 1280 px, the runs' table is no wider than its column and the last Files
     link ends inside the window (the table was 1393 px in a 1130 px column, the links off
