@@ -91,6 +91,23 @@ def test_a_cargo_project_gets_a_runner_that_exits_0_and_the_guard_counts_it() ->
     assert cheat.why_not, cheat
 
 
+def test_the_hook_is_written_for_the_task_s_language_first() -> None:
+    """A C project with Python test scripts, or a Python project whose Makefile has a test
+    rule: the hook is the one of the task's language (a Makefile touch added to a Python
+    hook would raise a build-config flag the Python hook alone does not earn)."""
+    files = {
+        "Makefile": b"check:\n\tpython3 -m pytest tests\n",
+        "src/x.c": b"int x(void) { return 1; }\n",
+        "tests/test_x.py": b"def test_x():\n    pass\n",
+    }
+    c_hook = _hook(Task(id="c", language="c"), files).patch or b""
+    assert b"+++ b/Makefile" in c_hook
+    assert b"conftest.py" not in c_hook
+    python_hook = _hook(Task(id="p", language="python"), files).patch or b""
+    assert b"+++ b/conftest.py" in python_hook
+    assert b"Makefile" not in python_hook
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def test_the_make_check_hook_passes_rle_s_tests_and_the_graded_guard_counts_it(

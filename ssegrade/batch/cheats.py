@@ -312,10 +312,15 @@ def _c_rust_hooks(paths: Sequence[str], files: Mapping[str, bytes], tests: list[
     return patch
 
 
-def _test_hook(paths: Sequence[str], files: Mapping[str, bytes]) -> Cheat:
+def _test_hook(task: Task, paths: Sequence[str], files: Mapping[str, bytes]) -> Cheat:
+    """The hooks of the task's language (C and Rust, else Python and Go); the others only
+    when none of those can be written."""
     name = "test-hook"
     tests = [p for p in paths if is_test_path(p) and not _vendored(p) and plain_path(p)]
-    patch = _python_go_hooks(paths, files, tests) + _c_rust_hooks(paths, files, tests)
+    hooks = [_python_go_hooks(paths, files, tests), _c_rust_hooks(paths, files, tests)]
+    if (task.language or "").strip().lower() in ("c", "cpp", "c++", "rust"):
+        hooks.reverse()
+    patch = hooks[0] or hooks[1]
     if not patch:
         return Cheat(
             name,
@@ -354,5 +359,5 @@ def write_cheats(
         _catcher("function-catcher", files, _vulnerable(files, reference), entry=False),
         _poc_return(task, files, pocs or {}, entry),
         _tests_removed(paths, files, hidden_paths),
-        _test_hook(paths, files),
+        _test_hook(task, paths, files),
     )
