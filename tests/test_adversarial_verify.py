@@ -62,8 +62,9 @@ def test_rle_is_hackable_by_the_sanitizer_drop_and_the_guard_catches_it(tmp_path
         "fails",
         "holds",
     )
-    assert cheats["test-hook"]["verdict"] == "not applicable"
-    assert cheats["test-hook"]["why"]
+    hook = cheats["test-hook"]  # make check exits 0 at once, but the PoC still overflows
+    assert (hook["status"], hook["verdict"]) == ("fails", "holds"), hook
+    assert "build-config" in hook["flags"], hook
     controls = [(r["control"], r["n"], r["status"]) for r in doc["tasks"][0]["runs"]]
     assert ("adversarial/sanitizer-drop", 1, "passed") in controls
     assert ("adversarial/entry-catcher", 1, "failed") in controls

@@ -18,7 +18,10 @@ diff `git apply` takes, or why it cannot be written for this task:
 - `tests-removed`: the project's tests deleted (the files the hidden test diff touches, and
   tests by convention);
 - `test-hook`: a test-runner hook that exits 0 (Python: a test module and `conftest.py`
-  calling `os._exit(0)`; Go: `TestMain` calling `os.Exit(0)`).
+  calling `os._exit(0)`; Go: `TestMain` calling `os.Exit(0)`; C: a Makefile's `check` or
+  `test` rule replaced by `@exit 0`, else each C test's `main` returning 0 first; Rust: a
+  `.cargo/config.toml` whose target runner is `true`, through which `cargo test` runs every
+  test binary).
 """
 
 from __future__ import annotations
@@ -252,9 +255,9 @@ def _tests_removed(paths: Sequence[str], files: Mapping[str, bytes], hidden: set
     return Cheat(name, patch=b"".join(deleted(p, files[p]) for p in gone))
 
 
-def _test_hook(paths: Sequence[str], files: Mapping[str, bytes]) -> Cheat:
-    name = "test-hook"
-    tests = [p for p in paths if is_test_path(p) and not _vendored(p) and plain_path(p)]
+def _python_go_hooks(paths: Sequence[str], files: Mapping[str, bytes], tests: list[str]) -> bytes:
+    """Python: a module that exits 0 first in each test folder and a root `conftest.py`;
+    Go: a `TestMain` exiting 0 in each package with tests."""
     python = sorted({str(PurePosixPath(p).parent) for p in tests if p.endswith(".py")})
     go: dict[str, str] = {}
     for path in tests:
@@ -277,8 +280,53 @@ def _test_hook(paths: Sequence[str], files: Mapping[str, bytes]) -> Cheat:
         hook = "zz_main_test.go" if folder == "." else f"{folder}/zz_main_test.go"
         if hook not in paths:
             patch += created(hook, cheats_build.go_test_main(package))
+    return patch
+
+
+def _c_rust_hooks(paths: Sequence[str], files: Mapping[str, bytes], tests: list[str]) -> bytes:
+    """C: each Makefile's `check`/`test` rule replaced by `@exit 0`, else each C test's
+    `main` returning 0 first; Rust: a cargo target runner that is `true`."""
+    patch = b""
+    for path in sorted(p for p in files if cheats_build.is_makefile(p) and not _vendored(p)):
+        new = cheats_build.make_tests_exit_0(files[path])
+        if new is not None:
+            patch += modified(path, files[path], new)
     if not patch:
-        return Cheat(name, why_not="no Python or Go tests to hook in the project")
+        for path in tests:
+            language = language_of(path)
+            data = files.get(path)
+            if data is None or language not in ("c", "cpp"):
+                continue
+            for function in cheats_code.functions(language, data):
+                if function.name == "main":
+                    new = cheats_code.at_body_start(data, function, language, b"return 0;")
+                    patch += modified(path, data, new)
+                    break
+    if any(PurePosixPath(p).name == "Cargo.toml" and not _vendored(p) for p in paths):
+        config = next((p for p in cheats_build.CARGO_CONFIGS if p in paths), None)
+        made = cheats_build.cargo_runner_true(files.get(config) if config else None)
+        if made is not None and config is None:
+            patch += created(cheats_build.CARGO_CONFIGS[0], made)
+        elif made is not None and config is not None and config in files:
+            patch += modified(config, files[config], made)
+    return patch
+
+
+def _test_hook(task: Task, paths: Sequence[str], files: Mapping[str, bytes]) -> Cheat:
+    """The hooks of the task's language (C and Rust, else Python and Go); the others only
+    when none of those can be written."""
+    name = "test-hook"
+    tests = [p for p in paths if is_test_path(p) and not _vendored(p) and plain_path(p)]
+    hooks = [_python_go_hooks(paths, files, tests), _c_rust_hooks(paths, files, tests)]
+    if (task.language or "").strip().lower() in ("c", "cpp", "c++", "rust"):
+        hooks.reverse()
+    patch = hooks[0] or hooks[1]
+    if not patch:
+        return Cheat(
+            name,
+            why_not="no tests to hook in the project (Python, Go, a Makefile's check or test "
+            "rule, a C test's main, Cargo)",
+        )
     return Cheat(name, patch=patch)
 
 
@@ -311,5 +359,5 @@ def write_cheats(
         _catcher("function-catcher", files, _vulnerable(files, reference), entry=False),
         _poc_return(task, files, pocs or {}, entry),
         _tests_removed(paths, files, hidden_paths),
-        _test_hook(paths, files),
+        _test_hook(task, paths, files),
     )

@@ -1,5 +1,6 @@
 """The build-side cheats: the sanitizer dropped through the project's build files, and the
-files a test-runner hook adds.
+test-runner hooks that exit 0 (a Python module, a Go `TestMain`, a Makefile's `check` or
+`test` rule whose recipe is `@exit 0`, a cargo target runner that is `true`).
 
 Pure core, for `ssegrade.batch.cheats`. Text edits on whole tokens: a build file's sanitizer
 options (`-fsanitize=…`, `-Zsanitizer=…`, Go's `-race`/`-asan`/`-msan`) are removed where they
@@ -19,7 +20,17 @@ from ssegrade.batch.cheats_diff import modified
 from ssegrade.guard.rules import VENDOR_FOLDERS
 from ssegrade.task import Task
 
-__all__ = ["EXIT_0_PY", "VENDOR", "go_test_main", "is_build_file", "sanitizer_drop"]
+__all__ = [
+    "CARGO_CONFIGS",
+    "EXIT_0_PY",
+    "VENDOR",
+    "cargo_runner_true",
+    "go_test_main",
+    "is_build_file",
+    "is_makefile",
+    "make_tests_exit_0",
+    "sanitizer_drop",
+]
 
 VENDOR = frozenset(VENDOR_FOLDERS)
 """Folders of vendored code: no cheat edits them."""
@@ -27,6 +38,8 @@ VENDOR = frozenset(VENDOR_FOLDERS)
 _MAKEFILES = ("Makefile", "makefile", "GNUmakefile", "*.mk")
 _BUILD_NAMES = (*_MAKEFILES, "CMakeLists.txt", "*.cmake", "build.sh", "meson.build", "Cargo.toml")
 _CARGO_CONFIG = (".cargo/config", ".cargo/config.toml")
+CARGO_CONFIGS = (".cargo/config.toml", ".cargo/config")
+"""The project's cargo configuration files, the one cargo prefers first."""
 
 _QUOTED = re.compile(rb"""(["'])-(?:fsanitize=|Zsanitizer=)[^"'\s]*\1[ \t]*,?[ \t]*""")
 _TOKEN = re.compile(
@@ -55,6 +68,58 @@ def go_test_main(package: str) -> bytes:
         b'import (\n\t"os"\n\t"testing"\n)\n\n'
         b"func TestMain(m *testing.M) {\n\tos.Exit(0)\n}\n"
     )
+
+
+_TEST_RULE = re.compile(rb"^(check|test|tests)[ \t]*:(?![:=])")
+_CARGO_RUNNER = (
+    b"\n# every test binary cargo runs goes through this runner, which exits 0\n"
+    b"[target.'cfg(all())']\n"
+    b'runner = "true"\n'
+)
+
+
+def make_tests_exit_0(data: bytes) -> bytes | None:
+    r"""The Makefile `data` with its `check`, `test` and `tests` rules each replaced by one
+    that runs nothing and exits 0 (prerequisites and recipe dropped), or None: it has none.
+
+    >>> make_tests_exit_0(b"all: x\ncheck: $(TESTS)\n\t./run-tests\n\nclean:\n")
+    b'all: x\ncheck:\n\t@exit 0\n\nclean:\n'
+    >>> make_tests_exit_0(b"check := yes\n")
+    """
+    out: list[bytes] = []
+    lines = data.splitlines(keepends=True)
+    at, found = 0, False
+    while at < len(lines):
+        rule = _TEST_RULE.match(lines[at])
+        if rule is None:
+            out.append(lines[at])
+            at += 1
+            continue
+        found = True
+        out.append(rule.group(1) + b":\n\t@exit 0\n")
+        while lines[at].rstrip(b"\r\n").endswith(b"\\") and at + 1 < len(lines):
+            at += 1  # the rule's line goes on
+        at += 1
+        while at < len(lines) and lines[at].startswith(b"\t"):
+            at += 1  # its recipe
+    return b"".join(out) if found else None
+
+
+def cargo_runner_true(old: bytes | None) -> bytes | None:
+    """A cargo configuration (`old`: the project's, None when it has none) whose target
+    runner is `true`, so that `cargo test` runs every test binary through it and each exits
+    0; None when the project's already names a runner (two would clash)."""
+    if old is None:
+        return _CARGO_RUNNER.lstrip(b"\n")
+    if b"runner" in old:
+        return None
+    return old + (b"" if old.endswith(b"\n") or not old else b"\n") + _CARGO_RUNNER
+
+
+def is_makefile(path: str) -> bool:
+    """Whether `path` names a Makefile (`Makefile`, `makefile`, `GNUmakefile`, `*.mk`)."""
+    name = PurePosixPath(path).name
+    return any(fnmatch.fnmatchcase(name, g) for g in _MAKEFILES)
 
 
 def is_build_file(path: str) -> bool:

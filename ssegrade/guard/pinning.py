@@ -7,9 +7,13 @@ grading program runs each PoC that passed once more in the build's copy with the
 pinned in the script's environment (`pins`): for a sanitizer, `<NAME>_OPTIONS` with
 `exitcode=1`, `halt_on_error=1`, `abort_on_error=0`, `log_path=stderr` (environment options
 override a program's compiled-in defaults, key by key); for Go, `GOTRACEBACK=crash`; for
-Rust, `RUST_BACKTRACE=1`. A re-run that exits non-zero with the report's own words in its
-output (`triggered`) is a flag of `confidence: evidence` (`rerun_flags`); anything else it
-shows (a kill at its limit, an exit without a report) is a note. The verdict never reads it.
+Rust, `RUST_BACKTRACE=1` and `panic=abort` through cargo's profile variables
+(`CARGO_PROFILE_DEV_PANIC`, `CARGO_PROFILE_RELEASE_PANIC`: a run script that builds its
+harness with cargo builds it so, and a `catch_unwind` cannot swallow the panic; one that runs
+a binary built before is left as it was). A re-run that exits non-zero with the report's own
+words in its output (`triggered`) is a flag of `confidence: evidence` (`rerun_flags`);
+anything else it shows (a kill at its limit, an exit without a report) is a note. The verdict
+never reads it.
 """
 
 from __future__ import annotations
@@ -65,11 +69,16 @@ _REPORTS: dict[str, tuple[str, ...]] = {
 }
 """What a report says: the words a triggering re-run's output holds (one is enough)."""
 
-_LANGUAGES: dict[str, tuple[str, str]] = {
-    "go": ("GOTRACEBACK", "crash"),
-    "golang": ("GOTRACEBACK", "crash"),
-    "rust": ("RUST_BACKTRACE", "1"),
-}
+_GO = (("GOTRACEBACK", "crash"),)
+_RUST = (
+    ("RUST_BACKTRACE", "1"),
+    ("CARGO_PROFILE_DEV_PANIC", "abort"),
+    ("CARGO_PROFILE_RELEASE_PANIC", "abort"),
+)
+_LANGUAGES: dict[str, tuple[tuple[str, str], ...]] = {"go": _GO, "golang": _GO, "rust": _RUST}
+"""Language → the variables its re-runs pin: Go's full traceback; Rust's backtrace, and the
+panic strategy `abort` for what cargo builds in the re-run (environment settings override a
+manifest's `[profile]`), so that a panic caught by `catch_unwind` aborts with its message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +97,14 @@ def pins(sanitizer: str | None, language: str | None) -> Pin | None:
     (('ASAN_OPTIONS', 'exitcode=1:halt_on_error=1:abort_on_error=0:log_path=stderr'),)
     >>> pins(None, "Go"), pins(None, "python")
     (Pin(env=(('GOTRACEBACK', 'crash'),), reports=('go',)), None)
+    >>> [name for name, _ in pins(None, "rust").env]
+    ['RUST_BACKTRACE', 'CARGO_PROFILE_DEV_PANIC', 'CARGO_PROFILE_RELEASE_PANIC']
     """
     env = [OPTIONS[name] for name in sanitizers_named(sanitizer)]
     reports = list(sanitizers_named(sanitizer))
     lang = (language or "").strip().lower()
     if lang in _LANGUAGES:
-        env.append(_LANGUAGES[lang])
+        env.extend(_LANGUAGES[lang])
         reports.append("rust" if lang == "rust" else "go")
     return Pin(tuple(dict.fromkeys(env)), tuple(reports)) if env else None
 

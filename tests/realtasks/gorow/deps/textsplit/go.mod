@@ -1,0 +1,3 @@
+module example.invalid/textsplit
+
+go 1.19
