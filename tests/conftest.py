@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import os
+from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,3 +31,32 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(_SCRUBBED_PREFIXES) or name in _SCRUBBED:
             monkeypatch.delenv(name)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    """After the tests, before coverage combines its data files (its own wrapper around this
+    hook is further out): drop the files no process finished writing. A test that kills a
+    measured process with SIGKILL (the kill and interrupt tests do, on purpose) can catch it
+    inside coverage's save; the half-written file holds nothing coverage could use, and
+    combining it printed a warning at the end of a green suite."""
+    try:
+        return (yield)
+    finally:
+        if not hasattr(session.config, "workerinput"):  # the controller, or a run without xdist
+            _drop_unfinished_coverage_data()
+
+
+def _drop_unfinished_coverage_data() -> None:
+    named = os.environ.get("COVERAGE_FILE")
+    if not named:
+        return
+    from coverage import CoverageData  # only when coverage measures
+    from coverage.exceptions import DataError
+
+    base = Path(named)
+    for data in base.parent.glob(f"{glob.escape(base.name)}.*"):
+        try:
+            CoverageData(str(data)).read()
+        except DataError:
+            data.unlink(missing_ok=True)
