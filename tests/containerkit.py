@@ -162,12 +162,15 @@ def task_image(example: str = "kvconf") -> str:
     return image
 
 
-def build_once(image: str, context: Path, *, network: str = "none") -> None:
-    """Build `image` from `context` (its Containerfile) on `network` unless it is there, one
-    builder at a time across the workers."""
+def build_once(
+    image: str, context: Path, *, network: str = "none", options: Sequence[str] = ()
+) -> None:
+    """Build `image` from `context` (its Containerfile unless `options` name another) on
+    `network` unless it is there, one builder at a time across the workers."""
     with _lock("images.lock"):
         if podman("image", "exists", image).returncode != 0:
-            built = podman("build", "--network", network, "--quiet", "-t", image, str(context))
+            argv = ["build", "--network", network, "--quiet", *options, "-t", image, str(context)]
+            built = podman(*argv, timeout=900)
             assert built.returncode == 0, f"building {image}: {built.stderr}"
 
 
