@@ -37,6 +37,11 @@ BASE = "localhost/ssegrade-base:bookworm-minbase"
 """Debian minbase with git and the system tools ssegrade runs, no Python (setup.sh)."""
 PYTHON_BASE = "localhost/ssegrade-base:bookworm-minbase-python3"
 """The same with python3: the toolchain of the kvconf example is Python (setup.sh)."""
+C_BASE = "localhost/ssegrade-base:bookworm-minbase-python3-gcc"
+"""The python3 base with gcc, make, libc6-dev and gcc's AddressSanitizer runtime: the C
+toolchain of the rle example (setup.sh)."""
+BASE_OF = {"kvconf": PYTHON_BASE, "rle": C_BASE}
+"""The base image of each bundled example's task image."""
 CACHE = Path("/var/tmp/ssegrade-containerkit")
 """Where the bundles and the build lock live: shared by every worker and every run."""
 BUNDLE_AT = "/opt/ssegrade"
@@ -107,6 +112,14 @@ def require_engine() -> None:
         _cannot(f"no container engine: {_checked[0]}")
 
 
+def require_image(image: str) -> None:
+    """Skip the test (fail it when `CI` is set) unless a container can run here and `image`,
+    a base image setup.sh builds, is there."""
+    require_engine()
+    if podman("image", "exists", image).returncode != 0:
+        _cannot(f"no image {image} (bash tests/containers/setup.sh)")
+
+
 def _cannot(reason: str) -> None:
     """Skip the test for `reason`, or fail it on CI, where everything must be there."""
     if os.environ.get("CI"):
@@ -150,6 +163,18 @@ def task_image(example: str = "kvconf") -> str:
                 built = podman("build", "--network", "none", "--quiet", "-t", image, str(context))
                 assert built.returncode == 0, f"building {image}: {built.stderr}"
     return image
+
+
+def build_once(
+    image: str, context: Path, *, network: str = "none", options: Sequence[str] = ()
+) -> None:
+    """Build `image` from `context` (its Containerfile unless `options` name another) on
+    `network` unless it is there, one builder at a time across the workers."""
+    with _lock("images.lock"):
+        if podman("image", "exists", image).returncode != 0:
+            argv = ["build", "--network", network, "--quiet", *options, "-t", image, str(context)]
+            built = podman(*argv, timeout=900)
+            assert built.returncode == 0, f"building {image}: {built.stderr}"
 
 
 def ssegrade_bundle() -> Path:

@@ -1,7 +1,9 @@
 """SSEBench's own flow in a real container with the engine's default capabilities.
 
-A task image laid out as SSEBench lays one out (the task at `/ssebench`, root's alone; the
-project at `/src/kvconf`, the agent's, as one commit; the toolchain in `ENV`; the accounts
+For each bundled example (kvconf, whose toolchain is Python; rle, C built with AddressSanitizer
+whose PoC triggers an ASan report), a task image laid out as SSEBench lays one out (the task at
+`/ssebench`, root's alone; the project at `/src/<project>`, the agent's, as one commit; the
+toolchain in the image, set in `ENV` where it needs a setting; the accounts
 `model` and `sse-runner`; the results folder's parent root-only), with ssegrade installed in it
 and the drop-ins in the places of SSEBench's daemon (`/ssebench/ssebench-daemon`) and evaluator
 (`/evaluator/main.py`). It runs as SSEBench's runner runs it: no capability added, the run
@@ -10,15 +12,14 @@ at `/var/lib/ssebench/results`, its archive at `SSE_ARCHIVE`. Its entry point ta
 of SSEBench's entrypoint: results and log files, the daemon, the agent as `model` (it edits the
 source and builds through the agent socket), `/admin/agent_exited`, then the evaluator. The
 grade lands in the very `result.json` the host made, and matches the same patch graded on the
-host, field by field.
+host, field by field, and so does the guard's `guard.json`.
 
-`docs/container/Dockerfile` is built and run as `docs/operators.md` says, with Docker when a
-Docker engine answers (none here: one skip line).
+`docs/container/Dockerfile` has its tests in `test_ssebench_container_dockerfile.py`.
 """
 
 from __future__ import annotations
 
-import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,9 +47,8 @@ HOST_USER = 1000
 CONTAINERFILE = """FROM {base}
 COPY ssegrade /opt/ssegrade
 COPY task /ssebench
-COPY project /src/kvconf
-COPY toolchain /opt/kvc
-COPY ssebench-daemon /ssebench/ssebench-daemon
+COPY project /src/{project}
+{toolchain}COPY ssebench-daemon /ssebench/ssebench-daemon
 COPY main.py /evaluator/main.py
 COPY entrypoint.sh /usr/local/bin/entrypoint.sh
 COPY sse-call /usr/local/bin/sse-call
@@ -60,13 +61,17 @@ RUN ln -s /opt/ssegrade/ssegrade /usr/local/bin/ssegrade \\
  && install -d -m 0700 /var/lib/ssebench \\
  && chmod 0755 /ssebench/ssebench-daemon /usr/local/bin/entrypoint.sh /usr/local/bin/sse-call \\
  && chmod 0700 /ssebench \\
- && chown -R model:model /src/kvconf \\
- && su model -c "cd /src/kvconf && git init -q -b main && git add -A \\
+ && chown -R model:model /src/{project} \\
+ && su model -c "cd /src/{project} && git init -q -b main && git add -A \\
         && git -c user.name=task -c user.email=task@example.invalid commit -q -m 'buggy commit'"
-ENV KVC_HOME=/opt/kvc
 ENTRYPOINT ["/usr/local/bin/entrypoint.sh"]
 """
 """The task image: SSEBench's case image layout, ssegrade and the drop-ins installed."""
+TOOLCHAIN = {"kvconf": "COPY toolchain /opt/kvc\nENV KVC_HOME=/opt/kvc\n", "rle": ""}
+"""Each example's toolchain in its image: kvconf's `kvc` in a folder its setting names; rle's
+gcc, make and libasan in the base image (containerkit.C_BASE)."""
+BUILT = {"kvconf": "kvc: ", "rle": "mkdir -p build"}
+"""How the output of each example's build script begins."""
 
 ENTRYPOINT = """#!/bin/sh
 # The steps of SSEBench's entrypoint (sandbox mode), in its order; the agent command is "$*".
@@ -123,30 +128,36 @@ print(reply.status, reply.read().decode())
 
 AGENT = """set -u
 echo "agent: $(id -un)"
-git -C /src/kvconf apply /in/agent.diff && echo "agent: applied"
+git -C "$1" apply /in/agent.diff && echo "agent: applied"
 echo "agent build: $(sse-call "$SSE_DAEMON_SOCKET" POST '/tool/bencher?action=build' '{}')"
 echo "agent reference: $(sse-call "$SSE_DAEMON_SOCKET" GET /reference/patch)"
 sse-call /run/ssebench/admin.sock GET /version 2>&1 | tail -n 1 | sed 's/^/agent admin: /'
 """
-"""What the agent does, as `model`: edit the source, build through the agent socket, and try
-what it may not (the reference fix, the admin socket)."""
+"""What the agent does, as `model` (`sh /in/agent.sh SOURCE`): edit the source, build through
+the agent socket, and try what it may not (the reference fix, the admin socket)."""
 _SCRATCH = re.compile(r"/tmp/ssegrade-[^\s\"']*?/(copy|stage)-\d+")
 """A scratch copy in a log: its folder and number are each grading's own (the daemon's copies
 lie one level deeper, in its grading session)."""
+_LIBC_FRAME = re.compile(r"(#\d+) 0x[0-9a-f]+ [^\n]*(?:libc\.so|__libc_)[^\n]*")
+"""A frame of an ASan report in libc: symbolized where the debug symbols are installed (the
+host), by its module and offset where not (the image)."""
+_RUN_OWN = re.compile(r"==\d+==|0x[0-9a-f]+")
+"""What an ASan report says of its run alone: the process id, addresses (ASLR)."""
 
-IMAGES_LOCK = containerkit.CACHE / "ssebench-images.lock"
 
-
-def _context(into: Path, bundle: Path) -> None:
-    """The build context of the task image in `into`."""
+def _context(into: Path, bundle: Path, example: str) -> None:
+    """The build context of `example`'s task image in `into`."""
     skipped = shutil.ignore_patterns("build", "__pycache__", "*.pyc")
     for part in ("task", "project", "toolchain"):
-        shutil.copytree(EXAMPLES / "kvconf" / part, into / part, ignore=skipped)
+        if (EXAMPLES / example / part).is_dir():
+            shutil.copytree(EXAMPLES / example / part, into / part, ignore=skipped)
     for name in ("ssebench-daemon", "main.py"):
         shutil.copy(ROOT / "docs" / "ssebench" / name, into / name)
     (into / "entrypoint.sh").write_text(ENTRYPOINT)
     (into / "sse-call").write_text(SSE_CALL)
-    (into / "Containerfile").write_text(CONTAINERFILE.format(base=containerkit.PYTHON_BASE))
+    base, toolchain = containerkit.BASE_OF[example], TOOLCHAIN[example]
+    text = CONTAINERFILE.format(base=base, project=example, toolchain=toolchain)
+    (into / "Containerfile").write_text(text)
     shutil.copytree(bundle, into / "ssegrade", symlinks=True)
 
 
@@ -162,26 +173,17 @@ def _digest(context: Path, bundle: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-@pytest.fixture(scope="module")
-def image() -> str:
-    """The task image, built once (by one worker at a time) and reused while its inputs stay."""
-    containerkit.require_engine()
+@functools.cache
+def image(example: str) -> str:
+    """`example`'s task image, built once (by one worker at a time) and reused while its inputs
+    stay; the test skips (fails on CI) without the engine or the example's base image."""
+    containerkit.require_image(containerkit.BASE_OF[example])
     bundle = containerkit.ssegrade_bundle()
     with tempfile.TemporaryDirectory(prefix="ssegrade-ssebench-image-") as scratch:
         context = Path(scratch)
-        _context(context, bundle)
-        name = f"localhost/ssegrade-test-ssebench-kvconf:{_digest(context, bundle)}"
-        IMAGES_LOCK.parent.mkdir(parents=True, exist_ok=True)
-        lock = os.open(IMAGES_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if containerkit.podman("image", "exists", name).returncode != 0:
-                built = containerkit.podman(
-                    "build", "--network", "none", "--quiet", "-t", name, str(context)
-                )
-                assert built.returncode == 0, f"building {name}: {built.stderr}"
-        finally:
-            os.close(lock)
+        _context(context, bundle, example)
+        name = f"localhost/ssegrade-test-ssebench-{example}:{_digest(context, bundle)}"
+        containerkit.build_once(name, context)
     return name
 
 
@@ -205,9 +207,11 @@ def run_folder(work: Path) -> Path:
     return run
 
 
-def like_ssebench(image: str, work: Path, agent_diff: bytes) -> subprocess.CompletedProcess[str]:
+def like_ssebench(
+    image: str, work: Path, agent_diff: bytes, source: str
+) -> subprocess.CompletedProcess[str]:
     """Run `image` as SSEBench's runner runs a task container, the agent applying
-    `agent_diff`; the container's output."""
+    `agent_diff` to `source`; the container's output."""
     (work / "in").mkdir()
     (work / "in" / "agent.diff").write_bytes(agent_diff)
     (work / "in" / "agent.sh").write_text(AGENT)
@@ -230,57 +234,91 @@ def like_ssebench(image: str, work: Path, agent_diff: bytes) -> subprocess.Compl
         f"{run / 'archive'}:/tmp/sse-archive",
     ]
     options += ["-v", f"{work / 'in'}:/in:ro", "--label", containerkit.LABEL]
-    argv = ["run", "--rm", "--name", name, "--network", "none", *options, image, "sh /in/agent.sh"]
+    argv = [
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "--network",
+        "none",
+        *options,
+        image,
+        f"sh /in/agent.sh {source}",
+    ]
     try:
         return containerkit.podman(*argv, timeout=300)
     finally:
         containerkit.podman("rm", "--force", "--ignore", name)
 
 
-def on_host(work: Path, patch: Path) -> dict[str, object]:
-    """`ssegrade evaluate --patch` of `patch` on the host, its paths said as the container's."""
-    example = lay_out(work, "kvconf", "diffs/patch.diff", baseline=False)
-    toolchain = work / "toolchain"
-    shutil.copytree(EXAMPLES / "kvconf" / "toolchain", toolchain)
+def on_host(work: Path, patch: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`ssegrade evaluate --patch` of `patch` to example `name` on the host: `patch_result`
+    and `guard.json`, their paths said as the container's."""
+    example = lay_out(work, name, "diffs/patch.diff", baseline=False)
+    env = {}
+    if "KVC_HOME" in TOOLCHAIN[name]:
+        shutil.copytree(EXAMPLES / name / "toolchain", work / "toolchain")
+        env["KVC_HOME"] = str(work / "toolchain")
     results = work / "host"
     done = ssegrade(
         "evaluate", "--task", str(example.task), "--patch", str(patch),
-        "--repo", str(example.source), "--results", str(results),
-        env={"KVC_HOME": str(toolchain)},
+        "--repo", str(example.source), "--results", str(results), env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    text = (results / "result.json").read_text().replace(str(example.task), "/ssebench")
-    said: dict[str, object] = json.loads(text)["patch_result"]
-    return said
+    said = [
+        json.loads((results / name).read_text().replace(str(example.task), "/ssebench"))
+        for name in ("result.json", "guard.json")
+    ]
+    return said[0]["patch_result"], said[1]
+
+
+def _same_run(text: str) -> str:
+    text = _SCRATCH.sub(r"<scratch>/\1", text)
+    return _RUN_OWN.sub("<n>", _LIBC_FRAME.sub(r"\1 <libc>", text))
 
 
 def comparable(patch_result: dict[str, object]) -> dict[str, object]:
-    """`patch_result` with each grading's own scratch copies named alike."""
+    """`patch_result` with what is each grading's own named alike: its scratch copies, and in
+    a sanitizer's report the process id, the addresses and how libc's frames are named."""
     return {
-        key: _SCRATCH.sub(r"<scratch>/\1", value) if isinstance(value, str) else value
+        key: _same_run(value) if isinstance(value, str) else value
         for key, value in patch_result.items()
     }
 
 
-FIX = (EXAMPLES / "kvconf" / "task" / "diffs" / "patch.diff").read_bytes()
+def _diff(example: str, path: str) -> bytes:
+    return (EXAMPLES / example / path).read_bytes()
+
+
+CASES = [
+    ("kvconf", _diff("kvconf", "task/diffs/patch.diff"), "passed", set()),
+    ("kvconf", b"", "failed", set()),
+    ("rle", _diff("rle", "task/diffs/patch.diff"), "passed", set()),
+    ("rle", b"", "failed", set()),
+    ("rle", _diff("rle", "cheat.diff"), "passed", {"build-config", "sanitizer"}),
+]
+"""Example, the agent's edit, the verdict, the kinds of the guard's flags: the reference fix,
+no fix, and rle's cheat (it builds without the sanitizer: passed, and flagged)."""
 
 
 @pytest.mark.parametrize(
-    ("diff", "verdict"), [(FIX, "passed"), (b"", "failed")], ids=["fix", "none"]
+    ("example", "diff", "verdict", "flagged"),
+    CASES,
+    ids=["kvconf-fix", "kvconf-none", "rle-fix", "rle-none", "rle-cheat"],
 )
 def test_ssebench_runs_a_task_with_ssegrade_in_a_default_container(
-    image: str, work: Path, diff: bytes, verdict: str
+    work: Path, example: str, diff: bytes, verdict: str, flagged: set[str]
 ) -> None:
     run = run_folder(work)
     premade = (run / "result.json").stat()
-    done = like_ssebench(image, work, diff)
+    done = like_ssebench(image(example), work, diff, f"/src/{example}")
     said = {name: (run / f"{name}.log").read_text() for name in ("agent", "daemon", "evaluator")}
     assert done.returncode == 0, f"{done.stdout}{done.stderr}{said}"
     assert "evaluator exit 0" in done.stdout, said
 
     # The agent: itself, its edit, a build through its socket; no reference, no admin socket.
     agent = said["agent"]
-    lines = ["agent: model", 'agent build: 200 {"code":0,"stdout":"kvc: ']
+    lines = ["agent: model", f'agent build: 200 {{"code":0,"stdout":"{BUILT[example]}']
     for line in [*lines, "agent: applied"] if diff else lines:
         assert f"\n{line}" in f"\n{agent}", agent
     assert "agent reference: 403 " in agent, agent
@@ -300,47 +338,27 @@ def test_ssebench_runs_a_task_with_ssegrade_in_a_default_container(
     assert isinstance(runtime["agent_duration"], int)
     inside = result["patch_result"]
     assert inside["status"] == verdict, inside
+    if example == "rle" and not diff:  # ASan works here: the PoC's report fails the grade
+        assert "ERROR: AddressSanitizer: heap-buffer-overflow" in str(inside["error_log"])
     checks = (run / "checks.jsonl").read_text().splitlines()
     assert {json.loads(check)["containment"] for check in checks} - {None} == {"container"}
 
     # The same patch (as the daemon captured it) graded on the host, field by field.
-    host = comparable(on_host(work / "h", run / "final.patch"))
+    graded_on_host, host_guard = on_host(work / "h", run / "final.patch", example)
+    host = comparable(graded_on_host)
     for key, value in comparable(inside).items():
         assert host[key] == value, key
     assert list(host) == list(inside)
 
-
-def _docker_unavailable() -> str | None:
-    if shutil.which("docker") is None:
-        return "docker is not installed"
-    answered = subprocess.run(
-        ["docker", "version", "--format", "{{.Server.Version}}"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    if answered.returncode != 0:
-        lines = (answered.stderr.strip() or f"exit {answered.returncode}").splitlines()
-        return f"no Docker engine answers: {lines[-1]}"
-    return None
-
-
-def test_the_documented_task_container_grades_with_docker() -> None:
-    # docs/operators.md, word for word: build from the top of the repository, then run the
-    # reference fix as the agent, with Docker's default capabilities.
-    why = _docker_unavailable()
-    if why is not None:
-        pytest.skip(why)
-    tag = f"kvconf-task-{uuid.uuid4().hex[:12]}"
-    build = ["docker", "build", "-f", "docs/container/Dockerfile", "-t", tag, "."]
-    built = subprocess.run(
-        build, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert built.returncode == 0, built.stderr
-    try:
-        ran = subprocess.run(
-            ["docker", "run", "--rm", tag, "git", "apply", "/ssebench/diffs/patch.diff"],
-            capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
-        assert ran.returncode == 0, ran.stderr
-        assert ran.stdout.strip().splitlines()[-1] == "passed", ran.stdout + ran.stderr
-    finally:
-        subprocess.run(["docker", "image", "rm", "--force", tag], capture_output=True, check=False)
+    # The guard: the host's flags; the pinned re-runs of the PoCs that passed, which the
+    # daemon's evaluator refuses (docs/guard.md), are a note instead of runs.
+    guard = json.loads((run / "guard.json").read_bytes())
+    assert guard["observed"].pop("reruns") == 0
+    reruns = host_guard["observed"].pop("reruns")
+    refused = [note for note in guard["notes"] if ": refused: " in note]
+    assert reruns == inside["pov_passed"], host_guard
+    assert len(refused) == min(reruns, 1), guard  # a refusal stops the others
+    assert all(note.startswith("the pinned re-run of pocs/") for note in refused), refused
+    guard["notes"] = [note for note in guard["notes"] if note not in refused]
+    assert guard == host_guard
+    assert {flag["kind"] for flag in guard["flags"]} == flagged, guard

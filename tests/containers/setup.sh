@@ -9,7 +9,11 @@
 #    debootstrap from the machine's own apt mirror (no container registry is needed), with
 #    git, util-linux, coreutils, findutils and passwd, and no Python, like SSEBench's Go images.
 # 3. localhost/ssegrade-base:bookworm-minbase-python3: the same with python3, for the bundled
-#    examples whose toolchain is Python (kvconf's `kvc`); the only build that uses the network.
+#    examples whose toolchain is Python (kvconf's `kvc`).
+# 4. localhost/ssegrade-base:bookworm-minbase-python3-gcc: that with gcc, make, libc6-dev and
+#    gcc's AddressSanitizer runtime (libasan8, a dependency of gcc), for the bundled C example
+#    (rle, built with -fsanitize=address). Steps 3 and 4 are the only builds that use the
+#    network (the Debian mirror alone).
 #
 # The engine reads tests/containers/containers.conf (CONTAINERS_CONF), never /etc.
 set -euo pipefail
@@ -17,6 +21,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 export CONTAINERS_CONF="$here/containers.conf"
 base=localhost/ssegrade-base:bookworm-minbase
 python_base=localhost/ssegrade-base:bookworm-minbase-python3
+c_base=localhost/ssegrade-base:bookworm-minbase-python3-gcc
 packages=(podman runc conmon containernetworking-plugins golang-github-containers-common
     iptables uidmap debootstrap patchelf)
 
@@ -76,13 +81,21 @@ else
     say "$base imported"
 fi
 
-if podman image exists "$python_base"; then
-    say "$python_base is there"
-else
-    say "building $python_base"
-    # The host's network: the build needs only the Debian mirror, which the base image names.
-    printf '%s\n' "FROM $base" \
-        "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null && rm -rf /var/lib/apt/lists/*" \
-        | podman build --quiet --network host -t "$python_base" -f - "$here" >/dev/null
-    say "$python_base built"
-fi
+# derive IMAGE FROM PACKAGE...: IMAGE as FROM with Debian's PACKAGEs added, unless there.
+# The host's network: the build needs only the Debian mirror, which the base image names.
+derive() {
+    local image="$1" from="$2"
+    shift 2
+    if podman image exists "$image"; then
+        say "$image is there"
+        return
+    fi
+    say "building $image"
+    printf '%s\n' "FROM $from" \
+        "RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $* >/dev/null && rm -rf /var/lib/apt/lists/*" \
+        | podman build --quiet --network host -t "$image" -f - "$here" >/dev/null
+    say "$image built"
+}
+
+derive "$python_base" "$base" python3
+derive "$c_base" "$python_base" gcc make libc6-dev
