@@ -59,7 +59,7 @@ from interpreters.real.resultsfolder.runs import Found, RunFolders
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import Job, Tally, engine_problems
-from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile
+from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile, ray_cluster
 from ssegrade.result import ErrorKind
 
 if TYPE_CHECKING:
@@ -334,6 +334,7 @@ def _write_summary(
     command = BatchCommand(
         ssegrade=ssegrade_version(),
         engine=options.engine,
+        ray=ray_cluster(options.ray_address) if options.engine == "ray" or options.on_ray else None,
         workers=batch.capacity or options.workers or os.cpu_count() or 1,
         containment=_containment(options.scripts),
         jobs=jobs.path,

@@ -3,7 +3,8 @@
 Interpreter layer: reads `batch.json` as `interpreters.report.io` reads a run's documents
 (never through a link, a regular file of bounded size, a FIFO cannot hang it), parses it with
 the pure `ssegrade.report.batch`, and prints the one answer for the folder: its label, the
-ssegrade versions, engines and containment of the commands that wrote it, its jobs files and
+ssegrade versions, engines (each with the Ray cluster that ran it, if one did) and containment
+of the commands that wrote it, its jobs files and
 their digests, its first start and last end, whether the last command was interrupted, its
 runs per outcome (passed, passed and flagged, failed, error by kind, not yet graded; cached
 runs counted with the outcome they carry), the run folders of its flagged, `error` and `failed`
@@ -128,6 +129,22 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _engines(summary: BatchSummary) -> tuple[str, ...]:
+    """Each engine the commands used, with the Ray cluster that ran it (`podman on Ray at
+    head:6379`; `a local Ray`: one started for the batch)."""
+    shown: list[str] = []
+    for command in summary.commands:
+        cluster = command.ray
+        if cluster is None:
+            shown.append(command.engine)
+            continue
+        where = "a local Ray" if cluster == "local" else f"Ray at {cluster}"
+        shown.append(
+            f"ray ({where})" if command.engine == "ray" else f"{command.engine} on {where}"
+        )
+    return tuple(dict.fromkeys(shown))
+
+
 def _outcomes(summary: BatchSummary) -> list[str]:
     counts = summary.counts
     kinds = ", ".join(f"{len(runs)} {kind}" for kind, runs in summary.errors.items())
@@ -151,7 +168,7 @@ def _print_batch(
     lines = [
         f"Results folder {label}: {_plural(len(summary.commands), 'batch command')},"
         f" by ssegrade {', '.join(summary.ssegrade)}",
-        f"  engine {', '.join(summary.engines)}; containment: {', '.join(summary.containment)}",
+        f"  engine {', '.join(_engines(summary))}; containment: {', '.join(summary.containment)}",
         *(
             f"  jobs: {jobs.path} ({_plural(jobs.count, 'job')}, sha256 {jobs.sha256[:16]}…)"
             for jobs in summary.jobs

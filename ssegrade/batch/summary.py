@@ -13,6 +13,7 @@ rule of resume: which finished runs are graded again (`--force`, or an `error` g
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
@@ -38,6 +39,7 @@ __all__ = [
     "RunState",
     "batch_summary",
     "next_attempt",
+    "ray_cluster",
     "run_state",
 ]
 
@@ -87,13 +89,37 @@ class JobsFile(_Frozen):
     runs: tuple[str, ...] = ()
 
 
+LOCAL_RAY = "local"
+"""The cluster of a command that ran on a Ray started for the batch alone."""
+
+
+def ray_cluster(address: str | None) -> str:
+    """The Ray cluster at `address` as `batch.json` records it: `local` (None: a Ray started
+    for the batch), else the address without what could be a credential (a user part, a
+    path, a query).
+
+    >>> ray_cluster(None), ray_cluster("head:6379")
+    ('local', 'head:6379')
+    >>> ray_cluster("ray://ops:s3cret@head:10001/?token=t0k")
+    'ray://head:10001'
+    """
+    if address is None:
+        return LOCAL_RAY
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "", address
+    place = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    return f"{scheme}://{place}" if sep else place
+
+
 class BatchCommand(_Frozen):
-    """One batch command that wrote in the folder: ssegrade's version, engine, workers,
-    containment, its jobs file (path), when it started and ended, whether it was
-    interrupted."""
+    """One batch command that wrote in the folder: ssegrade's version, engine, the Ray
+    cluster that ran its gradings (`ray_cluster`; None: none did), workers, containment,
+    its jobs file (path), when it started and ended, whether it was interrupted."""
 
     ssegrade: str
     engine: Literal["local", "ray", "podman", "docker"]
+    ray: str | None = None
     workers: int = Field(ge=1)
     containment: str
     jobs: str
@@ -123,15 +149,16 @@ class BatchRuns(_Frozen):
 
 
 class BatchSummary(_Frozen):
-    """`batch.json`: the folder's label, the ssegrade versions, engines and containment modes
-    of the commands that wrote it, its jobs files, the commands (first start to last end,
-    whether the last was interrupted), every run by outcome with the counts, the `error` runs
-    by kind, the runs whose grade was reused (`cached`, counted with their outcome), and the
-    commands that grade what is left (`resume`)."""
+    """`batch.json`: the folder's label, the ssegrade versions, engines, Ray clusters (`ray`)
+    and containment modes of the commands that wrote it, its jobs files, the commands (first
+    start to last end, whether the last was interrupted), every run by outcome with the
+    counts, the `error` runs by kind, the runs whose grade was reused (`cached`, counted with
+    their outcome), and the commands that grade what is left (`resume`)."""
 
     label: str | None
     ssegrade: tuple[str, ...]
     engines: tuple[Literal["local", "ray", "podman", "docker"], ...]
+    ray: tuple[str, ...] = ()
     containment: tuple[str, ...]
     jobs: tuple[JobsFile, ...]
     commands: tuple[BatchCommand, ...] = Field(min_length=1)
@@ -264,6 +291,7 @@ def batch_summary(
         label=label if label is not None else previous.label if previous is not None else None,
         ssegrade=_distinct(c.ssegrade for c in commands),
         engines=_distinct(c.engine for c in commands),
+        ray=_distinct(c.ray for c in commands if c.ray is not None),
         containment=_distinct(c.containment for c in commands),
         jobs=files,
         commands=commands,
