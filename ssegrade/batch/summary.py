@@ -258,7 +258,7 @@ def batch_summary(
     same path is replaced) with this one, and every run by the outcome its summary carries
     (`states`: every graded run of the folder); a run of a jobs file with no state is not
     yet graded. `resume` holds a command per jobs file with runs not graded or to be graded
-    again.
+    again, on the engine (and Ray cluster) of the last command that graded that file.
 
     >>> from datetime import datetime, timezone
     >>> now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
@@ -282,8 +282,9 @@ def batch_summary(
         if state.error_kind is not None:
             errors.setdefault(state.error_kind, []).append(state.folder)
     lists["not_graded"] = {run for f in files for run in f.runs if run not in graded}
+    last = {c.jobs: c for c in commands}
     resume = tuple(
-        _command(f.path, results, label)
+        _command(f.path, results, label, last.get(f.path, command))
         for f in files
         if f.path != PYTHON_JOBS and any(run not in graded or graded[run].retry for run in f.runs)
     )
@@ -306,9 +307,16 @@ def batch_summary(
     )
 
 
-def _command(jobs: str, results: str, label: str | None) -> str:
+def _command(jobs: str, results: str, label: str | None, last: BatchCommand) -> str:
+    """The command that grades what is left of `jobs`, on the engine (and Ray cluster) of
+    the `last` command that graded it."""
     named = f" --label {shlex.quote(label)}" if label else ""
-    return f"ssegrade batch {shlex.quote(jobs)} --results {shlex.quote(results)}{named}"
+    engine = f" --engine {last.engine}" if last.engine != "local" else ""
+    if last.ray is not None and last.ray != LOCAL_RAY:
+        engine += f" --ray-address {shlex.quote(last.ray)}"
+    elif last.ray is not None and last.engine != "ray":
+        engine += " --cluster ray"
+    return f"ssegrade batch {shlex.quote(jobs)} --results {shlex.quote(results)}{engine}{named}"
 
 
 def _distinct(items: Iterable[_T]) -> tuple[_T, ...]:
