@@ -17,7 +17,7 @@ as a batch summary.
 from __future__ import annotations
 
 import os
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from returns.result import Failure, Success
@@ -66,6 +66,11 @@ def _duration(span: timedelta) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
+
+
+def _when(moment: datetime) -> str:
+    """A time of the summary in UTC, to the second (`2026-11-30 10:00:00 UTC`)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _open_below(root: str, parts: list[str]) -> int | None:
@@ -161,8 +166,7 @@ def _print_batch(
     results: str, summary: BatchSummary, out: Writer, verbose: bool, width: int
 ) -> None:
     label = f'"{summary.label}"' if summary.label else "(no label)"
-    when = summary.started_at.isoformat(sep=" ").replace("+00:00", " UTC")
-    until = summary.ended_at.isoformat(sep=" ").replace("+00:00", " UTC")
+    when, until = _when(summary.started_at), _when(summary.ended_at)
     last = summary.commands[-1]
     took = last.ended_at - last.started_at
     lines = [
