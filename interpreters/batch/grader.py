@@ -42,7 +42,7 @@ from interpreters.real.resultsfolder.writer import GUARD_NAME, parse_guard
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
-from ssegrade.batch.summary import RETRY_KINDS, RunKind, next_attempt
+from ssegrade.batch.summary import RETRY_KINDS, RunKind, earlier_attempts, next_attempt
 from ssegrade.guard.model import flag_kinds
 from ssegrade.report.paths import relative_message
 from ssegrade.result import ErrorKind
@@ -113,6 +113,8 @@ class BatchGrader:
     lost: set[int] = field(default_factory=set)
     attempts: dict[int, int] = field(default_factory=dict)
     """The attempt number of a job graded again, by its line."""
+    earlier: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """What a job graded again keeps of its earlier attempts, by its line."""
     capacity: int | None = None
     """Gradings at a time on the engine, once one is made."""
 
@@ -145,6 +147,8 @@ class BatchGrader:
                     self.finish(job, "skipped", status, error_kind=kind, doc=found.summary)
                     continue
                 self.attempts[job.line] = attempt
+                if attempt > 1:
+                    self.earlier[job.line] = earlier_attempts(found.summary)
             fresh.append(job)
         if not cache:
             return fresh
@@ -262,6 +266,8 @@ class BatchGrader:
                 containment=done.containment,
                 attempts=attempt,
             )
+            if job.line in self.earlier:  # every attempt stays on record
+                doc["earlier_attempts"] = self.earlier[job.line]
             self.folders.write(held, SUMMARY, _json(doc))
             held.unmark()
         finally:

@@ -38,6 +38,7 @@ __all__ = [
     "RunKind",
     "RunState",
     "batch_summary",
+    "earlier_attempts",
     "next_attempt",
     "ray_cluster",
     "run_state",
@@ -321,6 +322,43 @@ def _command(jobs: str, results: str, label: str | None, last: BatchCommand) -> 
 
 def _distinct(items: Iterable[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys(items))
+
+
+_MAX_EARLIER = 100
+"""The most earlier attempts a run's summary keeps (the newest)."""
+
+
+def earlier_attempts(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What a run graded again keeps of its earlier attempts (`earlier_attempts` in its
+    `summary.json`), from `doc`, the summary of its last attempt: the attempts that one kept,
+    then that one (its attempt number, status, error kind and message, and whether its
+    grading ran out of time).
+
+    >>> earlier_attempts({"attempts": 1, "patch_result": {"status": "error",
+    ...     "error_msg": "OSError: No space left on device"},
+    ...     "runtime_result": {"error_kind": "infrastructure"}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'attempt': 1, 'status': 'error', 'error_kind': 'infrastructure',
+      'error_msg': 'OSError: No space left on device', 'evaluator_timeout': False}]
+    """
+    kept = doc.get("earlier_attempts")
+    before = [item for item in kept if isinstance(item, dict)] if isinstance(kept, list) else []
+    patch, runtime = doc.get("patch_result"), doc.get("runtime_result")
+    patch = patch if isinstance(patch, dict) else {}
+    runtime = runtime if isinstance(runtime, dict) else {}
+    said = patch.get("status")
+    status: Status = "passed" if said == "passed" else "failed" if said == "failed" else "error"
+    message = patch.get("error_msg") if isinstance(patch.get("error_msg"), str) else None
+    attempts = doc.get("attempts")
+    made = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 1
+    this = {
+        "attempt": max(made, 1),
+        "status": status,
+        "error_kind": error_kind_of(status, message, runtime.get("error_kind")),
+        "error_msg": message,
+        "evaluator_timeout": runtime.get("evaluator_timeout") is True,
+    }
+    return [*before, this][-_MAX_EARLIER:]
 
 
 RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
