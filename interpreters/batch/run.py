@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interpreters.app.grading import HeldGrade
+from interpreters.batch.driving import running_gradings
 from interpreters.batch.engines import (
     Engine,
     EngineName,
@@ -94,7 +95,7 @@ class BatchReport:
             return line
         killed = sum(1 for job in self.jobs if job.outcome == "killed")
         never = max(self.tally.total - self.tally.done - killed, 0)
-        parts = [f"{killed} running gradings killed, folders removed"] if killed else []
+        parts = [f"{running_gradings(killed)} killed, folders removed"] if killed else []
         parts.append(f"{never} job{'' if never == 1 else 's'} never started")
         return f"{line}; interrupted: {', '.join(parts)}; the same command resumes"
 
