@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import shlex
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -104,3 +105,53 @@ def test_a_real_batch_s_times_read_whole_at_80_columns(tmp_path: Path) -> None:
     start = summary.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     end = summary.ended_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     assert when == [f"  first started {start}, last ended {end}"], lines
+
+
+def test_each_error_run_of_the_folder_is_listed_with_its_kind(tmp_path: Path) -> None:
+    """`report --batch` lists each `error` run with its first failure and its kind, as the
+    counts give them by kind (a grader's exception, a patch that hangs)."""
+    make_task(tmp_path / "t")
+    for name, words in (("crash", "crash a"), ("hang", "hang b"), ("good", "fixed c")):
+        (tmp_path / f"{name}.patch").write_text(saying(words))
+    lines = [
+        {"task": "t/task", "patch": f"{name}.patch", "repo": "t/source", "run_id": name}
+        for name in ("crash", "hang", "good")
+    ]
+    (tmp_path / "jobs.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    results = tmp_path / "results"
+    run_batch(tmp_path / "jobs.jsonl", results, grade=verdict_grade, reporter=Quiet())
+    summary, _ = load_batch(str(results))
+    out = io.StringIO()
+    print_batch(str(results), summary, out, width=80)
+    text = out.getvalue()
+    assert "error (1 grader, 1 timeout)" in " ".join(text.split()), text
+    listed = text.split("Error (2):\n")[1].split("\n\n")[0].splitlines()
+    assert listed[0].startswith("  shell-001/unknown/unknown/crash: ")
+    assert listed[0].endswith(" [grader]")
+    assert listed[-1].startswith("  shell-001/unknown/unknown/hang: Timeout")
+    assert listed[-1].endswith(" [timeout]")
+
+
+def test_the_command_that_grades_what_is_left_pastes_whole_into_a_shell(tmp_path: Path) -> None:
+    """Printed at 80 columns, the resume command of a folder with long paths (and a space)
+    is cut between its words, each cut ending in a backslash: the shell reads back the very
+    command `batch.json` holds (cut anywhere else, a pasted line would run half of it)."""
+    deep = tmp_path / ("a folder of jobs " + "x" * 30) / ("y" * 40)
+    deep.mkdir(parents=True)
+    make_task(deep / "t")
+    (deep / "p.patch").write_text(saying("crash"))  # an error: resume grades it again
+    line = {"task": "t/task", "patch": "p.patch", "repo": "t/source", "run_id": "r1"}
+    (deep / "jobs.jsonl").write_text(json.dumps(line) + "\n")
+    results = deep / "results of the night"
+    run_batch(deep / "jobs.jsonl", results, grade=verdict_grade, reporter=Quiet(), label="n 1")
+    summary, _ = load_batch(str(results))
+    (resume,) = summary.resume
+    out = io.StringIO()
+    print_batch(str(results), summary, out, width=80)
+    printed = out.getvalue().split("To grade what is left:\n")[1].split("\n\n")[0]
+    assert printed.count("\n") > 1  # cut
+    script = "set -- " + printed.replace("ssegrade batch", "", 1) + '\nprintf "%s\\n" "$@"'
+    words = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert ["ssegrade", "batch", *words] == shlex.split(resume)

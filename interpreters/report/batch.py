@@ -8,8 +8,10 @@ of the commands that wrote it, its jobs files and
 their digests, its first start and last end, whether the last command was interrupted, its
 runs per outcome (passed, passed and flagged, failed, error by kind, not yet graded; cached
 runs counted with the outcome they carry), the run folders of its flagged, `error` and `failed`
-runs, each with its first failure read from the run's `summary.json` (`-v`: the folders of
-every outcome), and the command that grades what is left. A run folder is opened one part at
+runs, each with its first failure read from the run's `summary.json` (an error's kind after
+it, `[timeout]`; `-v`: the folders of
+every outcome), and the command that grades what is left (cut between its words with a
+` \\` at each line's end: it pastes whole into a shell). A run folder is opened one part at
 a time below DIR, none of them a link. `--format json` prints the file as it is, once it reads
 as a batch summary.
 """
@@ -17,6 +19,7 @@ as a batch summary.
 from __future__ import annotations
 
 import os
+import shlex
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
@@ -29,7 +32,7 @@ from ssegrade.errors import SsegradeError
 from ssegrade.report import RunFolder, parse_run
 from ssegrade.report.batch import BatchSummary, parse_batch
 
-__all__ = ["BATCH", "BadBatch", "first_failure", "load_batch", "print_batch"]
+__all__ = ["BATCH", "BadBatch", "command_lines", "first_failure", "load_batch", "print_batch"]
 
 BATCH = "batch.json"
 """The batch's summary, at the top of its results folder."""
@@ -162,6 +165,24 @@ def _outcomes(summary: BatchSummary) -> list[str]:
     ]
 
 
+def command_lines(command: str, width: int) -> list[str]:
+    r"""A shell command indented, cut between its words into lines of at most `width`
+    (a word longer stays whole), each but the last ending in ` \`: pasted into a shell,
+    it is the one command.
+
+    >>> command_lines("ssegrade batch 'my jobs.jsonl' --results out", 30)
+    ['  ssegrade batch \\', "      'my jobs.jsonl' \\", '      --results out']
+    """
+    lines: list[str] = []
+    line = " "
+    for word in (shlex.quote(part) for part in shlex.split(command)):
+        if line.strip() and len(line) + 1 + len(word) + 2 > width:
+            lines.append(f"{line} \\")
+            line = "     "
+        line = f"{line} {word}"
+    return [*lines, line]
+
+
 def _print_batch(
     results: str, summary: BatchSummary, out: Writer, verbose: bool, width: int
 ) -> None:
@@ -184,6 +205,7 @@ def _print_batch(
     ]
     out.write("\n".join(line for text in lines for line in wrap(text, width)) + "\n")
     shown = OUTCOMES if verbose else ("flagged", "error", "failed", "not_graded")
+    kinds = {folder: kind for kind, folders in summary.errors.items() for folder in folders}
     for outcome in shown:
         folders = getattr(summary.runs, outcome)
         if not folders:
@@ -191,13 +213,14 @@ def _print_batch(
         out.write(f"\n{_SHOWN[outcome]} ({len(folders)}):\n")
         for folder in folders:
             if outcome in ("error", "failed"):
-                text = f"  {folder}: {first_failure(results, folder)}"
+                kind = f" [{kinds[folder]}]" if outcome == "error" and folder in kinds else ""
+                text = f"  {folder}: {first_failure(results, folder)}{kind}"
             else:
                 text = f"  {folder}"
             out.write("\n".join(wrap(text, width)) + "\n")
     if summary.resume:
         out.write("\nTo grade what is left:\n")
         for command in summary.resume:
-            out.write("\n".join(wrap(f"  {command}", width)) + "\n")
+            out.write("\n".join(command_lines(command, width)) + "\n")
     if not verbose and any(getattr(summary.runs, o) for o in OUTCOMES if o not in shown):
         out.write("\n(-v lists the run folders of every outcome.)\n")
