@@ -155,3 +155,24 @@ def test_the_command_that_grades_what_is_left_pastes_whole_into_a_shell(tmp_path
         ["sh", "-c", script], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert ["ssegrade", "batch", *words] == shlex.split(resume)
+
+
+def test_the_command_that_grades_what_is_left_retries_what_the_batch_retried(
+    tmp_path: Path,
+) -> None:
+    """A batch run with `--retry-kinds timeout --max-attempts 3` lists its timed-out run as
+    left to grade: the command it offers must say so too, or it grades nothing of it."""
+    make_task(tmp_path / "t")
+    (tmp_path / "hang.patch").write_text(saying("hang a"))
+    line = {"task": "t/task", "patch": "hang.patch", "repo": "t/source", "run_id": "hang"}
+    (tmp_path / "jobs.jsonl").write_text(json.dumps(line) + "\n")
+    results = tmp_path / "results"
+    run_batch(
+        tmp_path / "jobs.jsonl", results, grade=verdict_grade, reporter=Quiet(),
+        retry_kinds={"timeout"}, max_attempts=3,
+    )  # fmt: skip
+    summary, _ = load_batch(str(results))
+    (resume,) = summary.resume
+    parsed = batch_command.make_context("batch", shlex.split(resume)[2:]).params
+    assert parsed["retry_kinds"] == frozenset({"timeout"})
+    assert (parsed["max_attempts"], parsed["no_retry"]) == (3, False)

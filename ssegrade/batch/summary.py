@@ -41,6 +41,7 @@ __all__ = [
     "earlier_attempts",
     "next_attempt",
     "ray_cluster",
+    "retry_options",
     "run_state",
 ]
 
@@ -253,13 +254,15 @@ def batch_summary(
     label: str | None,
     states: Iterable[RunState],
     results: str,
+    retry: tuple[str, ...] = (),
 ) -> BatchSummary:
     """The summary of the folder `results` once `command` graded `jobs` (named `label`, or
     as `previous` was): the `previous` summary's commands and jobs files (a jobs file at the
     same path is replaced) with this one, and every run by the outcome its summary carries
     (`states`: every graded run of the folder); a run of a jobs file with no state is not
     yet graded. `resume` holds a command per jobs file with runs not graded or to be graded
-    again, on the engine (and Ray cluster) of the last command that graded that file.
+    again, on the engine (and Ray cluster) of the last command that graded that file, with
+    the options `retry` that chose the runs to grade again (`retry_options`).
 
     >>> from datetime import datetime, timezone
     >>> now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
@@ -286,6 +289,7 @@ def batch_summary(
     last = {c.jobs: c for c in commands}
     resume = tuple(
         _command(f.path, results, label, last.get(f.path, command))
+        + "".join(f" {shlex.quote(option)}" for option in retry)
         for f in files
         if f.path != PYTHON_JOBS and any(run not in graded or graded[run].retry for run in f.runs)
     )
@@ -306,6 +310,21 @@ def batch_summary(
         cached=tuple(sorted(s.folder for s in graded.values() if s.cached)),
         resume=resume,
     )
+
+
+def retry_options(kinds: frozenset[ErrorKind], max_attempts: int) -> tuple[str, ...]:
+    """The options of `ssegrade batch` that grade again the `error` runs of `kinds` within
+    `max_attempts` (none: no retry), as few as say it (the defaults are left out).
+
+    >>> retry_options(RETRY_KINDS, 2), retry_options(frozenset(), 2)
+    ((), ('--no-retry',))
+    >>> retry_options(frozenset({"timeout", "grader"}), 3)
+    ('--retry-kinds', 'grader,timeout', '--max-attempts', '3')
+    """
+    if not kinds:
+        return ("--no-retry",)
+    named = () if kinds == RETRY_KINDS else ("--retry-kinds", ",".join(sorted(kinds)))
+    return (*named, *(("--max-attempts", str(max_attempts)) if max_attempts != 2 else ()))
 
 
 def _command(jobs: str, results: str, label: str | None, last: BatchCommand) -> str:
