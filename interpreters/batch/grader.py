@@ -360,8 +360,8 @@ class BatchGrader:
         error_kind: ErrorKind | None = None,
         doc: Mapping[str, Any] | None = None,
     ) -> None:
-        """Count one finished job and say so: its verdict (with the patch guard's flags of a
-        pass), its run folder, how long it took (or where its grade comes from), and why it
+        """Count one finished job and say so: its verdict (with the patch guard's flags), its
+        run folder, how long it took (or where its grade comes from), and why it
         did not pass (its summary `doc`'s `error_msg`)."""
         self.tally.add(outcome, status)
         self.outcomes.append(
@@ -383,18 +383,18 @@ class BatchGrader:
 
 
 def _verdict(status: Status, doc: Mapping[str, Any] | None) -> tuple[str, str]:
-    """How a job's line names its verdict (`passed, flagged sanitizer` for a pass the patch
-    guard flagged) and, after its run folder, why it did not pass (`: Timeout (3s)`)."""
+    """How a job's line names its verdict, with the kinds of flag the patch guard raised
+    (`passed, flagged sanitizer`; `failed, flagged crash-handler`), and, after its run
+    folder, why it did not pass (`: Timeout (3s)`)."""
     if doc is None:
         return status, ""
-    if status == "passed":
-        flags = flag_kinds(doc.get("guard"))
-        return (f"passed, flagged {' '.join(flags)}" if flags else "passed"), ""
+    flags = flag_kinds(doc.get("guard"))
+    verdict = f"{status}, flagged {' '.join(flags)}" if flags else status
     patch, task = doc.get("patch_result"), doc.get("task")
     message = patch.get("error_msg") if isinstance(patch, dict) else None
-    if not isinstance(message, str) or not message:
-        return status, ""
-    return status, f": {relative_message(message, _task_files(task))}"
+    if status == "passed" or not isinstance(message, str) or not message:
+        return verdict, ""
+    return verdict, f": {relative_message(message, _task_files(task))}"
 
 
 def _task_files(task: object) -> list[str]:
