@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis keeps its examples and caches outside the checkout (by default `.hypothesis/` in
+# the current folder): the suite leaves no file there.
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    set_hypothesis_home_dir(Path.home() / ".cache" / "ssegrade-tests" / "hypothesis")
 
 settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)

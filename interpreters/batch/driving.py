@@ -16,7 +16,7 @@ from types import FrameType
 
 from interpreters.batch.engines import Done, Engine, Work
 
-__all__ = ["POLL", "Driven", "drive"]
+__all__ = ["POLL", "Driven", "drive", "running_gradings"]
 
 _log = logging.getLogger(__name__)
 
@@ -38,6 +38,11 @@ class Driven:
 
     interrupted: bool
     killed: tuple[int, ...] = ()
+
+
+def running_gradings(count: int) -> str:
+    """`1 running grading`, `2 running gradings`."""
+    return f"{count} running grading{'' if count == 1 else 's'}"
 
 
 def drive(
@@ -74,9 +79,9 @@ def drive(
             if interrupts.count == 1 and not announced and engine.running():
                 announced = True
                 _log.warning(
-                    "interrupted: waiting for %d running gradings "
-                    "(Ctrl-C or SIGTERM again to kill them)",
-                    engine.running(),
+                    "interrupted: waiting for %s (Ctrl-C or SIGTERM again to kill %s)",
+                    running_gradings(engine.running()),
+                    "it" if engine.running() == 1 else "them",
                 )
     finally:
         for sig, handler in previous.items():

@@ -21,6 +21,7 @@ from ssegrade.batch.summary import (
     BatchSummary,
     JobsFile,
     batch_summary,
+    retry_options,
     run_state,
 )
 from ssegrade.report.batch import parse_batch
@@ -74,6 +75,7 @@ def write_folder_summary(
         label=label,
         states=states,
         results=root,
+        retry=retry_options(retry_kinds, max_attempts),
     )
     folders.write_top(BATCH_SUMMARY, summary.to_json())
     return summary

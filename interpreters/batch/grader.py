@@ -42,7 +42,7 @@ from interpreters.real.resultsfolder.writer import GUARD_NAME, parse_guard
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
 from ssegrade.batch import Tally, cached_result, summary_document
-from ssegrade.batch.summary import RETRY_KINDS, RunKind, next_attempt
+from ssegrade.batch.summary import RETRY_KINDS, RunKind, earlier_attempts, next_attempt
 from ssegrade.guard.model import flag_kinds
 from ssegrade.report.paths import relative_message
 from ssegrade.result import ErrorKind
@@ -113,6 +113,8 @@ class BatchGrader:
     lost: set[int] = field(default_factory=set)
     attempts: dict[int, int] = field(default_factory=dict)
     """The attempt number of a job graded again, by its line."""
+    earlier: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """What a job graded again keeps of its earlier attempts, by its line."""
     capacity: int | None = None
     """Gradings at a time on the engine, once one is made."""
 
@@ -145,6 +147,8 @@ class BatchGrader:
                     self.finish(job, "skipped", status, error_kind=kind, doc=found.summary)
                     continue
                 self.attempts[job.line] = attempt
+                if attempt > 1:
+                    self.earlier[job.line] = earlier_attempts(found.summary)
             fresh.append(job)
         if not cache:
             return fresh
@@ -262,6 +266,8 @@ class BatchGrader:
                 containment=done.containment,
                 attempts=attempt,
             )
+            if job.line in self.earlier:  # every attempt stays on record
+                doc["earlier_attempts"] = self.earlier[job.line]
             self.folders.write(held, SUMMARY, _json(doc))
             held.unmark()
         finally:
@@ -354,8 +360,8 @@ class BatchGrader:
         error_kind: ErrorKind | None = None,
         doc: Mapping[str, Any] | None = None,
     ) -> None:
-        """Count one finished job and say so: its verdict (with the patch guard's flags of a
-        pass), its run folder, how long it took (or where its grade comes from), and why it
+        """Count one finished job and say so: its verdict (with the patch guard's flags), its
+        run folder, how long it took (or where its grade comes from), and why it
         did not pass (its summary `doc`'s `error_msg`)."""
         self.tally.add(outcome, status)
         self.outcomes.append(
@@ -377,18 +383,18 @@ class BatchGrader:
 
 
 def _verdict(status: Status, doc: Mapping[str, Any] | None) -> tuple[str, str]:
-    """How a job's line names its verdict (`passed, flagged sanitizer` for a pass the patch
-    guard flagged) and, after its run folder, why it did not pass (`: Timeout (3s)`)."""
+    """How a job's line names its verdict, with the kinds of flag the patch guard raised
+    (`passed, flagged sanitizer`; `failed, flagged crash-handler`), and, after its run
+    folder, why it did not pass (`: Timeout (3s)`)."""
     if doc is None:
         return status, ""
-    if status == "passed":
-        flags = flag_kinds(doc.get("guard"))
-        return (f"passed, flagged {' '.join(flags)}" if flags else "passed"), ""
+    flags = flag_kinds(doc.get("guard"))
+    verdict = f"{status}, flagged {' '.join(flags)}" if flags else status
     patch, task = doc.get("patch_result"), doc.get("task")
     message = patch.get("error_msg") if isinstance(patch, dict) else None
-    if not isinstance(message, str) or not message:
-        return status, ""
-    return status, f": {relative_message(message, _task_files(task))}"
+    if status == "passed" or not isinstance(message, str) or not message:
+        return verdict, ""
+    return verdict, f": {relative_message(message, _task_files(task))}"
 
 
 def _task_files(task: object) -> list[str]:

@@ -1,6 +1,6 @@
 """How a batch speaks while it runs: a live bar on a terminal, with one line above it for each
 job that failed or errored (its verdict, run folder and why); else one line per finished job
-(its verdict with the patch guard's flags of a pass, its run folder, how long it took, and
+(its verdict with the patch guard's flags, its run folder, how long it took, and
 why it did not pass); quiet, only the last line.
 
 Interpreter layer; everything goes to stderr, so stdout stays free for machine-readable output,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interpreters.app.grading import HeldGrade
+from interpreters.batch.driving import running_gradings
 from interpreters.batch.engines import (
     Engine,
     EngineName,
@@ -59,7 +60,7 @@ from interpreters.real.resultsfolder.runs import Found, RunFolders
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import Job, Tally, engine_problems
-from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile
+from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile, ray_cluster
 from ssegrade.result import ErrorKind
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class BatchReport:
             return line
         killed = sum(1 for job in self.jobs if job.outcome == "killed")
         never = max(self.tally.total - self.tally.done - killed, 0)
-        parts = [f"{killed} running gradings killed, folders removed"] if killed else []
+        parts = [f"{running_gradings(killed)} killed, folders removed"] if killed else []
         parts.append(f"{never} job{'' if never == 1 else 's'} never started")
         return f"{line}; interrupted: {', '.join(parts)}; the same command resumes"
 
@@ -334,6 +335,7 @@ def _write_summary(
     command = BatchCommand(
         ssegrade=ssegrade_version(),
         engine=options.engine,
+        ray=ray_cluster(options.ray_address) if options.engine == "ray" or options.on_ray else None,
         workers=batch.capacity or options.workers or os.cpu_count() or 1,
         containment=_containment(options.scripts),
         jobs=jobs.path,

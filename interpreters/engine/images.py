@@ -12,14 +12,21 @@ that root if this process dies (`interpreters.engine.reaper`); `close` does it o
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import logging
+import os
+import re
+import stat
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from interpreters.engine.reaper import Reaper
 from interpreters.real import files
@@ -32,7 +39,7 @@ from ssegrade.batch.containers import (
 )
 from ssegrade.errors import SsegradeError
 
-__all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "engine_program"]
+__all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "NodeBudget", "engine_program"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +49,9 @@ _QUICK = 120.0
 """Seconds an engine command that moves no image may take."""
 _SLOW = 3600.0
 """Seconds a pull, a load or a build may take."""
+_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
+_RECORD = 1 << 20
+"""The largest record of a node's images read back."""
 
 
 class EngineFailed(SsegradeError):
@@ -207,6 +217,16 @@ class Images:
             except EngineFailed as exc:
                 _log.warning("%s", exc)
 
+    def trim_with(self, ours: dict[str, int], budget: int, keep: set[str]) -> dict[str, int]:
+        """`trim` of the images `ours` (IDs and sizes, as a node's record holds them); what
+        is left of them."""
+        self.ours, mine = dict(ours), self.ours
+        try:
+            self.trim(budget, keep)
+            return self.ours
+        finally:
+            self.ours = mine
+
     def trim(self, budget: int, keep: set[str]) -> list[str]:
         """Remove images this batch brought in, not in `keep` (still needed), while their
         sizes add up to more than `budget` bytes; the IDs removed."""
@@ -225,6 +245,109 @@ class Images:
             removed.append(image_id)
             _log.info("image %s removed (past --image-budget)", image_id[:12])
         return removed
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBudget:
+    """`--image-budget` on one node of a batch on Ray, whose jobs each run in a Ray task of
+    their own: what the batch brought in on this node, and which of its images this node's
+    jobs are using, are kept in the node's record of the batch (a file of its temporary
+    folder, ours alone, each change under its lock); once a job is done, the images the batch
+    brought in here that no running job of this node uses are removed while their sizes add
+    up to more than `budget` bytes (a later job of such an image brings it back)."""
+
+    batch: str
+    budget: int
+    folder: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
+
+    def use(self, image_id: str) -> str:
+        """Mark `image_id` as used by a job of this process until `done`; the mark."""
+        mark = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        with self._record() as record:
+            record["using"][mark] = image_id
+        return mark
+
+    def brought(self, images: Images) -> None:
+        """What `images` brought in (a job's, once its image is prepared) joins the record."""
+        with self._record() as record:
+            record["ours"].update(images.ours)
+
+    def done(self, mark: str, images: Images) -> list[str]:
+        """The job marked `mark`, whose images `images` prepared, is done: what `images`
+        brought in joins the record, then the images past the budget are removed (see the
+        class); the IDs removed."""
+        with self._record() as record:
+            record["using"].pop(mark, None)
+            record["ours"].update(images.ours)
+            using = {image for held, image in record["using"].items() if _alive(held)}
+            kept = images.trim_with(record["ours"], self.budget, using)
+            removed = [image for image in record["ours"] if image not in kept]
+            record["ours"] = kept
+            return removed
+
+    @property
+    def path(self) -> Path:
+        """The node's record of the batch (a lock file, as the node's locks of images)."""
+        digest = hashlib.sha256(f"budget\0{self.batch}".encode()).hexdigest()[:24]
+        return self.folder / f"ssegrade-image-{digest}.lock"
+
+    @contextlib.contextmanager
+    def _record(self) -> Iterator[dict[str, dict[str, Any]]]:
+        """The node's record of the batch, locked, written back when the block ends (emptied
+        when nothing is left in it); `EngineFailed` when the file is not ours alone."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            record = _read_record(fd)
+            yield record
+            data = json.dumps(record).encode() if any(record.values()) else b""
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+
+def _read_record(fd: int) -> dict[str, dict[str, Any]]:
+    """A node's record of a batch (its images with their sizes, its marks of use), or an
+    empty one when the file is not ours alone or not a record."""
+    empty: dict[str, dict[str, Any]] = {"ours": {}, "using": {}}
+    found = os.fstat(fd)
+    if found.st_uid != os.geteuid() or found.st_mode & 0o077 or not stat.S_ISREG(found.st_mode):
+        raise EngineFailed("the node's record of the batch's images is not ours alone")
+    try:
+        doc = json.loads(os.pread(fd, _RECORD, 0) or b"{}")
+    except ValueError:
+        return empty
+    if not isinstance(doc, dict):
+        return empty
+    ours, using = doc.get("ours"), doc.get("using")
+    return {
+        "ours": {
+            k: v
+            for k, v in (ours.items() if isinstance(ours, dict) else ())
+            if _ID.match(k) and isinstance(v, int)
+        },
+        "using": {
+            k: v
+            for k, v in (using.items() if isinstance(using, dict) else ())
+            if isinstance(k, str) and isinstance(v, str) and _ID.match(v)
+        },
+    }
+
+
+def _alive(mark: str) -> bool:
+    """Whether the process of a mark of use still runs (a killed job uses nothing)."""
+    pid = mark.partition("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def scratch() -> Path:

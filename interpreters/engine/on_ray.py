@@ -17,6 +17,10 @@ cache folder (each node runs the same ssegrade, as Ray requires). Each job's con
 the batch label with the job's key (`<batch>-<key>`) and have a reaper of their own: when the
 Ray task is cancelled or the driver dies (Ray kills the worker), that reaper removes them and
 their staging folder, and nothing of the node's other jobs.
+
+`--image-budget` holds on each node (`interpreters.engine.images.NodeBudget`): each job marks
+its image used in the node's record of the batch, and once it is done, the images the batch
+brought in on this node that no running job uses are removed past the budget.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import tempfile
 from collections import Counter
@@ -36,7 +41,7 @@ from interpreters.batch.transit import Piece, pieces, relocate_done
 from interpreters.batch.work import Done, Work
 from interpreters.engine.bundle import BundleError, build
 from interpreters.engine.containers import ContainerEngine, ContainerSettings
-from interpreters.engine.images import EngineFailed, Image, Images
+from interpreters.engine.images import EngineFailed, Image, Images, NodeBudget
 from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner import release_scratch, scratch_folder
 from interpreters.real.runner.options import ScriptOptions
@@ -46,6 +51,7 @@ __all__ = ["ContainersOnNode", "Origin"]
 Origin = tuple[str, Path, Path | None]
 """How the driver named an image: its reference, the jobs' folder, its build folder."""
 _POLL = 1.0
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,8 +92,13 @@ class ContainersOnNode:
             images = Images(self.settings.engine, f"{self.batch}-{work.key}")
         except EngineFailed as exc:
             return _lost(landing, work, f"on its Ray node: {exc}")
+        budget = self.settings.image_budget
+        node = None if budget is None else NodeBudget(self.batch, budget)
+        mark = _use(node, work.image)
         try:
             why = self._ready(images, work)
+            if node is not None and mark is not None:
+                _brought(node, images)
             if why is not None:
                 return _lost(landing, work, why)
             settings = replace(self.settings, bundle=self._bundle(), image_budget=None)
@@ -103,6 +114,8 @@ class ContainersOnNode:
         except BundleError as exc:
             return _lost(landing, work, f"no ssegrade bundle on its Ray node: {exc}")
         finally:
+            if node is not None and mark is not None:
+                _done(node, mark, images)
             images.close()
 
     def _ready(self, images: Images, work: Work) -> str | None:
@@ -125,6 +138,34 @@ class ContainersOnNode:
         if (self.settings.bundle / "ssegrade").is_file():
             return self.settings.bundle
         return build(self.settings.bundle.parent)
+
+
+def _use(node: NodeBudget | None, image: str | None) -> str | None:
+    """Mark `image` used by this job in the node's record of the batch (`NodeBudget`); the
+    mark, or None without a budget (or a record that cannot be kept: said in the log)."""
+    if node is None or image is None:
+        return None
+    try:
+        return node.use(image)
+    except (EngineFailed, OSError) as exc:
+        _log.warning("--image-budget on this node: %s", exc)
+        return None
+
+
+def _brought(node: NodeBudget, images: Images) -> None:
+    """What the job's image brought in on this node joins its record (`NodeBudget`)."""
+    try:
+        node.brought(images)
+    except (EngineFailed, OSError) as exc:
+        _log.warning("--image-budget on this node: %s", exc)
+
+
+def _done(node: NodeBudget, mark: str, images: Images) -> None:
+    """The job is done: the node's images past the budget are removed (`NodeBudget.done`)."""
+    try:
+        node.done(mark, images)
+    except (EngineFailed, OSError) as exc:
+        _log.warning("--image-budget on this node: %s", exc)
 
 
 def _lost(landing: Landing, work: Work, why: str) -> Done:

@@ -1,4 +1,4 @@
-"""A results folder's own summary, `batch.json`, and when a graded run is graded again.
+"""A results folder's own summary, `batch.json`.
 
 Pure core (SPEC §14). `batch.json` is one answer for the **whole folder**, whatever number
 of batch commands (resumes included) wrote there: `batch_summary` builds it from the summary
@@ -6,13 +6,14 @@ the folder held before (its commands and jobs files), the command that just ran,
 of every run folder read from its `summary.json` (the source of truth: `run_state`), so a
 crash loses nothing that was graded. Each run is counted once, with the outcome it carries
 (a cached run too): passed, passed and flagged by the patch guard, failed, error (by kind),
-or not yet graded (a job of a jobs file whose folder holds no grade). `next_attempt` is the
-rule of resume: which finished runs are graded again (`--force`, or an `error` grade within
-`--max-attempts`).
+or not yet graded (a job of a jobs file whose folder holds no grade). The rule of resume
+(`next_attempt`: which finished runs are graded again) and the record of earlier attempts
+are `ssegrade.batch.attempts`', re-exported here.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
@@ -20,6 +21,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from ssegrade.batch.attempts import RETRY_KINDS, earlier_attempts, next_attempt, retry_options
 from ssegrade.guard.model import flag_kinds
 from ssegrade.result import ErrorKind, Status, error_kind_of
 
@@ -37,7 +39,10 @@ __all__ = [
     "RunKind",
     "RunState",
     "batch_summary",
+    "earlier_attempts",
     "next_attempt",
+    "ray_cluster",
+    "retry_options",
     "run_state",
 ]
 
@@ -87,13 +92,37 @@ class JobsFile(_Frozen):
     runs: tuple[str, ...] = ()
 
 
+LOCAL_RAY = "local"
+"""The cluster of a command that ran on a Ray started for the batch alone."""
+
+
+def ray_cluster(address: str | None) -> str:
+    """The Ray cluster at `address` as `batch.json` records it: `local` (None: a Ray started
+    for the batch), else the address without what could be a credential (a user part, a
+    path, a query).
+
+    >>> ray_cluster(None), ray_cluster("head:6379")
+    ('local', 'head:6379')
+    >>> ray_cluster("ray://ops:s3cret@head:10001/?token=t0k")
+    'ray://head:10001'
+    """
+    if address is None:
+        return LOCAL_RAY
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "", address
+    place = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    return f"{scheme}://{place}" if sep else place
+
+
 class BatchCommand(_Frozen):
-    """One batch command that wrote in the folder: ssegrade's version, engine, workers,
-    containment, its jobs file (path), when it started and ended, whether it was
-    interrupted."""
+    """One batch command that wrote in the folder: ssegrade's version, engine, the Ray
+    cluster that ran its gradings (`ray_cluster`; None: none did), workers, containment,
+    its jobs file (path), when it started and ended, whether it was interrupted."""
 
     ssegrade: str
     engine: Literal["local", "ray", "podman", "docker"]
+    ray: str | None = None
     workers: int = Field(ge=1)
     containment: str
     jobs: str
@@ -123,15 +152,16 @@ class BatchRuns(_Frozen):
 
 
 class BatchSummary(_Frozen):
-    """`batch.json`: the folder's label, the ssegrade versions, engines and containment modes
-    of the commands that wrote it, its jobs files, the commands (first start to last end,
-    whether the last was interrupted), every run by outcome with the counts, the `error` runs
-    by kind, the runs whose grade was reused (`cached`, counted with their outcome), and the
-    commands that grade what is left (`resume`)."""
+    """`batch.json`: the folder's label, the ssegrade versions, engines, Ray clusters (`ray`)
+    and containment modes of the commands that wrote it, its jobs files, the commands (first
+    start to last end, whether the last was interrupted), every run by outcome with the
+    counts, the `error` runs by kind, the runs whose grade was reused (`cached`, counted with
+    their outcome), and the commands that grade what is left (`resume`)."""
 
     label: str | None
     ssegrade: tuple[str, ...]
     engines: tuple[Literal["local", "ray", "podman", "docker"], ...]
+    ray: tuple[str, ...] = ()
     containment: tuple[str, ...]
     jobs: tuple[JobsFile, ...]
     commands: tuple[BatchCommand, ...] = Field(min_length=1)
@@ -225,13 +255,15 @@ def batch_summary(
     label: str | None,
     states: Iterable[RunState],
     results: str,
+    retry: tuple[str, ...] = (),
 ) -> BatchSummary:
     """The summary of the folder `results` once `command` graded `jobs` (named `label`, or
     as `previous` was): the `previous` summary's commands and jobs files (a jobs file at the
     same path is replaced) with this one, and every run by the outcome its summary carries
     (`states`: every graded run of the folder); a run of a jobs file with no state is not
     yet graded. `resume` holds a command per jobs file with runs not graded or to be graded
-    again.
+    again, on the engine (and Ray cluster) of the last command that graded that file, with
+    the options `retry` that chose the runs to grade again (`retry_options`).
 
     >>> from datetime import datetime, timezone
     >>> now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
@@ -255,8 +287,10 @@ def batch_summary(
         if state.error_kind is not None:
             errors.setdefault(state.error_kind, []).append(state.folder)
     lists["not_graded"] = {run for f in files for run in f.runs if run not in graded}
+    last = {c.jobs: c for c in commands}
     resume = tuple(
-        _command(f.path, results, label)
+        _command(f.path, results, label, last.get(f.path, command))
+        + "".join(f" {shlex.quote(option)}" for option in retry)
         for f in files
         if f.path != PYTHON_JOBS and any(run not in graded or graded[run].retry for run in f.runs)
     )
@@ -264,6 +298,7 @@ def batch_summary(
         label=label if label is not None else previous.label if previous is not None else None,
         ssegrade=_distinct(c.ssegrade for c in commands),
         engines=_distinct(c.engine for c in commands),
+        ray=_distinct(c.ray for c in commands if c.ray is not None),
         containment=_distinct(c.containment for c in commands),
         jobs=files,
         commands=commands,
@@ -278,48 +313,17 @@ def batch_summary(
     )
 
 
-def _command(jobs: str, results: str, label: str | None) -> str:
+def _command(jobs: str, results: str, label: str | None, last: BatchCommand) -> str:
+    """The command that grades what is left of `jobs`, on the engine (and Ray cluster) of
+    the `last` command that graded it."""
     named = f" --label {shlex.quote(label)}" if label else ""
-    return f"ssegrade batch {shlex.quote(jobs)} --results {shlex.quote(results)}{named}"
+    engine = f" --engine {last.engine}" if last.engine != "local" else ""
+    if last.ray is not None and last.ray != LOCAL_RAY:
+        engine += f" --ray-address {shlex.quote(last.ray)}"
+    elif last.ray is not None and last.engine != "ray":
+        engine += " --cluster ray"
+    return f"ssegrade batch {shlex.quote(jobs)} --results {shlex.quote(results)}{engine}{named}"
 
 
 def _distinct(items: Iterable[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys(items))
-
-
-RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
-"""The kinds of `error` resume grades again by default: the host's and ssegrade's. A patch
-that ran out of time (`timeout`) or a broken task (`task`) would only do it again."""
-
-
-def next_attempt(
-    status: Status,
-    attempts: int,
-    *,
-    force: bool,
-    retry: bool,
-    max_attempts: int,
-    kind: ErrorKind | None = None,
-    kinds: frozenset[ErrorKind] = RETRY_KINDS,
-) -> int | None:
-    """The attempt number of a new grading of a run already graded `status` in `attempts`
-    attempts, or None to keep it: `force` grades any run again (attempt 1, a new series); an
-    `error` of one of the `kinds` (its `kind`; unknown: `grader`) is graded again while
-    fewer than `max_attempts` attempts were made, unless `retry` is off; any other grade is
-    kept.
-
-    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2, kind="grader")
-    2
-    >>> next_attempt("error", 1, force=False, retry=True, max_attempts=2, kind="timeout") is None
-    True
-    >>> next_attempt("error", 2, force=False, retry=True, max_attempts=2) is None
-    True
-    >>> next_attempt("passed", 1, force=True, retry=False, max_attempts=1)
-    1
-    """
-    if force:
-        return 1
-    wanted = (kind or "grader") in kinds
-    if status == "error" and retry and wanted and attempts < max_attempts:
-        return attempts + 1
-    return None

@@ -73,7 +73,8 @@ class Share(_Out):
 class ErrorCounts(_Out):
     """A row's `error` runs, by kind (SPEC §3): an error is neither a pass nor a failure, so
     it is counted beside the shares, never silently dropped. `again` is how many of them a
-    batch resume grades again by default (`infrastructure` and `grader`)."""
+    batch resume grades again by default (`infrastructure` and `grader`, while fewer than
+    the default `--max-attempts` of 2 attempts were made)."""
 
     total: int = 0
     timeout: int = 0

@@ -101,6 +101,7 @@ class _Summary(TypedDict, Generic[_Grade], total=False):
     cached_from: str | None
     guard: object
     containment: object  # informative: a value of another type is no mode, not a bad run
+    attempts: object  # informative: a value of another type is one attempt
 
 
 def _leniently(data: object, handler: ValidatorFunctionWrapHandler) -> PatchResult:
@@ -178,6 +179,8 @@ class RunRecord(NamedTuple):
     kinds it raised only as touches that change nothing a check runs (listed, not counted).
     `error_kind` is `runtime_result.error_kind` as
     written (None: not said; `ssegrade.result.error_kind_of` reads it with the grade).
+    `attempts` is how many attempts a batch made of its grade (1 when its summary does not
+    say).
     """
 
     task: str
@@ -197,6 +200,7 @@ class RunRecord(NamedTuple):
     containment: str | None = None
     error_kind: object = None
     listed: tuple[str, ...] = ()
+    attempts: int = 1
 
 
 _KNOWN = frozenset(KINDS)
@@ -394,8 +398,14 @@ def parse_run(
             listed=guard_listed(doc.get("guard")),
             containment=mode if (mode := doc.get("containment")).__class__ is str else None,
             error_kind=runtime.get("error_kind"),
+            attempts=_attempts(doc.get("attempts")),
         )
     )
+
+
+def _attempts(said: object) -> int:
+    """The attempts a summary says its grade took (1 when it says none, or not a count)."""
+    return said if isinstance(said, int) and not isinstance(said, bool) and said > 1 else 1
 
 
 def _first_error(exc: ValidationError) -> str:

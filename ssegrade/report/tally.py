@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
-from ssegrade.batch.summary import RETRY_KINDS
+from ssegrade.batch.summary import next_attempt
 from ssegrade.checks import grading_order
 from ssegrade.report.guard import GuardTally
 from ssegrade.report.model import ErrorCounts, Interval, Row, RowKey, Share
@@ -133,11 +133,15 @@ class RowTally:
         self.runs = 0
 
     def add_error(self, rec: RunRecord) -> None:
-        """Count one `error` run of the row, by its kind."""
+        """Count one `error` run of the row, by its kind, and whether a resume grades it
+        again (`ssegrade.batch.summary.next_attempt`, with its defaults)."""
         patch = rec.patch
         kind = error_kind_of("error", patch.error_msg, rec.error_kind) or "grader"
         self._errors[kind] += 1
-        self._errors["again"] += kind in RETRY_KINDS
+        again = next_attempt(
+            "error", rec.attempts, force=False, retry=True, max_attempts=2, kind=kind
+        )
+        self._errors["again"] += again is not None
 
     def add(
         self, kept: Sequence[RunRecord], has: frozenset[Check], task: CheckCounts | None = None
