@@ -6,8 +6,9 @@ Interpreter layer (plain data; `probe` decides, `containment` applies). Three mo
 - `full`: a PID namespace (everything the script starts dies with it), a mount namespace
   where the host is read-only, with a private, size-limited `/tmp`, `/var/tmp` and
   `/dev/shm` (see `reach`), an IPC namespace, a network namespace with only loopback up
-  (unless `network="host"`), a pids cgroup, and the runner's keyrings cleared around it; all
-  of it, or the script does not run;
+  (unless `network="host"`), a pids cgroup, and the runner's keyrings cleared around it (or
+  no key call reachable at all: Docker's seccomp profile); all of it, or the script does not
+  run;
 - `container`: as root inside a container where `full` cannot be had: the container is the
   boundary. Its own session, as the runner; one grading at a time in the container, and after
   each script every process of the runner in the container killed and what it left in `/tmp`,
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interpreters.real.runner.cgroups import Cgroups
+from interpreters.real.runner.keyrings import out_of_reach
 from ssegrade.errors import SsegradeError
 
 __all__ = [
@@ -102,10 +104,14 @@ class Mechanisms:
             "PID, mount, IPC and network" if self.network == "loopback" else "PID, mount and IPC"
         )
         groups = self.cgroups.describe() if self.cgroups else "no cgroup"
+        keys = (
+            "no key system call for the runner (refused to ssegrade and all it starts)"
+            if out_of_reach()
+            else "the runner's keyrings cleared before and after"
+        )
         return (
             f"containment: full ({spaces} namespaces; the host read-only; private /tmp, "
-            f"/var/tmp and /dev/shm of {size_text(self.tmp_size)} each; {groups}; the "
-            "runner's keyrings cleared before and after)"
+            f"/var/tmp and /dev/shm of {size_text(self.tmp_size)} each; {groups}; {keys})"
         )
 
     def network_line(self) -> str:
