@@ -10,6 +10,9 @@
 #    git, util-linux, coreutils, findutils and passwd, and no Python, like SSEBench's Go images.
 # 3. localhost/ssegrade-base:bookworm-minbase-python3: the same with python3, for the bundled
 #    examples whose toolchain is Python (kvconf's `kvc`); the only build that uses the network.
+# 4. Docker (apt docker.io: dockerd, containerd, runc), for the tests' docker variants. No
+#    daemon is started here, nor by the package: the tests start a private dockerd for their
+#    session (tests/dockerkit.py). Images reach it from podman (`podman save | docker load`).
 #
 # The engine reads tests/containers/containers.conf (CONTAINERS_CONF), never /etc.
 set -euo pipefail
@@ -86,3 +89,33 @@ else
         | podman build --quiet --network host -t "$python_base" -f - "$here" >/dev/null
     say "$python_base built"
 fi
+
+# Docker. The package would start its daemon system-wide where an init system lets it: a
+# policy-rc.d that refuses every start keeps it from doing so (unless one is there already).
+if dpkg-query -W -f='${Status}' docker.io 2>/dev/null | grep -q 'install ok installed'; then
+    say "docker.io is there"
+else
+    say "installing docker.io"
+    policy=/usr/sbin/policy-rc.d
+    ours=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && ours=1
+        trap 'rm -f "$policy"' EXIT
+    fi
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends docker.io >/dev/null
+    if [ -n "$ours" ]; then
+        rm -f "$policy"
+        trap - EXIT
+    fi
+fi
+# ssegrade runs the first `docker` of its trusted search path (/usr/local/bin before
+# /usr/bin): whichever it is, it must speak to this dockerd (API 1.41 or a client that
+# negotiates down to it).
+for client in /usr/local/sbin/docker /usr/local/bin/docker /usr/sbin/docker /usr/bin/docker; do
+    [ -x "$client" ] || continue
+    version="$("$client" version --format '{{.Client.Version}}' 2>/dev/null || true)"
+    say "docker client $client ${version:-?}, $(dockerd --version)"
+    break
+done
