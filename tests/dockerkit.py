@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -322,3 +324,44 @@ def from_podman(daemon: Daemon, image: str) -> str:
         assert saving.returncode == 0, errors.decode(errors="replace")
         assert loaded.returncode == 0, loaded.stderr
     return image
+
+
+PYTHON_SLIM = "python:3.11-slim"
+"""The base image of `docs/container/Dockerfile`, which no registry serves here."""
+PYTHON_SLIM_STAND_IN = """FROM {base}
+RUN apt-get update -qq \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && python3 -m venv /usr/local \\
+ && echo '[global]' > /etc/pip.conf \\
+ && echo 'cert = /etc/ssl/certs/ca-certificates.crt' >> /etc/pip.conf
+ENV LANG=C.UTF-8
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+CMD ["python3"]
+"""
+"""A stand-in for `python:3.11-slim`: Debian bookworm's Python 3.11 (the official image's
+base too) as a virtual environment at /usr/local, whose `pip` installs there; the machine's
+CA bundle, so that pip reaches PyPI through the machine's proxy as the host's does."""
+
+
+def python_slim(daemon: Daemon) -> str:
+    """Make `python:3.11-slim` in `daemon` a stand-in built from the python3 base image,
+    unless the stand-in of these inputs is there already (built with the host's network: the
+    daemon has no bridge); its name."""
+    base = from_podman(daemon, containerkit.PYTHON_BASE)
+    with tempfile.TemporaryDirectory(prefix="ssegrade-python-slim-") as scratch:
+        context = Path(scratch)
+        shutil.copy("/etc/ssl/certs/ca-certificates.crt", context / "ca-certificates.crt")
+        (context / "Dockerfile").write_text(PYTHON_SLIM_STAND_IN.format(base=base))
+        digest = hashlib.sha256()
+        for name in ("Dockerfile", "ca-certificates.crt"):
+            digest.update((context / name).read_bytes())
+        stand_in = f"localhost/ssegrade-test-python-slim:{digest.hexdigest()[:12]}"
+        with locked(IMAGES):
+            if daemon.docker("image", "inspect", stand_in).returncode != 0:
+                argv = ["build", "--network", "host", "--quiet", "-t", stand_in, str(context)]
+                built = daemon.docker(*argv, timeout=900)
+                assert built.returncode == 0, f"building {stand_in}: {built.stderr}"
+            tagged = daemon.docker("tag", stand_in, PYTHON_SLIM)
+            assert tagged.returncode == 0, tagged.stderr
+    return PYTHON_SLIM
