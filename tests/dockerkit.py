@@ -3,7 +3,8 @@ machine, shared by the xdist workers, started on first use and stopped, with eve
 made but its images, when the last worker is done.
 
 `tests/containers/setup.sh` installs Docker (apt `docker.io`) and never starts it. The daemon
-lives in a fixed root-only folder, `SCRATCH` (its data and exec roots, pid file, socket, log,
+lives in a fixed folder, `SCRATCH` (mode 0711: the socket is for root and the `docker` group
+alone, as a system daemon's; its data and exec roots, pid file, socket, log,
 key and configuration: nothing under `/etc` or `/run`), makes no bridge, no iptables rule and
 turns no forwarding on, and puts its containers' cgroups under one parent of its own. Every
 docker command, the tests' and ssegrade's, reaches it through `DOCKER_HOST` and runs the
@@ -102,7 +103,8 @@ class Daemon:
         dockerd = shutil.which("dockerd", path="/usr/sbin:/usr/bin:/sbin:/bin")
         if dockerd is None:
             return "dockerd is not installed (bash tests/containers/setup.sh)"
-        self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.scratch.chmod(0o711)  # its socket: root and the docker group alone
         # The key dockerd 20.10 would make in /etc/docker, and no /etc/docker/daemon.json.
         config = {"deprecated-key-path": str(self.scratch / "key.json")}
         (self.scratch / "daemon.json").write_text(json.dumps(config))
