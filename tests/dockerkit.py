@@ -70,7 +70,7 @@ class Daemon:
     @property
     def cgroup(self) -> str:
         """The cgroup parent of its containers (one folder in each hierarchy)."""
-        return f"/ssegrade-dockerkit-{self.scratch.name}"
+        return f"/{self.scratch.name}"
 
     def environment(self) -> dict[str, str]:
         """This process's environment with `DOCKER_HOST` naming the daemon."""
