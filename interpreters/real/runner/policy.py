@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interpreters.real.runner.cgroups import Cgroups
-from interpreters.real.runner.keyrings import out_of_reach
 from ssegrade.errors import SsegradeError
 
 __all__ = [
@@ -67,7 +66,8 @@ class ContainmentPolicy:
 @dataclass(frozen=True, slots=True)
 class Mechanisms:
     """The containment a script run gets: `mode`, and for `full` the tools, the cgroups, the
-    network and the size of `/tmp`; for `container` and `weak`, `weaker` says why not
+    network, the size of `/tmp` and whether the runner can reach kernel keys at all (`keys`:
+    its keyrings are then cleared); for `container` and `weak`, `weaker` says why not
     `full`."""
 
     mode: Mode
@@ -78,6 +78,7 @@ class Mechanisms:
     cgroups: Cgroups | None = None
     network: Network = "loopback"
     tmp_size: int = DEFAULT_TMP_SIZE
+    keys: bool = True
 
     @property
     def namespaces(self) -> bool:
@@ -105,9 +106,9 @@ class Mechanisms:
         )
         groups = self.cgroups.describe() if self.cgroups else "no cgroup"
         keys = (
-            "no key system call for the runner (refused to ssegrade and all it starts)"
-            if out_of_reach()
-            else "the runner's keyrings cleared before and after"
+            "the runner's keyrings cleared before and after"
+            if self.keys
+            else "no key system call for the runner (refused to ssegrade and all it starts)"
         )
         return (
             f"containment: full ({spaces} namespaces; the host read-only; private /tmp, "
