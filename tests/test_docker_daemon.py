@@ -100,4 +100,3 @@ def test_the_private_daemon_leaves_nothing_on_the_host(own: Daemon) -> None:
     assert _docker_chains() == []
     assert _forwarding() == forwarding
     assert key.exists() == had_key
-    assert not (Path(os.path.expanduser("~")) / ".docker").exists()
