@@ -96,8 +96,27 @@ class Images:
 
     def __post_init__(self) -> None:
         self.program = self.program or engine_program(self.engine)
+        if self.engine == "docker" and os.geteuid() != 0:
+            self._check_rootless()
         self.root = Path(tempfile.mkdtemp(prefix=f"ssegrade-containers-{self.batch}-"))
         self._reaper = Reaper.start(self.engine, self.program, self.batch, self.root)
+
+    def _check_rootless(self) -> None:
+        """`EngineFailed` unless the Docker engine runs rootless: one that runs as root (as
+        Docker usually does) gives its containers the host's root, which would write this
+        user's staging folders full of root's files it cannot remove (and anyone who may use
+        that engine is root already)."""
+        said = self.run("info", "--format", "{{json .SecurityOptions}}")
+        try:
+            options = json.loads(said) or []
+        except ValueError:
+            raise EngineFailed("docker info: no security options") from None
+        if not any(isinstance(o, str) and "name=rootless" in o.split(",") for o in options):
+            raise EngineFailed(
+                "--engine docker: the Docker engine runs as root, so its containers write "
+                "root's files this user cannot remove: run ssegrade as root (the engine "
+                "gives its users root's power anyway), or use rootless Docker or podman"
+            )
 
     def close(self) -> None:
         """Remove every container of the batch still there and the staging root, then let

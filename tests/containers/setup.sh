@@ -14,6 +14,9 @@
 #    gcc's AddressSanitizer runtime (libasan8, a dependency of gcc), for the bundled C example
 #    (rle, built with -fsanitize=address). Steps 3 and 4 are the only builds that use the
 #    network (the Debian mirror alone).
+# 5. Docker (apt docker.io: dockerd, containerd, runc), for the tests' docker variants. No
+#    daemon is started here, nor by the package: the tests start a private dockerd for their
+#    session (tests/dockerkit.py). Images reach it from podman (`podman save | docker load`).
 #
 # The engine reads tests/containers/containers.conf (CONTAINERS_CONF), never /etc.
 set -euo pipefail
@@ -99,3 +102,33 @@ derive() {
 
 derive "$python_base" "$base" python3
 derive "$c_base" "$python_base" gcc make libc6-dev
+
+# Docker. The package would start its daemon system-wide where an init system lets it: a
+# policy-rc.d that refuses every start keeps it from doing so (unless one is there already).
+if dpkg-query -W -f='${Status}' docker.io 2>/dev/null | grep -q 'install ok installed'; then
+    say "docker.io is there"
+else
+    say "installing docker.io"
+    policy=/usr/sbin/policy-rc.d
+    ours=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && ours=1
+        trap 'rm -f "$policy"' EXIT
+    fi
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends docker.io >/dev/null
+    if [ -n "$ours" ]; then
+        rm -f "$policy"
+        trap - EXIT
+    fi
+fi
+# ssegrade runs the first `docker` of its trusted search path (/usr/local/bin before
+# /usr/bin): whichever it is, it must speak to this dockerd (API 1.41 or a client that
+# negotiates down to it).
+for client in /usr/local/sbin/docker /usr/local/bin/docker /usr/sbin/docker /usr/bin/docker; do
+    [ -x "$client" ] || continue
+    version="$("$client" version --format '{{.Client.Version}}' 2>/dev/null || true)"
+    say "docker client $client ${version:-?}, $(dockerd --version)"
+    break
+done

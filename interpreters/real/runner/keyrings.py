@@ -6,20 +6,28 @@ persistent keyring (kept by the kernel for days) belong to a uid, shared by ever
 it: a key one grading's build adds would be there for the next grading's scripts. A short
 child takes the runner's uid and clears all three; it runs a program chosen by root (the
 containment's init, asked for its version) so that nothing of the runner's is run.
+
+Where the three key system calls are refused to this process whatever their arguments (a
+seccomp filter, as Docker's default profile sets in every container; or a kernel without
+keys), they are refused to every process it starts, the scripts included: a filter is
+inherited and never lifted. No script can then make, find or read a key: nothing to clear.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
+import functools
 import platform
 import subprocess
 
 from interpreters.real.runner.account import TOOL_ENV, Runner
 
-__all__ = ["clear_keyrings"]
+__all__ = ["clear_keyrings", "out_of_reach"]
 
-_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
-"""keyctl(2)'s number on this machine (None: unknown here)."""
+_KEY_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(platform.machine())
+"""add_key(2), request_key(2) and keyctl(2)'s numbers on this machine (None: unknown here)."""
+_KEYCTL = _KEY_CALLS[2] if _KEY_CALLS is not None else None
 _KEYCTL_CLEAR, _KEYCTL_GET_PERSISTENT = 7, 22
 _KEY_SPEC_THREAD_KEYRING = -1
 _KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING = -4, -5
@@ -47,11 +55,30 @@ def _clear() -> None:
             raise OSError(ctypes.get_errno(), "keyctl refused")
 
 
+@functools.cache
+def out_of_reach() -> bool:
+    """Whether add_key, request_key and keyctl are each refused to this process before their
+    arguments are read (EPERM or ENOSYS for calls that would otherwise fail on a null type or
+    an unknown operation): then they are to all it starts."""
+    if _KEY_CALLS is None:
+        return False
+    add_key, request_key, keyctl = _KEY_CALLS
+    for call in ((add_key, 0, 0, 0, 0, 0), (request_key, 0, 0, 0, 0), (keyctl, -1)):
+        if _syscall(*(ctypes.c_long(arg) for arg in call)) >= 0:
+            return False
+        if ctypes.get_errno() not in (errno.EPERM, errno.ENOSYS):
+            return False
+    return True
+
+
 def clear_keyrings(runner: Runner, program: str) -> str | None:
     """Clear the persistent, user and user session keyrings of `runner` (a uid of its own, as
-    root), in a child running `program --version`; None when done, else why not."""
+    root), in a child running `program --version`; None when done or when no process of
+    ours can reach a key (the module says when), else why not."""
     if _KEYCTL is None:
         return f"no keyctl system call known on {platform.machine()}"
+    if out_of_reach():
+        return None
     try:
         done = subprocess.run(
             [program, "--version"],

@@ -6,8 +6,9 @@ Interpreter layer (plain data; `probe` decides, `containment` applies). Three mo
 - `full`: a PID namespace (everything the script starts dies with it), a mount namespace
   where the host is read-only, with a private, size-limited `/tmp`, `/var/tmp` and
   `/dev/shm` (see `reach`), an IPC namespace, a network namespace with only loopback up
-  (unless `network="host"`), a pids cgroup, and the runner's keyrings cleared around it; all
-  of it, or the script does not run;
+  (unless `network="host"`), a pids cgroup, and the runner's keyrings cleared around it (or
+  no key call reachable at all: Docker's seccomp profile); all of it, or the script does not
+  run;
 - `container`: as root inside a container where `full` cannot be had: the container is the
   boundary. Its own session, as the runner; one grading at a time in the container, and after
   each script every process of the runner in the container killed and what it left in `/tmp`,
@@ -65,7 +66,8 @@ class ContainmentPolicy:
 @dataclass(frozen=True, slots=True)
 class Mechanisms:
     """The containment a script run gets: `mode`, and for `full` the tools, the cgroups, the
-    network and the size of `/tmp`; for `container` and `weak`, `weaker` says why not
+    network, the size of `/tmp` and whether the runner can reach kernel keys at all (`keys`:
+    its keyrings are then cleared); for `container` and `weak`, `weaker` says why not
     `full`."""
 
     mode: Mode
@@ -76,6 +78,7 @@ class Mechanisms:
     cgroups: Cgroups | None = None
     network: Network = "loopback"
     tmp_size: int = DEFAULT_TMP_SIZE
+    keys: bool = True
 
     @property
     def namespaces(self) -> bool:
@@ -102,10 +105,14 @@ class Mechanisms:
             "PID, mount, IPC and network" if self.network == "loopback" else "PID, mount and IPC"
         )
         groups = self.cgroups.describe() if self.cgroups else "no cgroup"
+        keys = (
+            "the runner's keyrings cleared before and after"
+            if self.keys
+            else "no key system call for the runner (refused to ssegrade and all it starts)"
+        )
         return (
             f"containment: full ({spaces} namespaces; the host read-only; private /tmp, "
-            f"/var/tmp and /dev/shm of {size_text(self.tmp_size)} each; {groups}; the "
-            "runner's keyrings cleared before and after)"
+            f"/var/tmp and /dev/shm of {size_text(self.tmp_size)} each; {groups}; {keys})"
         )
 
     def network_line(self) -> str:

@@ -28,6 +28,7 @@ from interpreters.real.runner.cgroups import Cgroups, find_cgroups
 from interpreters.real.runner.containment import Confinement
 from interpreters.real.runner.guardian import remove_dead_groups
 from interpreters.real.runner.inside import Whereabouts, has_sys_admin, judge, read_facts
+from interpreters.real.runner.keyrings import out_of_reach
 from interpreters.real.runner.policy import (
     ContainmentPolicy,
     ContainmentRefused,
@@ -132,6 +133,7 @@ def decide(offer: Offer, policy: ContainmentPolicy) -> Mechanisms:
         cgroups=offer.cgroups,
         network=policy.network,
         tmp_size=policy.tmp_size,
+        keys=not out_of_reach(),
     )
 
 
