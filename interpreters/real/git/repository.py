@@ -193,15 +193,7 @@ def _record(source: Path, into: Path, *, from_root: bool) -> Baseline:
             since = kept_index.trust_since()
             base, _left_out = stage(s, source, commit, repo=stage_repo, alternates=repo / "objects")
             _import_objects(s.work / "objects", repo / "objects")
-            index = s.work / "index"
-            kept_index.keep(
-                s,
-                index,
-                into / _INDEX,
-                env=s.environment(stage_repo, index=index, alternates=repo / "objects"),
-                since=since,
-                oid_length=len(base),
-            )
+            kept_index.keep(s.work / "index", into / _INDEX, since=since, oid_length=len(base))
         # One transaction; update-ref also checks that both objects are there.
         updates = f"update refs/ssegrade/initial {commit}\nupdate refs/ssegrade/base {base}\n"
         if landing == repo:
