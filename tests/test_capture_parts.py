@@ -9,6 +9,7 @@ writes: a symlink planted there is replaced, never written through.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ from interpreters.real.git import refresh
 from interpreters.real.git.command import Scratch, lay_out, reader_of, scratch
 from interpreters.real.git.index_file import Entry, index_bytes, new_entry, read_index
 from interpreters.real.git.staging import stage
-from tests.gittrees import TREE, age, capture_ok, edit, make_repo, record
+from tests.gittrees import TREE, age, capture_ok, edit, make_repo, record, run
 from tests.test_capture_slow import chmod_all
 
 pytestmark = pytest.mark.slow
@@ -136,3 +137,35 @@ def test_a_symlink_planted_as_the_scratch_index_is_replaced_not_written_through(
     after = os.lstat(victim)
     assert (after.st_uid, after.st_gid, after.st_mode) == (seen.st_uid, seen.st_gid, seen.st_mode)
     assert tree == capture_ok(source, baseline).new_tree
+
+
+def test_a_baseline_notes_its_gitlinks_and_one_that_does_not_say_is_looked_at(
+    tmp_path: Path,
+) -> None:
+    plain = make_repo(tmp_path / "plain" / "src", TREE)
+    assert record(plain, tmp_path / "plain-baseline").gitlinks is False
+    source = make_repo(tmp_path / "tree" / "src", TREE)
+    sub = source / "sub"
+    sub.mkdir()
+    run(sub, "init", "-q")
+    (sub / "lib.c").write_text("/* v1 */\n")
+    run(sub, "add", "lib.c")
+    run(sub, "commit", "-q", "-m", "v1")
+    run(source, "add", "sub")
+    run(source, "commit", "-q", "--amend", "--no-edit")
+    recorded = record(source, tmp_path / "baseline")
+    assert recorded.gitlinks is True
+    # A baseline recorded before the note: whether the base has gitlinks is not known.
+    meta = tmp_path / "baseline" / "baseline.json"
+    fields = json.loads(meta.read_text())
+    del fields["gitlinks"]
+    meta.write_text(json.dumps(fields))
+    loaded = git.load_baseline(tmp_path / "baseline").unwrap()
+    assert loaded.gitlinks is None
+    (source / "README.md").write_bytes(b"changed\n")
+
+    for baseline in (recorded, loaded):
+        captured = capture_ok(source, baseline)
+        # The base's gitlink, out of the index while the tree was staged, is back: no change.
+        assert captured.patch.count(b"diff --git") == 1
+        assert b"b/README.md" in captured.patch

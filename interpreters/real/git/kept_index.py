@@ -38,17 +38,18 @@ def trust_since() -> int:
     return int(time.time()) - 1
 
 
-def keep(index: Path, dest: Path, *, since: int, oid_length: int) -> None:
+def keep(index: Path, dest: Path, *, since: int, oid_length: int) -> bool | None:
     """Write the kept index of a baseline at `dest` from `index`, the index its base tree was
     written from: the base's gitlinks leave it, entries changed at `since` or later lose their
-    stat data, and the file keeps the mtime of `index`. Nothing is kept from an index this
-    module cannot read: captures then hash every file.
+    stat data, and the file keeps the mtime of `index`. Answer whether the base had gitlinks.
+    Nothing is kept from an index this module cannot read (answer None): captures then hash
+    every file.
     """
     try:
         data = load(index)
         read = read_index(data, oid_length)
     except (OSError, ValueError):
-        return
+        return None
     kept = [
         new_entry(entry.mode, entry.oid, entry.path)
         if entry.ctime >= since or entry.mtime >= since
@@ -62,3 +63,4 @@ def keep(index: Path, dest: Path, *, since: int, oid_length: int) -> None:
         file.write(index_bytes(kept, oid_length, read.version))
         file.flush()
         os.utime(file.fileno(), ns=(mtime, mtime))
+    return len(kept) != len(read.entries)

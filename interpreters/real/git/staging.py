@@ -54,6 +54,15 @@ def _special(top: Path, path: bytes) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))
 
 
+def _gitlink_in(index: Path) -> bool:
+    """Whether the index file may hold a gitlink: its mode's bytes appear anywhere in it (or
+    the file cannot be read here)."""
+    try:
+        return _GITLINK_MODE.to_bytes(4, "big") in load(index)
+    except (OSError, ValueError):
+        return True
+
+
 def stage(
     s: Scratch,
     source: Path,
@@ -62,6 +71,7 @@ def stage(
     repo: Path,
     alternates: Path,
     start: Path | None = None,
+    links: bool | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """Stage `source` over `base` in a fresh private index (SPEC §4); answer the tree id written
     and the paths left out.
@@ -71,7 +81,8 @@ def stage(
     changed are stored, into objects that are thrown away (stored, not compressed). Otherwise
     it starts from `read-tree <base>` and every file is hashed. Root (or we) runs the steps
     that need the base's objects; the reader runs those that read the tree. New objects go to
-    `s.work/objects`; `alternates` holds the base's.
+    `s.work/objects`; `alternates` holds the base's. `links` says whether the base holds
+    gitlinks, when known: with none there nor in the staged index, nothing is to be undone.
     """
     index = s.work / "index"
     objects = s.work / "objects"
@@ -89,7 +100,8 @@ def stage(
         # run `git status` inside each checked-out nested repository, with its config. (The
         # kept index has none.)
         read = read_index(data, oid_length)
-        if any(entry.mode == _GITLINK_MODE for entry in read.entries):
+        links = any(entry.mode == _GITLINK_MODE for entry in read.entries)
+        if links:
             entries = [entry for entry in read.entries if entry.mode != _GITLINK_MODE]
             data = index_bytes(entries, oid_length, read.version)
 
@@ -115,11 +127,22 @@ def stage(
     added = s.git([*thrown, "add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
 
     # Nested repositories stay out of the patch: every gitlink the index gained, changed or
-    # lost goes back to the base's entry (or away when the base had none).
-    raw = s.git(
-        ["diff-index", "--cached", "-z", "--raw", "--no-renames", "--ignore-submodules=none", base],
-        env=admin,
-    ).stdout
+    # lost goes back to the base's entry (or away when the base had none). Nothing to look
+    # for when the base has none and no entry of the staged index has a gitlink's mode.
+    raw = b""
+    if links is not False or _gitlink_in(index):
+        raw = s.git(
+            [
+                "diff-index",
+                "--cached",
+                "-z",
+                "--raw",
+                "--no-renames",
+                "--ignore-submodules=none",
+                base,
+            ],
+            env=admin,
+        ).stdout
     fixes: list[bytes] = []
     fields = split_z(raw)
     for header, path in zip(fields[::2], fields[1::2], strict=True):
