@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from interpreters.real import git
@@ -42,6 +42,7 @@ def _entries(sizes: Sequence[int]) -> list[Entry]:
 
 
 @settings(max_examples=30, deadline=None)
+@example(sizes=[0] * 3990 + [1 << 30] + [0] * 20, count=2)  # no room for a last part
 @given(
     sizes=st.lists(st.integers(0, 1 << 20), min_size=0, max_size=3 * refresh.PART_FROM),
     count=st.integers(1, 8),

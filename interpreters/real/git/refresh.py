@@ -58,7 +58,8 @@ def parts_of(entries: Sequence[Entry], count: int) -> list[Sequence[Entry]]:
     weights = list(itertools.accumulate(entry.size + FILE_WEIGHT for entry in entries))
     cuts = [0]
     for at, weight in enumerate(weights):
-        if weight * count >= weights[-1] * len(cuts) and at - cuts[-1] >= PART_FROM:
+        even = weight * count >= weights[-1] * len(cuts)
+        if even and at - cuts[-1] >= PART_FROM and len(entries) - at >= PART_FROM:
             cuts.append(at)
             if len(cuts) == count:
                 break
