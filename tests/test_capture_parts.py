@@ -9,6 +9,7 @@ writes: a symlink planted there is replaced, never written through.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -22,7 +23,13 @@ from hypothesis import strategies as st
 from interpreters.real import git
 from interpreters.real.git import refresh
 from interpreters.real.git.command import Scratch, lay_out, reader_of, scratch
-from interpreters.real.git.index_file import Entry, index_bytes, new_entry, read_index
+from interpreters.real.git.index_file import (
+    Entry,
+    entry_offsets,
+    index_bytes,
+    new_entry,
+    read_index,
+)
 from interpreters.real.git.staging import stage
 from tests.gittrees import TREE, age, capture_ok, edit, make_repo, record, run
 from tests.test_capture_slow import chmod_all
@@ -48,12 +55,12 @@ def _entries(sizes: Sequence[int]) -> list[Entry]:
     count=st.integers(1, 8),
 )
 def test_the_parts_of_an_index_are_its_entries_cut_in_order(sizes: list[int], count: int) -> None:
-    entries = _entries(sizes)
-    parts = refresh.parts_of(entries, count)
-    assert [entry for part in parts for entry in part] == entries
-    assert 1 <= len(parts) <= min(count, refresh.MAX_PARTS)
-    if len(parts) > 1:
-        assert all(len(part) >= refresh.PART_FROM for part in parts)
+    cuts = refresh.cuts_of(sizes, count)
+    assert cuts[0] == 0
+    assert cuts[-1] == len(sizes)
+    assert 1 <= len(cuts) - 1 <= min(count, refresh.MAX_PARTS)
+    if len(cuts) > 2:
+        assert all(end - start >= refresh.PART_FROM for start, end in itertools.pairwise(cuts))
 
 
 def test_an_index_written_here_is_read_by_git_as_written(tmp_path: Path) -> None:
@@ -70,6 +77,8 @@ def test_an_index_written_here_is_read_by_git_as_written(tmp_path: Path) -> None
         )
     assert listed.stdout.count(b"\0") == len(entries)
     assert read_index(data, len(OID)).entries == tuple(entries)
+    offsets = entry_offsets(data, len(OID))
+    assert [data[a:b] for a, b in itertools.pairwise(offsets)] == [e.raw for e in entries]
 
 
 def _large_tree(root: Path, count: int) -> Path:

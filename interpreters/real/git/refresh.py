@@ -23,7 +23,7 @@ from pathlib import Path
 from interpreters.real.git.command import Scratch
 from interpreters.real.git.index_file import (
     Entry,
-    index_bytes,
+    entry_offsets,
     load,
     place,
     read_entries,
@@ -48,23 +48,21 @@ REFRESH = ("-c", "core.preloadIndex=false", "update-index", "-q", "--refresh")
 twice (by a thread, then by the refresh that hashes it)."""
 
 
-def parts_of(entries: Sequence[Entry], count: int) -> list[Sequence[Entry]]:
-    """`entries` cut into at most `count` contiguous runs of about the same weight (the bytes
-    of the entry's file as recorded, plus `FILE_WEIGHT`), each of `PART_FROM` entries at
-    least; one run when there are too few."""
-    count = max(1, min(count, MAX_PARTS, len(entries) // PART_FROM))
-    if count == 1:
-        return [entries]
-    weights = list(itertools.accumulate(entry.size + FILE_WEIGHT for entry in entries))
+def cuts_of(sizes: Sequence[int], count: int) -> list[int]:
+    """Where to cut entries whose files have `sizes` (as recorded) into at most `count`
+    contiguous runs of about the same weight (a file's bytes plus `FILE_WEIGHT`), each of
+    `PART_FROM` entries at least: the first entry of each run, then the number of entries."""
+    count = max(1, min(count, MAX_PARTS, len(sizes) // PART_FROM))
     cuts = [0]
-    for at, weight in enumerate(weights):
-        even = weight * count >= weights[-1] * len(cuts)
-        if even and at - cuts[-1] >= PART_FROM and len(entries) - at >= PART_FROM:
-            cuts.append(at)
-            if len(cuts) == count:
-                break
-    cuts.append(len(entries))
-    return [entries[start:end] for start, end in itertools.pairwise(cuts)]
+    if count > 1:
+        weights = list(itertools.accumulate(size + FILE_WEIGHT for size in sizes))
+        for at, weight in enumerate(weights):
+            even = weight * count >= weights[-1] * len(cuts)
+            if even and at - cuts[-1] >= PART_FROM and len(sizes) - at >= PART_FROM:
+                cuts.append(at)
+                if len(cuts) == count:
+                    break
+    return [*cuts, len(sizes)]
 
 
 def _unstated(entry: Entry) -> bytes:
@@ -110,17 +108,23 @@ def refresh(
     `mtime_ns`), refreshed against the tree as `env` (the reader's hermetic environment) sees
     it: each file whose stat data differ is hashed, never stored. With `every` (every file is
     likely to be hashed), a large index is refreshed in parallel parts."""
-    parts: list[Sequence[Entry]] = []
-    read = None
+    cuts: list[int] = []
     if every and int.from_bytes(data[8:12], "big") >= 2 * PART_FROM:
-        read = read_index(data, oid_length)
-        parts = parts_of(read.entries, _cpus())
-    if read is None or len(parts) < 2:
+        offsets = entry_offsets(data, oid_length)
+        sizes = [int.from_bytes(data[at + 36 : at + 40], "big") for at in offsets[:-1]]
+        cuts = cuts_of(sizes, _cpus())
+    if len(cuts) < 3:
         place(s, data, index, mtime_ns)
         s.git(REFRESH, env=env, cwd=cwd, ok=(0, 1), as_reader=True)
         return
-    files = [index.with_name(f"{index.name}.part{number}") for number in range(len(parts))]
-    written = [index_bytes(part, oid_length, read.version) for part in parts]
+    files = [index.with_name(f"{index.name}.part{number}") for number in range(len(cuts) - 1)]
+    written = [
+        seal(
+            data[:8] + (end - start).to_bytes(4, "big") + data[offsets[start] : offsets[end]],
+            oid_length,
+        )
+        for start, end in itertools.pairwise(cuts)
+    ]
     for file, part_data in zip(files, written, strict=True):
         place(s, part_data, file, mtime_ns)
 
@@ -128,18 +132,14 @@ def refresh(
         part_env = {**env, "GIT_INDEX_FILE": str(file)}
         s.git(REFRESH, env=part_env, cwd=cwd, ok=(0, 1), as_reader=True)
 
-    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+    with ThreadPoolExecutor(max_workers=len(files)) as pool:
         list(pool.map(run, files))
-    joined = [
-        _rejoin(file, sent, part, oid_length)
-        for file, sent, part in zip(files, written, parts, strict=True)
-    ]
-    header = data[:8] + len(read.entries).to_bytes(4, "big")
+    joined = [_rejoin(file, sent, oid_length) for file, sent in zip(files, written, strict=True)]
     # As old as the index the parts came from: git holds for racy every entry it held so then.
-    place(s, seal(header + b"".join(joined), oid_length), index, mtime_ns)
+    place(s, seal(data[:12] + b"".join(joined), oid_length), index, mtime_ns)
 
 
-def _rejoin(file: Path, sent: bytes, part: Sequence[Entry], oid_length: int) -> bytes:
+def _rejoin(file: Path, sent: bytes, oid_length: int) -> bytes:
     """The entries of a refreshed part, as git wrote them back; `ValueError` unless they are
     the entries `sent`, in the same order, but for their stat data."""
     back = load(file)
@@ -150,6 +150,6 @@ def _rejoin(file: Path, sent: bytes, part: Sequence[Entry], oid_length: int) -> 
     read = read_index(back, oid_length)
     if read.version != int.from_bytes(sent[4:8], "big") or list(
         map(_unstated, read.entries)
-    ) != list(map(_unstated, part)):
+    ) != list(map(_unstated, read_entries(sent, oid_length))):
         raise ValueError("a part of the index came back with other entries")
     return b"".join(entry.raw for entry in read.entries)
