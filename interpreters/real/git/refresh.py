@@ -8,8 +8,10 @@ are left for `git add`. When every file must be hashed (a `chmod -R` after the b
 index read from the base tree), that one thread is the whole cost of a capture: on a large
 index, the entries are cut into as many parts as CPUs are at hand (contiguous runs of git's
 order, of about the same bytes), each part is refreshed by its own git at once, and the parts
-are joined back. Each git decides on content as it does alone; what is joined is checked to be
-the same entries, so the join changes nothing but where the hashing ran.
+are joined back (as git wrote them when a part came back with its header and length, since
+a refresh changes only stat data, of fixed size; else entry by entry, refused unless the same
+entries). Each git decides on content as it does alone: the join changes nothing but where
+the hashing ran.
 """
 
 from __future__ import annotations
