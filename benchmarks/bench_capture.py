@@ -9,6 +9,7 @@ ratio to that floor, measured in the same run.
 
     .venv/bin/python benchmarks/bench_capture.py              # ~50,000 files, ~300 MB
     .venv/bin/python benchmarks/bench_capture.py --files 2000 --mb 20
+    .venv/bin/python benchmarks/bench_capture.py --untrusted    # the slow path: chmod -R first
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="repetitions; medians (3)")
     parser.add_argument("--pack", action="store_true", help="repack the source repo first")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--untrusted",
+        action="store_true",
+        help="chmod -R the tree after the baseline: every file's stat data changed (slow path)",
+    )
     options = parser.parse_args()
     rng = random.Random(options.seed)
 
@@ -143,6 +149,8 @@ def main() -> None:
             records.append(timed(record))
         assert baseline is not None
         agent_patch(source, made, rng)
+        if options.untrusted:
+            subprocess.run(["chmod", "-R", "g+w", str(source)], check=True)
 
         copies: list[float] = []
         floors: list[float] = []

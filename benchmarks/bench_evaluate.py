@@ -11,7 +11,8 @@ what they are the floor of (medians):
   a fresh index then `git diff --cached --binary`, and one copy per check of the task (target:
   0.6x at most);
 - the same on the first tree once every file's ctime moved after the baseline (`chmod -R`):
-  the slow path, where no stat data can be trusted and the capture hashes every file;
+  the slow path, where no stat data can be trusted and the capture hashes every file (with
+  the capture of each `--against` checkout, timed in a process of its own);
 - then on a tree `--scale` times larger (200,000 files, 2 GB): the same evaluation and capture,
   as ratios to the first tree's times (target: 2x at most);
 - what the command waits for after `result.json` (the archive, whose bytes grow with the tree)
@@ -58,7 +59,7 @@ from bench_capture import agent_patch, generate, plain_env, run_git, timed
 
 from interpreters.real import archive, files, git
 from interpreters.real.files import views
-from interpreters.real.git.kept_index import read_entries
+from interpreters.real.git.index_file import read_entries
 from interpreters.real.runner import resolve_runner
 
 TOP = Path(__file__).resolve().parent.parent
@@ -252,6 +253,30 @@ def capture(s: Setup, rehash: bool = False) -> float:
     return timed(lambda: git.capture(s.source, s.baseline, rehash=rehash).unwrap())
 
 
+TIME_CAPTURE = """
+import sys, time
+from pathlib import Path
+from interpreters.real import git
+baseline = git.load_baseline(Path(sys.argv[2])).unwrap()
+start = time.perf_counter()
+git.capture(Path(sys.argv[1]), baseline).unwrap()
+print(time.perf_counter() - start)
+"""
+
+
+def capture_of(s: Setup, code: Path) -> float:
+    """Time one capture as the checkout `code` makes it, in a process of its own (the time of
+    the capture alone, not of the interpreter's start)."""
+    done = subprocess.run(
+        [sys.executable, "-c", TIME_CAPTURE, str(s.source), str(s.baseline.path)],
+        cwd=code,
+        env={**os.environ, "TMPDIR": str(s.top)},
+        capture_output=True,
+        check=True,
+    )
+    return float(done.stdout)
+
+
 def steps(s: Setup) -> dict[str, float]:
     """Each step of an evaluation timed alone, in this process."""
     got = git.capture(s.source, s.baseline).unwrap()
@@ -314,34 +339,44 @@ def measure(
     return found, worked_in
 
 
-def measure_untrusted(s: Setup, rounds: int) -> dict[str, float]:
+def measure_untrusted(s: Setup, rounds: int, against: tuple[Path, ...] = ()) -> dict[str, float]:
     """The slow path, after `measure` on the same tree: every file's ctime moves after the
     baseline (`chmod -R g+w`: bytes, sizes, mtimes and what git records stay), so no stat data
     of the kept index can be trusted and the capture hashes every file. Floors and ours
-    interleaved as in `measure`; medians."""
+    interleaved as in `measure`, with the capture of each other checkout `against`; medians."""
     subprocess.run(["chmod", "-R", "g+w", str(s.source)], check=True)
     rows: list[dict[str, float]] = []
     for n in range(rounds):
         row = {f"floor {key}": value for key, value in floor(s).items()}
         row["capture"] = capture(s)
+        for other in against:
+            row[f"{other} capture"] = capture_of(s, other)
+            row[f"{other} result.json"], row[f"{other} exit"] = evaluate(s, rounds + n, other)
+            shutil.rmtree(s.top / f"results{rounds + n}")
         row["result.json"], row["exit"] = evaluate(s, rounds + n)
         shutil.rmtree(s.top / f"results{rounds + n}")
         rows.append(row)
     return median(rows)
 
 
-def report_untrusted(found: dict[str, float], rounds: int) -> None:
+def report_untrusted(found: dict[str, float], rounds: int, against: tuple[Path, ...] = ()) -> None:
     """Print the slow path's figures against its floors."""
     floor_s = found["floor capture"] + found["floor copies"]
     print(f"  slow path (chmod -R after the baseline: every file hashed); medians of {rounds}")
     print(f"    capture {found['capture']:.2f}s / git add -A into a fresh index "
           f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x")  # fmt: skip
+    for other in against:
+        theirs = found[f"{other} capture"]
+        print(f"    {other} capture {theirs:.2f}s = {theirs / found['floor add']:.2f}x")
     print(f"    floor: capture {found['floor capture']:.2f}s + {COPIES} x cp -a "
           f"{found['floor copies']:.2f}s = {floor_s:.2f}s")  # fmt: skip
     for key in ("result.json", "exit"):
         print(
             f"    evaluate until {key:11s} {found[key]:6.2f}s = {found[key] / floor_s:.2f}x floor"
         )
+        for other in against:
+            theirs = found[f"{other} {key}"]
+            print(f"    {other} until {key:11s} {theirs:6.2f}s = {theirs / floor_s:.2f}x floor")
 
 
 def report(
@@ -440,7 +475,9 @@ def main() -> None:
                 tuple(options.against),
             )
             if number == 0:
-                report_untrusted(measure_untrusted(setup, options.rounds), options.rounds)
+                others = tuple(options.against)
+                slow = measure_untrusted(setup, options.rounds, others)
+                report_untrusted(slow, options.rounds, others)
     if len(found) == 2:
         small, large = found
         print(f"{options.scale}x larger tree against the first (evaluate's target: 2x at most):")

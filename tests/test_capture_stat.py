@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from interpreters.real import git
-from interpreters.real.git.kept_index import read_entries
+from interpreters.real.git.index_file import read_entries
 from tests.gittrees import (
     PAIRS,
     Pool,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.real import git
-from interpreters.real.git.kept_index import read_entries
+from interpreters.real.git.index_file import read_entries
 from tests.gittrees import FILES, TREE, Pool, agent_env, capture_ok, edit, make_repo, record, run
 from tests.realtask import ssegrade
 

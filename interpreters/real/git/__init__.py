@@ -9,7 +9,9 @@ it.
 | `command` | one hermetic git command in a fresh scratch folder, killed at its deadline |
 | `repository` | the baseline's private repository: record, load, check the base tree out |
 | `kept_index` | the baseline's index, whose stat data spare a capture the unchanged files |
+| `index_file` | index files read and written in Python, placed without following a symlink |
 | `staging` | a tree staged over the base in a private index |
+| `refresh` | the staging's refresh, in parallel parts when every file is to be hashed |
 | `capture_tree` | the capture: the patch and the agent's commit messages |
 | `proof` | the fidelity proof of a captured patch, along the paths it touches |
 | `trees` | tree objects parsed, edited along a few paths and hashed, for the proof |

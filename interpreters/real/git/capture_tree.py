@@ -69,7 +69,13 @@ def capture(
             with ThreadPoolExecutor(max_workers=1) as pool:
                 commits = pool.submit(_commits_log, s, source, baseline.commit)
                 new, left_out = stage(
-                    s, source, base, repo=repo, alternates=baseline.objects, start=start
+                    s,
+                    source,
+                    base,
+                    repo=repo,
+                    alternates=baseline.objects,
+                    start=start,
+                    links=baseline.gitlinks,
                 )
                 admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
                 patch = s.git(["diff-tree", *DIFF_OPTIONS, base, new], env=admin).stdout

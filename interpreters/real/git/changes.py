@@ -31,7 +31,13 @@ def changed_files(source: Path, baseline: Baseline) -> Result[bytes, CaptureErro
             lay_out(repo)
             base = baseline.base_tree
             new, _left_out = stage(
-                s, source, base, repo=repo, alternates=baseline.objects, start=baseline.index
+                s,
+                source,
+                base,
+                repo=repo,
+                alternates=baseline.objects,
+                start=baseline.index,
+                links=baseline.gitlinks,
             )
             admin = s.environment(repo, objects=s.work / "objects", alternates=baseline.objects)
             listing = s.git(

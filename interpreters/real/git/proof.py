@@ -3,8 +3,9 @@
 Interpreter side (processes, files); SPEC §4. The patch is applied to the base tree in a
 scratch index, never to a work tree; the caller compares the tree id with the capture's.
 
-The index holds only what the patch touches: the base's entries at the paths it names, which
-`git apply --cached` then changes, and the tree ids are computed from the base's folders along
+The index (written and read back here) holds only what the patch touches: the base's
+entries at the paths it names, which `git apply --cached` then changes, and the tree ids are
+computed from the base's folders along
 those paths (`trees.compose`), so the proof costs the patch's size, not the tree's. Where that
 could differ from applying to the whole base (a path that is a folder in the base, a folder
 whose place a file holds, a rename or copy, a name git's batch input cannot carry), and
@@ -14,12 +15,17 @@ patch applied, the tree written.
 
 from __future__ import annotations
 
+import time
+
 from returns.result import Failure, Result, Success
 
 from interpreters.real.git.command import GitError, Scratch, lay_out, scratch, why
+from interpreters.real.git.index_file import Entry as IndexEntry
+from interpreters.real.git.index_file import index_bytes, load, new_entry, place, read_index
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import split_z
-from interpreters.real.git.trees import TREE, Entry, Unusual, ancestors, canonical, compose
+from interpreters.real.git.trees import TREE, Unusual, ancestors, canonical, compose
+from interpreters.real.git.trees import Entry as TreeEntry
 from interpreters.real.git.trees import parse_tree as parse
 from ssegrade.effects import CaptureError
 from ssegrade.run import Deadline
@@ -78,14 +84,14 @@ def _touched(s: Scratch, env: dict[str, str], patch: bytes) -> list[bytes] | Non
 
 def _folders(
     s: Scratch, env: dict[str, str], base_tree: str, folders: set[bytes], touched: set[bytes]
-) -> dict[bytes, dict[bytes, Entry]] | None:
+) -> dict[bytes, dict[bytes, TreeEntry]] | None:
     """The base's listing of each folder (absent: none there); None where a folder's place
     is held by something else that the patch does not remove."""
     ordered = sorted(folders)
     top = base_tree.encode()
     asked = b"".join(top + (b":" + path if path else b"") + b"\n" for path in ordered)
     out = s.git(["cat-file", "--batch"], env=env, stdin=asked).stdout
-    listings: dict[bytes, dict[bytes, Entry]] = {}
+    listings: dict[bytes, dict[bytes, TreeEntry]] = {}
     at = 0
     for path in ordered:
         end = out.index(b"\n", at)
@@ -116,7 +122,7 @@ def _along_paths(s: Scratch, env: dict[str, str], patch: bytes, base_tree: str) 
         base = _folders(s, env, base_tree, folders, touched)
         if base is None:
             return None
-        lines: list[bytes] = []
+        lines: list[IndexEntry] = []
         for path in sorted(touched | (folders - {b""})):
             parent, _, name = path.rpartition(b"/")
             entry = base.get(parent, {}).get(name)
@@ -128,17 +134,16 @@ def _along_paths(s: Scratch, env: dict[str, str], patch: bytes, base_tree: str) 
             if mode != TREE and path not in touched:
                 return None  # a file of the base where the patch needs a folder
             if mode != TREE:
-                lines.append(canonical(mode) + b" " + oid.encode() + b"\t" + path + b"\0")
+                lines.append(new_entry(int(canonical(mode), 8), oid, path))
+        index = s.work / "index"
         if lines:
-            s.git(["update-index", "-z", "--index-info"], env=env, stdin=b"".join(lines))
+            place(s, index_bytes(lines, len(base_tree)), index, time.time_ns())
         s.git([*_APPLY], env=env, stdin=patch)
-        result: dict[bytes, Entry] = {}
-        for item in split_z(s.git(["ls-files", "-s", "-z"], env=env).stdout):
-            info, _, path = item.partition(b"\t")
-            kind, blob, stage = info.split(b" ")
-            if stage != b"0" or path not in touched:
+        result: dict[bytes, TreeEntry] = {}
+        for staged in read_index(load(index), len(base_tree)).entries:
+            if staged.stage != 0 or staged.path not in touched:
                 return None
-            result[path] = (kind, blob.decode())
+            result[staged.path] = (b"%o" % staged.mode, staged.oid)
         return compose(base, touched, result, len(base_tree))
-    except (GitError, Unusual, ValueError, IndexError):
+    except (GitError, Unusual, ValueError, IndexError, OSError):
         return None  # made the whole way, which says what git refuses

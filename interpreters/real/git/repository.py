@@ -51,6 +51,9 @@ class Baseline:
     path: Path
     commit: str
     base_tree: str
+    gitlinks: bool | None = None
+    """Whether the base tree holds gitlinks (None: not known, for a baseline taken from the
+    root commit or recorded before it was noted)."""
 
     @property
     def repository(self) -> Path:
@@ -185,6 +188,7 @@ def _record(source: Path, into: Path, *, from_root: bool) -> Baseline:
         if landing != repo:
             _import_objects(landing / "objects", repo / "objects")
         own = s.environment(repo)
+        links = None
         if from_root:
             base = s.git(["rev-parse", "--verify", f"{commit}^{{tree}}"], env=own).text()
         else:
@@ -193,23 +197,19 @@ def _record(source: Path, into: Path, *, from_root: bool) -> Baseline:
             since = kept_index.trust_since()
             base, _left_out = stage(s, source, commit, repo=stage_repo, alternates=repo / "objects")
             _import_objects(s.work / "objects", repo / "objects")
-            index = s.work / "index"
-            kept_index.keep(
-                s,
-                index,
-                into / _INDEX,
-                env=s.environment(stage_repo, index=index, alternates=repo / "objects"),
-                since=since,
-                oid_length=len(base),
+            links = kept_index.keep(
+                s.work / "index", into / _INDEX, since=since, oid_length=len(base)
             )
         # One transaction; update-ref also checks that both objects are there.
         updates = f"update refs/ssegrade/initial {commit}\nupdate refs/ssegrade/base {base}\n"
         if landing == repo:
             updates += f"delete {fetched}\n"
         s.git(["update-ref", "--stdin"], env=own, stdin=updates.encode())
-    meta = json.dumps({"format": 1, "commit": commit, "base_tree": base}) + "\n"
-    (into / _META).write_text(meta)
-    return Baseline(into, commit, base)
+    fields: dict[str, object] = {"format": 1, "commit": commit, "base_tree": base}
+    if links is not None:
+        fields["gitlinks"] = links
+    (into / _META).write_text(json.dumps(fields) + "\n")
+    return Baseline(into, commit, base, links)
 
 
 def _verify(s: Scratch, repo: Path, commit: str, base: str) -> None:
@@ -236,7 +236,8 @@ def load_baseline(into: Path) -> Result[Baseline, GitFailure]:
         return Failure(_failure(f"no baseline in {into}: {exc.strerror}"))
     except (ValueError, TypeError, KeyError):
         return Failure(_failure(f"unreadable baseline: {into / _META}"))
-    baseline = Baseline(into, commit, base)
+    links = meta.get("gitlinks")
+    baseline = Baseline(into, commit, base, links if isinstance(links, bool) else None)
     try:
         with scratch() as s:
             _verify(s, baseline.repository, commit, base)

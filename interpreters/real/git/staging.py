@@ -14,11 +14,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from interpreters.real.git import kept_index
 from interpreters.real.git.command import Scratch
+from interpreters.real.git.index_file import index_bytes, load, read_index
+from interpreters.real.git.refresh import mostly_stale, refresh
 
 _GITLINK = b"160000"
 _NO_MODE = b"000000"
+_GITLINK_MODE = 0o160000
 
 
 def split_z(data: bytes) -> list[bytes]:
@@ -52,6 +54,15 @@ def _special(top: Path, path: bytes) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))
 
 
+def _gitlink_in(index: Path) -> bool:
+    """Whether the index file may hold a gitlink: its mode's bytes appear anywhere in it (or
+    the file cannot be read here)."""
+    try:
+        return _GITLINK_MODE.to_bytes(4, "big") in load(index)
+    except (OSError, ValueError):
+        return True
+
+
 def stage(
     s: Scratch,
     source: Path,
@@ -60,6 +71,7 @@ def stage(
     repo: Path,
     alternates: Path,
     start: Path | None = None,
+    links: bool | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """Stage `source` over `base` in a fresh private index (SPEC §4); answer the tree id written
     and the paths left out.
@@ -69,7 +81,8 @@ def stage(
     changed are stored, into objects that are thrown away (stored, not compressed). Otherwise
     it starts from `read-tree <base>` and every file is hashed. Root (or we) runs the steps
     that need the base's objects; the reader runs those that read the tree. New objects go to
-    `s.work/objects`; `alternates` holds the base's.
+    `s.work/objects`; `alternates` holds the base's. `links` says whether the base holds
+    gitlinks, when known: with none there nor in the staged index, nothing is to be undone.
     """
     index = s.work / "index"
     objects = s.work / "objects"
@@ -77,36 +90,59 @@ def stage(
     reader = s.environment(repo, index=index, work_tree=source, objects=objects)
     oid_length = len(base)
 
-    if start is not None:
-        kept_index.copy(start, index)  # the base without its gitlinks, with stat data
-    else:
+    first = start
+    if first is None:
+        first = index
         s.git(["read-tree", base], env=admin)
+    data = load(first)
+    if start is None:
         # Gitlinks of the base leave the index while the tree is read: `add` would otherwise
-        # run `git status` inside each checked-out nested repository, with its config.
-        staged = split_z(s.git(["ls-files", "--stage", "-z"], env=admin).stdout)
-        base_links = [entry.split(b"\t", 1)[1] for entry in staged if entry.startswith(_GITLINK)]
-        if base_links:
-            removals = b"".join(_removal(path, oid_length) for path in base_links)
-            s.git(["update-index", "-z", "--index-info"], env=admin, stdin=removals)
-    s.hand_over(index)
+        # run `git status` inside each checked-out nested repository, with its config. (The
+        # kept index has none.)
+        read = read_index(data, oid_length)
+        links = any(entry.mode == _GITLINK_MODE for entry in read.entries)
+        if links:
+            entries = [entry for entry in read.entries if entry.mode != _GITLINK_MODE]
+            data = index_bytes(entries, oid_length, read.version)
 
     # A refresh first hashes every file whose stat data differ from its entry's (all of them
     # after `read-tree`, or after a `chmod -R` from the kept index) without writing objects:
     # the reader may not see the base's, so `add` alone would store a blob of each of them,
     # changed or not, at several times the cost of hashing them. An entry whose bytes hash as
     # recorded takes the file's stat data; the others are left for `add`, which then writes
-    # only the blobs that changed. The refresh decides on content, never on stat data alone.
+    # only the blobs that changed. The refresh decides on content, never on stat data alone;
+    # when every file is to be hashed, it runs in parallel parts of a large index (`refresh`).
+    refresh(
+        s,
+        index,
+        data,
+        every=start is None or mostly_stale(source, data, oid_length),
+        mtime_ns=os.stat(first, follow_symlinks=False).st_mtime_ns,
+        oid_length=oid_length,
+        env=reader,
+        cwd=source,
+    )
     tree_args: dict[str, Any] = {"env": reader, "cwd": source, "as_reader": True}
-    s.git(["update-index", "-q", "--refresh"], ok=(0, 1), **tree_args)
     thrown = [] if start is None else ["-c", "core.looseCompression=0"]
     added = s.git([*thrown, "add", "-A", "--ignore-errors"], ok=(0, 1), **tree_args)
 
     # Nested repositories stay out of the patch: every gitlink the index gained, changed or
-    # lost goes back to the base's entry (or away when the base had none).
-    raw = s.git(
-        ["diff-index", "--cached", "-z", "--raw", "--no-renames", "--ignore-submodules=none", base],
-        env=admin,
-    ).stdout
+    # lost goes back to the base's entry (or away when the base had none). Nothing to look
+    # for when the base has none and no entry of the staged index has a gitlink's mode.
+    raw = b""
+    if links is not False or _gitlink_in(index):
+        raw = s.git(
+            [
+                "diff-index",
+                "--cached",
+                "-z",
+                "--raw",
+                "--no-renames",
+                "--ignore-submodules=none",
+                base,
+            ],
+            env=admin,
+        ).stdout
     fixes: list[bytes] = []
     fields = split_z(raw)
     for header, path in zip(fields[::2], fields[1::2], strict=True):
