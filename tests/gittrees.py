@@ -347,3 +347,20 @@ early = st.lists(
     st.tuples(st.sampled_from(BEFORE), st.sampled_from(TARGETS), st.binary(max_size=8)),
     max_size=3,
 )
+
+
+def every_file(source: Path) -> list[Path]:
+    """Every file of the tree, its `.git` left out."""
+    found: list[Path] = []
+    for parent, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        found += [Path(parent, name) for name in files]
+    return found
+
+
+def chmod_all(source: Path) -> None:
+    """`chmod -R u+w`: every file's ctime moves, its bytes, size and mtime stay (a symlink's
+    mode cannot change: it is left alone, as `chmod -R` does)."""
+    for path in every_file(source):
+        if not path.is_symlink():
+            path.chmod(os.lstat(path).st_mode & 0o7777 | 0o200)

@@ -31,8 +31,7 @@ from interpreters.real.git.index_file import (
     read_index,
 )
 from interpreters.real.git.staging import stage
-from tests.gittrees import TREE, age, capture_ok, edit, make_repo, record, run
-from tests.test_capture_slow import chmod_all
+from tests.gittrees import TREE, age, capture_ok, chmod_all, edit, make_repo, record, run
 
 pytestmark = pytest.mark.slow
 
@@ -179,3 +178,26 @@ def test_a_baseline_notes_its_gitlinks_and_one_that_does_not_say_is_looked_at(
         # The base's gitlink, out of the index while the tree was staged, is back: no change.
         assert captured.patch.count(b"diff --git") == 1
         assert b"b/README.md" in captured.patch
+
+
+@pytest.mark.parametrize("planted", ["symlink", "hard link"])
+def test_the_index_handed_to_the_tree_s_owner_is_never_a_link(tmp_path: Path, planted: str) -> None:
+    # The tree's owner owns the scratch folder's work part: between root's write and the
+    # change of owner it can swap the index for a link to a file of root's.
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"root's\n")
+    seen = os.lstat(victim)
+    with scratch((65534, 65534)) as s:
+        index = s.work / "index"
+        if planted == "symlink":
+            index.symlink_to(victim)
+        else:
+            os.link(victim, index)
+        with pytest.raises(OSError, match=r"symbolic links|one name"):
+            s.hand_over(index)
+        plain = s.work / "plain"
+        plain.write_bytes(b"index\n")
+        s.hand_over(plain)
+        assert (os.lstat(plain).st_uid, os.lstat(plain).st_gid) == (65534, 65534)
+    after = os.lstat(victim)
+    assert (after.st_uid, after.st_gid, after.st_mode) == (seen.st_uid, seen.st_gid, seen.st_mode)

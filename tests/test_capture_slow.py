@@ -28,7 +28,9 @@ from tests.gittrees import (
     Pool,
     age,
     capture_ok,
+    chmod_all,
     edit,
+    every_file,
     make_repo,
     rebuild,
     record,
@@ -45,32 +47,16 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Pool:
     return made
 
 
-def _every_file(source: Path) -> list[Path]:
-    found: list[Path] = []
-    for parent, dirs, files in os.walk(source):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        found += [Path(parent, name) for name in files]
-    return found
-
-
-def chmod_all(source: Path) -> None:
-    """`chmod -R u+w`: every file's ctime moves, its bytes, size and mtime stay (a symlink's
-    mode cannot change: it is left alone, as `chmod -R` does)."""
-    for path in _every_file(source):
-        if not path.is_symlink():
-            path.chmod(os.lstat(path).st_mode & 0o7777 | 0o200)
-
-
 def retime_all(source: Path) -> None:
     """A restore that sets every file's times back as they were: only the ctime moves."""
-    for path in _every_file(source):
+    for path in every_file(source):
         seen = os.lstat(path)
         os.utime(path, ns=(seen.st_atime_ns, seen.st_mtime_ns), follow_symlinks=False)
 
 
 def chown_all(source: Path) -> None:
     """`chown -R` to the same owner: only the ctime moves."""
-    for path in _every_file(source):
+    for path in every_file(source):
         seen = os.lstat(path)
         os.chown(path, seen.st_uid, seen.st_gid, follow_symlinks=False)
 

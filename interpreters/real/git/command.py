@@ -13,11 +13,13 @@ in the part of the folder given to them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import itertools
 import os
 import pwd
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -278,9 +280,21 @@ class Scratch:
         (path / "info" / "attributes").write_bytes(ATTRIBUTES)
 
     def hand_over(self, path: Path) -> None:
-        """Give a file root just wrote to the reader, who rewrites it next."""
-        if self.reader is not None:
-            os.chown(path, *self.reader)
+        """Give a file root just wrote to the reader, who rewrites it next. The reader owns
+        the folder and may have swapped the file meanwhile: never through a link (a symlink
+        is refused, `O_NOFOLLOW`), and only a plain file of one name (a hard link to another
+        file is refused), so the change of owner reaches no file but this one."""
+        if self.reader is None:
+            return
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        descriptor = os.open(path, flags)
+        try:
+            found = os.fstat(descriptor)
+            if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+                raise OSError(errno.EPERM, "not a plain file of one name", str(path))
+            os.fchown(descriptor, *self.reader)
+        finally:
+            os.close(descriptor)
 
 
 @contextlib.contextmanager
