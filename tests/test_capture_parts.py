@@ -201,3 +201,24 @@ def test_the_index_handed_to_the_tree_s_owner_is_never_a_link(tmp_path: Path, pl
         assert (os.lstat(plain).st_uid, os.lstat(plain).st_gid) == (65534, 65534)
     after = os.lstat(victim)
     assert (after.st_uid, after.st_gid, after.st_mode) == (seen.st_uid, seen.st_gid, seen.st_mode)
+
+
+def test_a_repository_for_the_tree_s_owner_is_laid_out_apart_and_moved_in_whole(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "config").write_bytes(b"root's\n")
+    seen = os.lstat(victim / "config")
+    with scratch((65534, 65534)) as s:
+        repo = s.reader_repository("log.git")
+        assert repo.parent == s.work
+        for path in (repo, *repo.rglob("*")):
+            assert (os.lstat(path).st_uid, os.lstat(path).st_gid) == (65534, 65534), path
+        assert [p.name for p in s.top.iterdir() if p.name.startswith("log.git")] == []
+        # A link the owner planted where the next one goes is refused, never followed.
+        (s.work / "fetch.git").symlink_to(victim)
+        with pytest.raises(OSError, match="Not a directory"):
+            s.reader_repository("fetch.git")
+    after = os.lstat(victim / "config")
+    assert (after.st_uid, after.st_mode, after.st_size) == (seen.st_uid, seen.st_mode, seen.st_size)

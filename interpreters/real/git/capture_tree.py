@@ -91,9 +91,8 @@ def _commits_log(s: Scratch, source: Path, initial: str) -> bytes:
     Empty when `.git` is gone or broken. The fetch runs as the reader; the agent's repository
     is entered only by `upload-pack`, which runs no hook and no configured command.
     """
-    landing = s.work / "log.git"
     try:
-        lay_out(landing, s.reader)
+        landing = s.reader_repository("log.git")
         env = s.environment(landing)
         # A named remote: the filtered fetch registers it as the promisor of the commits-only
         # copy (a bare path cannot be one).

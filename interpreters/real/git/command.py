@@ -279,6 +279,17 @@ class Scratch:
         (path / "info").mkdir(exist_ok=True)
         (path / "info" / "attributes").write_bytes(ATTRIBUTES)
 
+    def reader_repository(self, name: str) -> Path:
+        """A scratch bare repository `work/<name>` that the reader owns, laid out where only
+        root can write (`top`) and moved into `work` whole: laid out in `work` itself, the
+        reader could swap a path between root's writes and root's changes of mode and owner
+        for a link to a file of root's."""
+        laid = self.top / f"{name}.{next(self.counter)}"
+        lay_out(laid, self.reader)
+        into = self.work / name
+        os.rename(laid, into)  # a planted link or file at `into` is an error, never followed
+        return into
+
     def hand_over(self, path: Path) -> None:
         """Give a file root just wrote to the reader, who rewrites it next. The reader owns
         the folder and may have swapped the file meanwhile: never through a link (a symlink

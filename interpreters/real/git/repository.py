@@ -150,9 +150,7 @@ def _record(source: Path, into: Path, *, from_root: bool) -> Baseline:
     repo = into / _REPO
     with scratch(reader) as s:
         s.init(repo)
-        landing = repo if reader is None else s.work / "fetch.git"
-        if landing != repo:
-            lay_out(landing, s.reader)
+        landing = repo if reader is None else s.reader_repository("fetch.git")
         fetched = "refs/ssegrade/fetched"
         land = s.environment(landing)
         s.git(
