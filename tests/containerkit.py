@@ -21,12 +21,13 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from interpreters.batch import BatchReport
 from interpreters.engine import bundle
 from tests.machinesetup import wait_for_machine_setup
 
@@ -239,3 +240,28 @@ def patch_result_of(run: Path, task: str | None = None) -> dict[str, object]:
 def unique_id(word: str) -> str:
     """A run id no other test's job has: its containers are found by it."""
     return f"{word}-{uuid.uuid4().hex[:10]}"
+
+
+def check_hostile_staging(
+    report: BatchReport, ids: dict[str, str], left: Callable[[str], list[str]]
+) -> None:
+    """The batch of a hostile bundle's jobs (`ids`: `symlink`, `huge`, `nothing`, `sleep`):
+    each run folder bounded and free of links, each an `infrastructure` error saying why, and
+    no container of them `left` (the engine's containers with a label)."""
+    said = {}
+    for outcome in report.jobs:
+        said[outcome.folder.name] = json.loads((outcome.folder / "result.json").read_text())
+        assert [p.name for p in outcome.folder.rglob("*") if p.is_symlink()] == []
+        sizes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file())
+        assert sizes <= 1 << 20  # the staging folder's bound, and the ingest's
+    for word, why in (
+        ("symlink", "no result.json"),
+        ("nothing", "exited 3 without a grade"),
+        ("sleep", "ran past its time limit (4 s)"),
+    ):
+        result = said[ids[word]]
+        assert result["patch_result"]["status"] == "error"
+        assert result["runtime_result"]["error_kind"] == "infrastructure"
+        assert why in result["patch_result"]["error_msg"]
+    for run_id in ids.values():
+        assert left(f"ssegrade.run={run_id}") == []

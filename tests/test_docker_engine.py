@@ -80,23 +80,7 @@ def test_hostile_staging_and_overtime_are_infrastructure_errors(
     monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
     report = run_batch(lines, work / "r", base=work, containers=settings, engine="docker",
                        workers=4, retry=False, timeout=3)  # fmt: skip
-    said = {}
-    for outcome in report.jobs:
-        said[outcome.folder.name] = json.loads((outcome.folder / "result.json").read_text())
-        assert [p.name for p in outcome.folder.rglob("*") if p.is_symlink()] == []
-        sizes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file())
-        assert sizes <= 1 << 20  # the staging folder's bound, and the ingest's
-    for word, why in (
-        ("symlink", "no result.json"),
-        ("nothing", "exited 3 without a grade"),
-        ("sleep", "ran past its time limit (4 s)"),
-    ):
-        result = said[ids[word]]
-        assert result["patch_result"]["status"] == "error"
-        assert result["runtime_result"]["error_kind"] == "infrastructure"
-        assert why in result["patch_result"]["error_msg"]
-    for run_id in ids.values():
-        assert _left(docker_engine, f"ssegrade.run={run_id}") == []
+    containerkit.check_hostile_staging(report, ids, lambda label: _left(docker_engine, label))
 
 
 def test_the_reaper_reaches_docker_after_kill_9_of_the_driver(

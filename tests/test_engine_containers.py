@@ -184,23 +184,7 @@ def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
     monkeypatch.setenv("CONTAINERS_CONF", str(containerkit.CONTAINERS_CONF))
     report = run_batch(lines, work / "r", base=work, containers=settings, engine="podman",
                        workers=4, retry=False, timeout=3)  # fmt: skip
-    said = {}
-    for outcome in report.jobs:
-        said[outcome.folder.name] = json.loads((outcome.folder / "result.json").read_text())
-        assert [p.name for p in outcome.folder.rglob("*") if p.is_symlink()] == []
-        sizes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file())
-        assert sizes <= 1 << 20  # the staging folder's bound, and the ingest's
-    for word, why in (
-        ("symlink", "no result.json"),
-        ("nothing", "exited 3 without a grade"),
-        ("sleep", "ran past its time limit (4 s)"),
-    ):
-        result = said[ids[word]]
-        assert result["patch_result"]["status"] == "error"
-        assert result["runtime_result"]["error_kind"] == "infrastructure"
-        assert why in result["patch_result"]["error_msg"]
-    for run_id in ids.values():
-        assert left_with(f"ssegrade.run={run_id}") == []
+    containerkit.check_hostile_staging(report, ids, left_with)
 
 
 def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
