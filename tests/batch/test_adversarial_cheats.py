@@ -20,7 +20,7 @@ from ssegrade.batch.cheats_diff import created, deleted, modified
 from ssegrade.guard import Flag, guard, parse_diff
 from ssegrade.task import Files, Task
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def cheats_of(name: str) -> dict[str, Cheat]:

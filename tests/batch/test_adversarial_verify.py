@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.realtask import ssegrade
+from tests.support.realtask import ssegrade
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def verify(*args: str) -> tuple[int, str, str]:

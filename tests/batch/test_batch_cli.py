@@ -22,9 +22,9 @@ from typing import IO
 
 import pytest
 
-from tests.batchkit import SCRIPT_ENV, holding_task
-from tests.realtask import fix_to, make_task, ssegrade, write_jobs
-from tests.scriptmarks import marked
+from tests.support.batchkit import SCRIPT_ENV, holding_task
+from tests.support.realtask import fix_to, make_task, ssegrade, write_jobs
+from tests.support.scriptmarks import marked
 
 pytestmark = pytest.mark.slow
 
@@ -158,8 +158,8 @@ def test_the_ray_engine_without_ray_is_one_clear_line(tmp_path: Path) -> None:
 
 @pytest.fixture
 def state() -> Iterator[Path]:
-    """The name scripts mark themselves with to say they are ready (`tests.scriptmarks`), and
-    the folder where the test tells them to go on (named in the environment: root's, scripts
+    """The name scripts mark themselves with to say they are ready (`tests.support.scriptmarks`),
+    and the folder where the test tells them to go on (named in the environment: root's, scripts
     see it read-only, as it is)."""
     folder = Path(tempfile.mkdtemp(prefix="batch-int-", dir="/tmp"))
     folder.chmod(0o755)

@@ -19,10 +19,10 @@ import pytest
 
 from interpreters import run_batch
 from interpreters.real.files import remove_tree
-from tests.batchkit import HANGING, Quiet
-from tests.processes import live_with, unique
-from tests.raycluster import free_port
-from tests.realtask import CLI, fix_to, make_task, ssegrade, write_jobs
+from tests.support.batchkit import HANGING, Quiet
+from tests.support.processes import live_with, unique
+from tests.support.raycluster import free_port
+from tests.support.realtask import CLI, fix_to, make_task, ssegrade, write_jobs
 
 pytestmark = [
     pytest.mark.slow,

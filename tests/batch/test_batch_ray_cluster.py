@@ -1,4 +1,4 @@
-"""The Ray engine on a real two-node cluster started on this host (`tests.raycluster`): a
+"""The Ray engine on a real two-node cluster started on this host (`tests.support.raycluster`): a
 head with no CPU, so that every grading runs on the second node, whose temporary folder is
 its own and, as root, which cannot even see the driver's results folder (an empty tmpfs in
 its mount namespace). Each grading's run folder comes back to the driver through Ray, written
@@ -26,10 +26,10 @@ from interpreters import run_batch
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import OWNER_VAR
 from interpreters.real.runner.guardian import scratch_owner
-from tests.batchkit import HANGING, Quiet
-from tests.processes import live_with, unique
-from tests.raycluster import Cluster, NodeSpec, ray_cluster
-from tests.realtask import CLI, fix_to, make_task, write_jobs
+from tests.support.batchkit import HANGING, Quiet
+from tests.support.processes import live_with, unique
+from tests.support.raycluster import Cluster, NodeSpec, ray_cluster
+from tests.support.realtask import CLI, fix_to, make_task, write_jobs
 
 pytestmark = [
     pytest.mark.slow,

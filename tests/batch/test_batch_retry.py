@@ -1,6 +1,6 @@
 """Resume grades again what errored: `run_batch` on real task folders and real worker
-processes, with the stand-in grader of `tests.batchkit`, whose `fault-once` and `fault-always`
-patches meet a host fault the first time they are graded, or every time."""
+processes, with the stand-in grader of `tests.support.batchkit`, whose `fault-once` and
+`fault-always` patches meet a host fault the first time they are graded, or every time."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BatchReport, run_batch
-from tests.batchkit import Quiet, saying, verdict_grade
-from tests.realtask import make_task
+from tests.support.batchkit import Quiet, saying, verdict_grade
+from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow
 

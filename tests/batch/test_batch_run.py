@@ -16,8 +16,8 @@ from interpreters.batch import BadJobs, run_batch
 from ssegrade.guard_document import GuardReport
 from ssegrade.report import RunFolder, parse_run
 from ssegrade.request import Graded, Request
-from tests.batchkit import Quiet, saying, verdict_grade
-from tests.realtask import make_task
+from tests.support.batchkit import Quiet, saying, verdict_grade
+from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow
 

@@ -28,8 +28,8 @@ from ssegrade.batch.summary import (
     batch_summary,
     next_attempt,
 )
-from tests.batchkit import Quiet, saying, verdict_grade
-from tests.realtask import make_task
+from tests.support.batchkit import Quiet, saying, verdict_grade
+from tests.support.realtask import make_task
 
 names = st.text("abc/", min_size=1, max_size=8)
 outcomes = st.sampled_from([o for o in OUTCOMES if o != "not_graded"])

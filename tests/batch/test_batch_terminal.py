@@ -21,9 +21,9 @@ from rich.console import Console
 from interpreters.batch.grader import _verdict
 from interpreters.batch.progress import LiveProgress
 from ssegrade.batch import Tally
-from tests.batchkit import SCRIPT_ENV, holding_task
-from tests.realtask import CLI, fix_to, make_task, write_jobs
-from tests.scriptmarks import marked
+from tests.support.batchkit import SCRIPT_ENV, holding_task
+from tests.support.realtask import CLI, fix_to, make_task, write_jobs
+from tests.support.scriptmarks import marked
 
 TIME = re.compile(r"(?:\d+|-):[\d-]{2}:[\d-]{2}")
 """A whole time (`0:01:23`, or `-:--:--` for an ETA not known yet), not `0:00:…`."""

@@ -17,8 +17,8 @@ import pytest
 
 from interpreters.batch import BadJobs, run_batch
 from interpreters.real.runner import resolve_runner
-from tests.batchkit import Quiet, saying, verdict_grade
-from tests.realtask import make_task
+from tests.support.batchkit import Quiet, saying, verdict_grade
+from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow
 

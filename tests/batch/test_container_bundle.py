@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from interpreters.engine import bundle
-from tests import containerkit
-from tests.realtask import CLI, FIX, make_task, ssegrade
+from tests.support import containerkit
+from tests.support.realtask import CLI, FIX, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

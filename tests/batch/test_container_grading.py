@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import containerkit
-from tests.exampletasks import EXAMPLES, lay_out
-from tests.realtask import ssegrade
+from tests.support import containerkit
+from tests.support.exampletasks import EXAMPLES, lay_out
+from tests.support.realtask import ssegrade
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -199,7 +199,7 @@ def in_shell(
     return containerkit.run(image, ["sh", "-c", script], options=(*mounts, *options))
 
 
-DROP_IN = Path(__file__).resolve().parent.parent / "docs" / "ssebench" / "ssebench-daemon"
+DROP_IN = Path(__file__).resolve().parents[2] / "docs" / "ssebench" / "ssebench-daemon"
 EVALUATE = f"{containerkit.BUNDLE_AT}/ssegrade evaluate --task /ssebench --repo /src/kvconf"
 
 

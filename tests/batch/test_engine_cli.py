@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.programs import ProgramError, find_program
-from tests.realtask import make_task, ssegrade
+from tests.support.realtask import make_task, ssegrade
 
 
 def _jobs(folder: Path, *lines: dict[str, object]) -> Path:

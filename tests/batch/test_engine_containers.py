@@ -2,7 +2,7 @@
 the host grades them, and nothing of the batch left afterwards, also after kill -9 of the
 driver; a container that writes hostile things into its staging folder gets no grade of them.
 
-The images are built once (module scope, cached by content: `tests/containerkit.py`); the
+The images are built once (module scope, cached by content: `tests/support/containerkit.py`); the
 hostile containers run a stand-in bundle (a shell script) instead of ssegrade, so they cost
 no grading.
 """
@@ -26,10 +26,16 @@ import pytest
 from interpreters.batch.run import run_batch
 from interpreters.engine.containers import ContainerSettings
 from ssegrade.batch.containers import BATCH_LABEL
-from tests import containerkit
-from tests.containerkit import check_rows, left_with, one_line_diff, patch_result_of, unique_id
-from tests.exampletasks import EXAMPLES, lay_out
-from tests.realtask import CLI, FIX, make_task, ssegrade
+from tests.support import containerkit
+from tests.support.containerkit import (
+    check_rows,
+    left_with,
+    one_line_diff,
+    patch_result_of,
+    unique_id,
+)
+from tests.support.exampletasks import EXAMPLES, lay_out
+from tests.support.realtask import CLI, FIX, make_task, ssegrade
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -41,8 +47,8 @@ RUN git -C /src/shell init -q -b main && git -C /src/shell add -A \\
  && useradd --system --no-create-home --shell /usr/sbin/nologin sse-runner
 ENV SSE_REPO_PATH=/src/shell
 """
-"""A python-less case image: the shell task of `tests.realtask`, its repo named by the image's
-environment as SSEBench's images name theirs."""
+"""A python-less case image: the shell task of `tests.support.realtask`, its repo named by the
+image's environment as SSEBench's images name theirs."""
 HOSTILE = """#!/bin/sh
 # Stands in for ssegrade: does to the staging folder what its patch says.
 out=/ssegrade-out/run

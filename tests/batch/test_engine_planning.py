@@ -12,7 +12,7 @@ from pathlib import Path
 from interpreters.engine.images import EngineFailed, Image, Images
 from interpreters.engine.planning import plan_image_jobs
 from ssegrade.batch import Job
-from tests.realtask import make_task
+from tests.support.realtask import make_task
 
 
 @dataclass

@@ -3,8 +3,8 @@ Ray picks, graded there in a fresh container of its image, its run folder sent b
 driver: the same `patch_result` and checks as the local container engine, and nothing of the
 batch left on the node, also when the driver is killed with -9 while a container runs.
 
-The cluster is real (`tests.raycluster`): a head with no CPU and one node of two, whose
-temporary folder is its own; the engine is the real podman (`tests.containerkit`).
+The cluster is real (`tests.support.raycluster`): a head with no CPU and one node of two, whose
+temporary folder is its own; the engine is the real podman (`tests.support.containerkit`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,17 @@ import pytest
 
 from interpreters.real.files import remove_tree
 from ssegrade.batch.containers import BATCH_LABEL
-from tests import containerkit
-from tests.containerkit import check_rows, left_with, one_line_diff, patch_result_of, unique_id
-from tests.exampletasks import EXAMPLES
-from tests.raycluster import Cluster, NodeSpec, ray_cluster
-from tests.realtask import CLI, ssegrade
+from tests.support import containerkit
+from tests.support.containerkit import (
+    check_rows,
+    left_with,
+    one_line_diff,
+    patch_result_of,
+    unique_id,
+)
+from tests.support.exampletasks import EXAMPLES
+from tests.support.raycluster import Cluster, NodeSpec, ray_cluster
+from tests.support.realtask import CLI, ssegrade
 
 pytestmark = [
     pytest.mark.container,

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interpreters.cli.container_options import on_ray
-from tests.realtask import ssegrade
+from tests.support.realtask import ssegrade
 
 ENGINES = ("local", "ray", "podman", "docker")
 

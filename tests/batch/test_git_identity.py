@@ -9,7 +9,7 @@ import pytest
 
 from interpreters.batch.jobs import repo_identity
 from interpreters.real.git import clean_tree
-from tests.realtask import git
+from tests.support.realtask import git
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import yaml
 
 from interpreters.cli.main import cli
 
-MANIFEST = Path(__file__).resolve().parent.parent / "docs" / "k8s" / "grade-job.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "docs" / "k8s" / "grade-job.yaml"
 _UNITS = {"": 1, "m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 

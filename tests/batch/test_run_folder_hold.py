@@ -28,16 +28,16 @@ from hypothesis import strategies as st
 
 from interpreters.batch import BadJobs, run_batch
 from ssegrade.batch import nested_problems
-from tests.batchkit import Quiet, saying, verdict_grade
-from tests.realtask import RealTask, fix_to, make_task
-from tests.scriptmarks import mark, marked
+from tests.support.batchkit import Quiet, saying, verdict_grade
+from tests.support.realtask import RealTask, fix_to, make_task
+from tests.support.scriptmarks import mark, marked
 
 pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-c", "from interpreters.cli.entry import main; main()"]
 
 # The build waits for `release` in $MARKS when the tree says VALUE=hold; it marks itself
-# `$MARKS/started` (`tests.scriptmarks`: a script writes nothing the host sees).
+# `$MARKS/started` (`tests.support.scriptmarks`: a script writes nothing the host sees).
 HOLDING_BUILD = f"""#!/bin/sh
 . ./lib.sh
 if [ "$VALUE" = hold ]; then

@@ -1,4 +1,4 @@
-"""What `ssegrade batch` writes reads with SSEBench's own models (`tests.ssebench_models`).
+"""What `ssegrade batch` writes reads with SSEBench's own models (`tests.support.ssebench_models`).
 
 The run config of a job line (with `ssebench run`'s defaults for what it leaves out) is
 `summary.json`'s `config`, key for key; the task config in `summary.json` has only the keys
@@ -25,9 +25,9 @@ from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
 from ssegrade.ssebench import summary_problem, task_document, task_problems
 from ssegrade.task import Task, parse_task
 from ssegrade.verdict import Outcomes, TimedOut, document
-from tests.ssebench_models import RUN_CONFIG_FIELDS, TASK_FIELDS, RunSummary, TaskModel
+from tests.support.ssebench_models import RUN_CONFIG_FIELDS, TASK_FIELDS, RunSummary, TaskModel
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 GRADE = EvaluationResult(
     patch_result=PatchResult(status="passed", build_success=True, pov_passed=1, pov_total=1),

@@ -14,7 +14,7 @@ import pytest
 
 from interpreters import grade_patch
 from interpreters.app.setup import InputError
-from tests.realtask import FIX, make_task, shell_task, ssegrade
+from tests.support.realtask import FIX, make_task, shell_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

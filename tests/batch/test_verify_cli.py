@@ -22,13 +22,13 @@ from pydantic import TypeAdapter
 
 from interpreters.real.resultsfolder.writer import ResultsWriter
 from ssegrade.effects import CheckFinished, CheckRecord
-from tests.realtask import FIX, shell_task, ssegrade
+from tests.support.realtask import FIX, shell_task, ssegrade
 
 pytestmark = pytest.mark.slow
 
 RECORD = TypeAdapter(CheckRecord)
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def verify(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realtask import RealTask, git, make_task, ssegrade
+from tests.support.realtask import RealTask, git, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

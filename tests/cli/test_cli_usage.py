@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.cli.main import cli
-from tests.realtask import make_task, ssegrade
+from tests.support.realtask import make_task, ssegrade
 
 COMMANDS = sorted(cli.commands)
 

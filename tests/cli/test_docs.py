@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ssegrade.task import Files, Scripts, Task, TaskDescription
-from tests.realtask import git
+from tests.support.realtask import git
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 DOCS = TOP / "docs"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 DOCS = TOP / "docs"
 EXAMPLES = TOP / "examples"
 

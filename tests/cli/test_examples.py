@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemons import running_daemon
-from tests.exampletasks import EXAMPLES, Example, lay_out
-from tests.realtask import ssegrade
+from tests.support.daemons import running_daemon
+from tests.support.exampletasks import EXAMPLES, Example, lay_out
+from tests.support.realtask import ssegrade
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import click
 import ssegrade
 from ssegrade import SsegradeError
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 
 BY_DESIGN = {"ssegrade.trace.replay.Diverged"}
 """A `BaseException` on purpose: the grading program turns any `Exception` into a grade."""

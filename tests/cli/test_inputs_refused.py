@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realtask import CLI, FIX, RealTask, make_task, write_jobs
+from tests.support.realtask import CLI, FIX, RealTask, make_task, write_jobs
 
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from interpreters.cli.replay import too_deep
 from interpreters.cli.report import report
-from tests.realtask import ssegrade
-from tests.runfolders import summary, write_run
+from tests.support.realtask import ssegrade
+from tests.support.runfolders import summary, write_run
 
 ACTIVE = ("=", "+", "-", "@", "\t", "\r")
 

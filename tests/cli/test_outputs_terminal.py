@@ -28,7 +28,7 @@ from interpreters.cli.progress import CheckProgress
 from interpreters.real import logs
 from ssegrade.batch import Tally
 from ssegrade.text import inert_text
-from tests.realtask import evaluating, make_task
+from tests.support.realtask import evaluating, make_task
 
 CONTROL = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 EVIL = "poc\x1b[2K\rpassed\x07\x1b]0;owned\x07\u202e\u2066\x9b31m.bin"

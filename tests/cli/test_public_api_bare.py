@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.runfolders import summary, write_run
+from tests.support.runfolders import summary, write_run
 
 pytestmark = pytest.mark.slow
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 CORE = ("pydantic", "returns", "PyYAML", "sh", "psutil")
 EXTRAS = ("click", "rich", "fastapi", "starlette", "uvicorn", "httpx", "jinja2", "hypothesis")
 

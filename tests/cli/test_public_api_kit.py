@@ -50,7 +50,7 @@ from ssegrade.testing import (
     matching,
 )
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 KIT = [
     "Checked",

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 
 
 def _verify_block() -> str:

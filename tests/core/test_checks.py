@@ -38,7 +38,7 @@ FULL = Task(
     files=Files(poc=("pocs/a", "pocs/b"), future_test="future.diff"),
 )
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------------------- the SPEC
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.exampletasks import lay_out
-from tests.realtask import ssegrade
+from tests.support.exampletasks import lay_out
+from tests.support.realtask import ssegrade
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 
 from ssegrade import Task
 from ssegrade.guard import guard
-from tests.guardkit import CASES, case_facts, case_patch, load_case
+from tests.support.guardkit import CASES, case_facts, case_patch, load_case
 
 ALL = sorted(CASES.glob("*.case"))
 TASK = Task(id="t", sanitizer="address")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ssegrade import Task
 from ssegrade.guard import GuardReport, guard, guard_report
-from tests.guardkit import Edit, make_patch
+from tests.support.guardkit import Edit, make_patch
 
 TASK = Task(id="t", sanitizer="address")
 CALLS = st.sampled_from(
@@ -102,7 +102,7 @@ def test_a_hook_in_a_test_harness_object_is_no_evidence() -> None:
 def test_a_rust_regression_test_beside_the_fix_is_not_the_fix(tmp_path: Path) -> None:
     """Rust keeps tests in the file they test: a `#[cfg(test)]` module holding the PoC's bytes
     and catching its panic is a regression test, not a catcher nor a special case."""
-    from tests.guardkit import CASES, case_facts, case_patch, load_case
+    from tests.support.guardkit import CASES, case_facts, case_patch, load_case
 
     case = load_case(CASES / "fix_rust_regression_test.case")
     assert guard(case_patch(case, tmp_path / "repo"), TASK, case_facts(case)) == ()

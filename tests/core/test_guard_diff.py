@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.guard import diff_paths, parse_diff
-from tests.guardkit import Edit, make_patch
-from tests.realtask import GIT_ENV, git
+from tests.support.guardkit import Edit, make_patch
+from tests.support.realtask import GIT_ENV, git
 
 
 def _diff(repo: Path) -> bytes:

@@ -8,7 +8,7 @@ import time
 from ssegrade import Task
 from ssegrade.guard import guard
 from ssegrade.guard.syntax import expand_c
-from tests.guardkit import Edit, make_patch
+from tests.support.guardkit import Edit, make_patch
 
 TASK = Task(id="t", sanitizer="address")
 

@@ -51,8 +51,8 @@ from ssegrade.testing import FakeWorld, Recording, Script
 from ssegrade.testing.strategies import Drawn, tasks
 from ssegrade.trace import Trace
 from ssegrade.trace.replay import replay
-from tests.fakedaemon import make_api
-from tests.guardkit import Case, Edit, case_patch, make_patch
+from tests.support.fakedaemon import make_api
+from tests.support.guardkit import Case, Edit, case_patch, make_patch
 
 CHEAT = make_patch(
     [

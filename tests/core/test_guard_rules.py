@@ -14,7 +14,7 @@ from ssegrade import Task
 from ssegrade.guard import KINDS, RULES, Rule, guard, guard_report
 from ssegrade.guard.facts import GuardFacts, ObjectScan
 from ssegrade.guard.rules import Lines, Paths
-from tests.guardkit import (
+from tests.support.guardkit import (
     Edit,
     c_lines,
     c_paths,

@@ -35,7 +35,7 @@ from ssegrade.task import Check
 from ssegrade.testing import Recording, Scripted, Throwing
 from ssegrade.testing.strategies import Drawn
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "test-patch.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "test-patch.md"
 
 RUN_ORDER: tuple[Action, ...] = ("build", "run_poc", "intent_test", "function_test")
 PRECEDENCE: tuple[Action, ...] = ("build", "function_test", "run_poc", "intent_test")

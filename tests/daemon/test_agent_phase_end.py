@@ -23,9 +23,9 @@ import httpx
 import pytest
 
 from interpreters.real.runner.processes import account_processes, kill_account
-from tests.agentaccounts import agent_account
-from tests.daemons import RunningDaemon, daemon_command, post_bencher, start_daemon
-from tests.realtask import make_task
+from tests.support.agentaccounts import agent_account
+from tests.support.daemons import RunningDaemon, daemon_command, post_bencher, start_daemon
+from tests.support.realtask import make_task
 
 pytestmark = [
     pytest.mark.slow,

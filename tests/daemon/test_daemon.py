@@ -2,7 +2,7 @@
 
 The gate at every level on both sockets, the admin-only endpoints, the two phases, socket modes,
 PoC paths, one action at a time, `GET /diff` and `GET /files` against what grading captures,
-start-up refusals and SIGTERM (the daemon processes: `tests/daemons.py`).
+start-up refusals and SIGTERM (the daemon processes: `tests/support/daemons.py`).
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import pytest
 
 from ssegrade.protocol import PREFIX, DiffText, decode_patch
 from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
-from tests.daemons import (
+from tests.support.daemons import (
     TOP,
     RunningDaemon,
     daemon_command,
     post_bencher,
     start_daemon,
 )
-from tests.rawhttp import reply_to, send_request, wait_until_read
-from tests.realtask import RealTask, make_task
-from tests.scriptmarks import mark, wait_for_mark
-from tests.ssebench_wire import REFERENCE_LOCKED
+from tests.support.rawhttp import reply_to, send_request, wait_until_read
+from tests.support.realtask import RealTask, make_task
+from tests.support.scriptmarks import mark, wait_for_mark
+from tests.support.ssebench_wire import REFERENCE_LOCKED
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def launch(
 @pytest.fixture
 def marks() -> Iterator[Path]:
     """A name of this test's own, which the task's scripts mark themselves with to say how far
-    they got (`tests.scriptmarks`: they write nothing the host sees)."""
+    they got (`tests.support.scriptmarks`: they write nothing the host sees)."""
     folder = Path(tempfile.mkdtemp(prefix="ssegrade-marks-", dir="/srv"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)

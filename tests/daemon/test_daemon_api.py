@@ -3,9 +3,9 @@
 
 Fast and exhaustive where a real daemon would be slow: the whole gate (every level, listener,
 action and session), the 400/403/404 replies, the two phases, and the published
-`docs/openapi.json` against the served routes. `tests/test_daemon.py` runs the same API in a
-real daemon process on real sockets; `tests/test_daemon_wire.py` holds SSEBench's wire, at the
-root, to the original's shapes.
+`docs/openapi.json` against the served routes. `tests/daemon/test_daemon.py` runs the same API in a
+real daemon process on real sockets; `tests/daemon/test_daemon_wire.py` holds SSEBench's wire, at
+the root, to the original's shapes.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from ssegrade.protocol import PREFIX, DiffText, decode_patch, public_project
 from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
 from ssegrade.task import Task
 from ssegrade.testing import FakeWorld, Script
-from tests.fakedaemon import FOLDER, TASK, Api, FakeBackend, InProcess, make_api
-from tests.ssebench_wire import REFERENCE_LOCKED
+from tests.support.fakedaemon import FOLDER, TASK, Api, FakeBackend, InProcess, make_api
+from tests.support.ssebench_wire import REFERENCE_LOCKED
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
 
 @pytest.fixture

@@ -31,9 +31,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agentaccounts import agent_account
-from tests.daemons import RunningDaemon, start_daemon
-from tests.realtask import make_task
+from tests.support.agentaccounts import agent_account
+from tests.support.daemons import RunningDaemon, start_daemon
+from tests.support.realtask import make_task
 
 pytestmark = [
     pytest.mark.slow,

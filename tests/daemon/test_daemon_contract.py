@@ -46,8 +46,8 @@ from ssegrade import (
     run,
 )
 from ssegrade.testing import SCENARIOS, Grading, Scenario, check_interpreter
-from tests.daemons import TOP, RunningDaemon, running_daemon, start_daemon
-from tests.realtask import RealTask, make_task, scenario_scripts, ssegrade
+from tests.support.daemons import TOP, RunningDaemon, running_daemon, start_daemon
+from tests.support.realtask import RealTask, make_task, scenario_scripts, ssegrade
 
 pytestmark = pytest.mark.slow
 

@@ -21,14 +21,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.realtask import RealTask, make_task
+from tests.support.realtask import RealTask, make_task
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="the script runs as root, as in the image"),
 ]
 
-SCRIPT = Path(__file__).resolve().parent.parent / "docs" / "ssebench" / "ssebench-daemon"
+SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "ssebench" / "ssebench-daemon"
 
 
 @pytest.fixture

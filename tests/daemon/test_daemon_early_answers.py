@@ -25,8 +25,8 @@ import pytest
 
 from interpreters.daemon.console import version
 from interpreters.daemon.starting import STARTING, EarlyAnswers
-from tests.daemons import start_daemon
-from tests.realtask import make_task
+from tests.support.daemons import start_daemon
+from tests.support.realtask import make_task
 
 FILES = 3000
 """Files in the source tree of the daemon tests: enough that the baseline takes a while."""

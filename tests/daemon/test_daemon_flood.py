@@ -27,10 +27,10 @@ import pytest
 from interpreters.daemon.accepting import _Throttled
 from interpreters.daemon.server import CONNECTIONS
 from ssegrade.protocol import PREFIX
-from tests.daemons import RunningDaemon, post_bencher, running_daemon
-from tests.rawhttp import reply_to, send_request, wait_until_read
-from tests.realtask import RealTask, make_task, ssegrade
-from tests.scriptmarks import mark, wait_for_mark
+from tests.support.daemons import RunningDaemon, post_bencher, running_daemon
+from tests.support.rawhttp import reply_to, send_request, wait_until_read
+from tests.support.realtask import RealTask, make_task, ssegrade
+from tests.support.scriptmarks import mark, wait_for_mark
 
 pytestmark = pytest.mark.slow
 
@@ -141,7 +141,7 @@ def _hammering(daemon: RunningDaemon) -> Iterator[list[int]]:
 def test_a_flooded_agent_socket_does_not_stall_grading(tmp_path: Path) -> None:
     made = make_task(tmp_path)
     # The slow build marks itself with a name of this test's own when it starts
-    # (`tests.scriptmarks`: a script writes nothing the host sees).
+    # (`tests.support.scriptmarks`: a script writes nothing the host sees).
     marks = Path(tempfile.mkdtemp(prefix="ssegrade-flood-", dir="/srv"))
     started = marks / "started"
     made.script("build.sh", _SLOW_BUILD.format(started=mark(str(started))))
@@ -260,7 +260,7 @@ from pathlib import Path
 from interpreters.daemon.server import bind_unix, serve
 from interpreters.daemon.service import Service
 from ssegrade.protocol.difficulty import LEVELS
-from tests.fakedaemon import FOLDER, TASK, FakeBackend
+from tests.support.fakedaemon import FOLDER, TASK, FakeBackend
 logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
 ports = FakeBackend().ports()
 service = Service(task=TASK, folder=FOLDER, level=LEVELS[0], **ports, version="1")
@@ -289,7 +289,7 @@ def test_an_idle_connection_is_closed_a_busy_one_is_not(tmp_path: Path) -> None:
     path = tmp_path / "agent.sock"
     proc = subprocess.Popen(
         [sys.executable, "-c", _SERVE, str(path), "1.0"],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

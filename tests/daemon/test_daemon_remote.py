@@ -23,7 +23,7 @@ from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld, Script
-from tests.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
+from tests.support.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 
 
 def _world(**scripts: Script) -> FakeWorld:

@@ -19,7 +19,7 @@ import pytest
 
 from interpreters.daemon.shell import AgentShell, ShellError
 from interpreters.real.runner import EnvPolicy
-from tests.agentaccounts import agent_account
+from tests.support.agentaccounts import agent_account
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from interpreters.daemon import binding
-from tests.daemons import TOP, daemon_command, start_daemon
-from tests.realtask import make_task
+from tests.support.daemons import TOP, daemon_command, start_daemon
+from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """SSEBench's wire, in process: each root route against the shapes SSEBench's own clients read.
 
-The field lists (`tests/ssebench_wire.py`) are written from SSEBench's Python SDK and from its
-daemon's reply types: a reply with one key more or one key less fails. So do the 403 texts of
+The field lists (`tests/support/ssebench_wire.py`) are written from SSEBench's Python SDK and from
+its daemon's reply types: a reply with one key more or one key less fails. So do the 403 texts of
 its gate, its 500s for calls that cannot run, and the grading session's routing of the
 evaluator's calls. The same replies are then loaded the way the SDK loads them (dacite's
 strict mode, `Class(**data)`), with the dataclasses rebuilt from those field lists.
@@ -19,8 +19,8 @@ import pytest
 from ssegrade.protocol.difficulty import ACTIONS, LEVELS
 from ssegrade.task import Task
 from ssegrade.testing import Script
-from tests.fakedaemon import Api, FakeBackend, make_api
-from tests.ssebench_wire import (
+from tests.support.fakedaemon import Api, FakeBackend, make_api
+from tests.support.ssebench_wire import (
     CAPABILITIES,
     CHANGED_FILE,
     DIALOG,
@@ -42,7 +42,7 @@ from tests.ssebench_wire import (
     TaskDescription,
 )
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
 
 PHASE_OVER = "tools are unavailable after the agent phase"

@@ -1,9 +1,9 @@
 """SSEBench's daemon contract, route by route: who may call what, and when.
 
 Each route of SSEBench's wire has an access rule in its contract (`ACCESS` in
-`tests/ssebench_wire.py`): served everywhere, on the admin socket only, or on the agent-facing
-listeners too once the agent phase is over. Each route is asked on a fresh daemon (so that
-`POST /admin/agent_exited` opens nothing for a later one), on both listeners; then the
+`tests/support/ssebench_wire.py`): served everywhere, on the admin socket only, or on the
+agent-facing listeners too once the agent phase is over. Each route is asked on a fresh daemon (so
+that `POST /admin/agent_exited` opens nothing for a later one), on both listeners; then the
 after-agent routes are asked again once the entrypoint ended the agent phase.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ssegrade.protocol.difficulty import LEVELS
-from tests.fakedaemon import Api, make_api
-from tests.ssebench_wire import ACCESS, DIFF, ERROR, REFERENCE_LOCKED
+from tests.support.fakedaemon import Api, make_api
+from tests.support.ssebench_wire import ACCESS, DIFF, ERROR, REFERENCE_LOCKED
 
 ROUTES = sorted(ACCESS)
 

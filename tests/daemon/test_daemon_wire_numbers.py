@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.protocol.wire import dialog_entries, wire_result
-from tests.fakedaemon import make_api
+from tests.support.fakedaemon import make_api
 
 I32 = range(-(2**31), 2**31)
 I64 = range(-(2**63), 2**63)

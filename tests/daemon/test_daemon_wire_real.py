@@ -22,11 +22,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.agentaccounts import agent_account
-from tests.daemons import RunningDaemon, start_daemon
-from tests.realtask import RealTask, make_task, ssegrade
-from tests.sdkclient import SdkClient, SdkError, grade_like_ssebench
-from tests.ssebench_wire import CAPABILITIES, METADATA, SCRIPT_RESULT
+from tests.support.agentaccounts import agent_account
+from tests.support.daemons import RunningDaemon, start_daemon
+from tests.support.realtask import RealTask, make_task, ssegrade
+from tests.support.sdkclient import SdkClient, SdkError, grade_like_ssebench
+from tests.support.ssebench_wire import CAPABILITIES, METADATA, SCRIPT_RESULT
 
 pytestmark = pytest.mark.slow
 

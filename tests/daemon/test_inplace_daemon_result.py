@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakedaemon import make_api
+from tests.support.fakedaemon import make_api
 
 
 @pytest.mark.parametrize("made", [b"", b"\n"], ids=["empty", "blank"])

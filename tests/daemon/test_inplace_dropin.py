@@ -4,7 +4,7 @@ SSEBench's runner makes it: the host user's, with `archive/` and an empty `resul
 The daemon starts beside that folder (before: refused, "already holds result.json"), the
 agent's phase ends on the admin socket, and the evaluator drop-in writes the grade into the
 runner's own file, then gives the folder back to its owner. The same in a real container is
-`tests/test_ssebench_container.py`; this one needs no engine.
+`tests/daemon/test_ssebench_container.py`; this one needs no engine.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.realtask import make_task
+from tests.support.realtask import make_task
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="the drop-ins run as root, as in the image"),
 ]
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "ssebench"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "ssebench"
 HOST_USER = 1000
 
 

@@ -32,13 +32,13 @@ from pathlib import Path
 
 import pytest
 
-from tests import containerkit
-from tests.exampletasks import EXAMPLES, lay_out
-from tests.realtask import ssegrade
+from tests.support import containerkit
+from tests.support.exampletasks import EXAMPLES, lay_out
+from tests.support.realtask import ssegrade
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOST_USER = 1000
 """Who ran SSEBench's runner on the host: the run folder and its empty `result.json` are his."""
 

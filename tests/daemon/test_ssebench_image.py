@@ -24,15 +24,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agentaccounts import agent_account
-from tests.realtask import make_task
+from tests.support.agentaccounts import agent_account
+from tests.support.realtask import make_task
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="the recipe runs as root, as in the image"),
 ]
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "ssebench"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "ssebench"
 
 
 @pytest.fixture

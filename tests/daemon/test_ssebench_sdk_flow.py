@@ -31,16 +31,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agentaccounts import agent_account
-from tests.realtask import git, make_task
-from tests.sdkclient import SdkClient, SdkError, grade_like_ssebench
+from tests.support.agentaccounts import agent_account
+from tests.support.realtask import git, make_task
+from tests.support.sdkclient import SdkClient, SdkError, grade_like_ssebench
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="the daemon runs as root, as in the image"),
 ]
 
-SCRIPT = Path(__file__).resolve().parent.parent / "docs" / "ssebench" / "ssebench-daemon"
+SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "ssebench" / "ssebench-daemon"
 FAILS_UNFIXED = """#!/bin/sh
 . ./lib.sh
 [ "$VALUE" = fixed ] || { echo "panic: runtime error: slice bounds out of range" >&2; exit 1; }

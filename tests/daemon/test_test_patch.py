@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from ssegrade.preview import INTERNAL_FAILURE
-from tests.daemons import TOP, RunningDaemon, running_daemon
-from tests.realtask import git, make_task
+from tests.support.daemons import TOP, RunningDaemon, running_daemon
+from tests.support.realtask import git, make_task
 
 pytestmark = pytest.mark.slow
 

@@ -35,8 +35,8 @@ from ssegrade.protocol.difficulty import LEVELS
 from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld
 from ssegrade.verdict import Crashed, escaped
-from tests.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
-from tests.realtask import git, make_task, ssegrade
+from tests.support.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
+from tests.support.realtask import git, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from interpreters.real.archive import archive, start_archive
 from interpreters.real.archive import cache as archive_cache
-from tests.gittrees import Pool, age, early, edit, edits
+from tests.support.gittrees import Pool, age, early, edit, edits
 
 pytestmark = pytest.mark.slow
 
@@ -208,7 +208,7 @@ def test_a_damaged_entry_spares_only_its_piece(tmp_path: Path) -> None:
 def test_the_baseline_command_records_it_and_evaluate_reuses_it(tmp_path: Path) -> None:
     """`ssegrade baseline`, an edit, `ssegrade evaluate`: the archive is the tree, and the
     notes say how much the cache spared."""
-    from tests.realtask import make_task
+    from tests.support.realtask import make_task
 
     source = big_tree(tmp_path / "src", folders=4, each=50)
     subprocess.run(["git", "init", "-q"], cwd=source, check=True)

@@ -22,7 +22,7 @@ from returns.result import Failure, Success
 
 from interpreters.real import git
 from ssegrade.effects import ApplyError, Capture
-from tests.gittrees import (
+from tests.support.gittrees import (
     Entry,
     capture_ok,
     edited,

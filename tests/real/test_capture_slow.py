@@ -21,7 +21,7 @@ import pytest
 from interpreters.real import git
 from interpreters.real.git.command import lay_out, reader_of, scratch
 from interpreters.real.git.staging import stage
-from tests.gittrees import (
+from tests.support.gittrees import (
     FILES,
     TREE,
     Entry,

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 
 from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
-from tests.gittrees import (
+from tests.support.gittrees import (
     PAIRS,
     Pool,
     capture_ok,

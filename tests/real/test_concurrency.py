@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.files import remove_tree
-from tests.daemons import running_daemon
-from tests.processes import live_with, unique
-from tests.realtask import RealTask, git, make_task, ssegrade
+from tests.support.daemons import running_daemon
+from tests.support.processes import live_with, unique
+from tests.support.realtask import RealTask, git, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

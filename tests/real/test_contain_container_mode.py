@@ -32,7 +32,7 @@ from interpreters.real.runner.probe import Offer, decide
 from interpreters.real.runner.processes import account_processes
 from interpreters.real.runner.residue import clear_runner, remove_runner_files
 from interpreters.real.runner.turns import _open_lock
-from tests.realtask import fix_to, make_task, ssegrade
+from tests.support.realtask import fix_to, make_task, ssegrade
 
 ROOT = os.geteuid() == 0
 KINDS = sorted(INITIAL)

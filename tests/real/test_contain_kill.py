@@ -32,8 +32,8 @@ from interpreters.real.runner import OWNER_VAR
 from interpreters.real.runner.guardian import (
     owner_tag,
 )
-from tests.daemons import daemon_command
-from tests.killkit import (
+from tests.support.daemons import daemon_command
+from tests.support.killkit import (
     VALUES,
     Grading,
     batch_of,
@@ -41,8 +41,8 @@ from tests.killkit import (
     settled,
     sleeping_task,
 )
-from tests.processes import live_with
-from tests.realtask import git, ssegrade
+from tests.support.processes import live_with
+from tests.support.realtask import git, ssegrade
 
 __all__ = ["grading"]  # the fixture, used by name
 

@@ -25,7 +25,7 @@ import pytest
 
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import probe, resolve_runner
-from tests.realtask import RealTask, evaluating, git, log_of, make_task
+from tests.support.realtask import RealTask, evaluating, git, log_of, make_task
 
 pytestmark = [
     pytest.mark.slow,

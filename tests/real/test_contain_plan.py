@@ -22,8 +22,8 @@ from interpreters.real.files.mounts import private_namespace
 from interpreters.real.runner import ContainmentPolicy, Runner, probe, resolve_runner, run_script
 from interpreters.real.runner.guardian import owner_tag
 from interpreters.real.runner.reach import Place, Reach, plan
-from tests.processes import TEST_RUNNER, write_script
-from tests.realtask import evaluating, log_of, make_task
+from tests.support.processes import TEST_RUNNER, write_script
+from tests.support.realtask import evaluating, log_of, make_task
 
 RUNNER = (54321, 54321)
 """A runner's uid and gid (no account is needed to plan)."""

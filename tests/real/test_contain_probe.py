@@ -27,8 +27,8 @@ from interpreters.real.runner import cgroups as cgroup_module
 from interpreters.real.runner.cgroups import Cgroups, make_group
 from interpreters.real.runner.guardian import group_owner, owner_tag
 from interpreters.real.runner.probe import Offer, decide
-from tests.processes import unique
-from tests.realtask import RealTask, fix_to, git, make_task, ssegrade, write_jobs
+from tests.support.processes import unique
+from tests.support.realtask import RealTask, fix_to, git, make_task, ssegrade, write_jobs
 
 ROOT = os.geteuid() == 0
 CGROUPS = probe().cgroups if ROOT else None

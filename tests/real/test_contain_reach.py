@@ -21,8 +21,17 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.runner import probe
-from tests.processes import unique
-from tests.realtask import CLI, RealTask, evaluating, fix_to, git, log_of, make_task, write_jobs
+from tests.support.processes import unique
+from tests.support.realtask import (
+    CLI,
+    RealTask,
+    evaluating,
+    fix_to,
+    git,
+    log_of,
+    make_task,
+    write_jobs,
+)
 
 pytestmark = [
     pytest.mark.slow,

@@ -2,7 +2,7 @@
 verify run to their end leave none, and a grading killed together with its guardian leaves
 folders that the next grading process to start removes, and nothing else.
 
-Real commands as root; the functions and the `grading` fixture of `tests/killkit.py`.
+Real commands as root; the functions and the `grading` fixture of `tests/support/killkit.py`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.runner.guardian import owner_tag
-from tests.killkit import Grading, batch_of, grading, settled, sleeping_task
-from tests.realtask import fix_to, ssegrade
+from tests.support.killkit import Grading, batch_of, grading, settled, sleeping_task
+from tests.support.realtask import fix_to, ssegrade
 
 pytestmark = [
     pytest.mark.slow,

@@ -59,7 +59,7 @@ from ssegrade.testing import (
     check_interpreter,
 )
 from ssegrade.trace import check_answer
-from tests.realtask import make_task, scenario_scripts
+from tests.support.realtask import make_task, scenario_scripts
 
 pytestmark = pytest.mark.slow
 

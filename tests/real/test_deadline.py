@@ -20,7 +20,7 @@ from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
 from ssegrade import Deadline, TimeLimitReached
 from ssegrade.effects import CaptureTree
-from tests.realtask import RealTask, make_task
+from tests.support.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
 

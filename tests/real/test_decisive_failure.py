@@ -35,7 +35,7 @@ from ssegrade.effects import WriteResult
 from ssegrade.program import Seen
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script, Throwing, matching
-from tests.realtask import CLI, RealTask, fix_to, make_task
+from tests.support.realtask import CLI, RealTask, fix_to, make_task
 
 FULL = Task(
     id="demo-1",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from interpreters import InputError, grade_patch
-from tests.realtask import RealTask, git, make_task, ssegrade
+from tests.support.realtask import RealTask, git, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import pytest
 
 from interpreters.real.objects import Reads, elf_markers, read_start, scan_objects
 from ssegrade.guard import ObjectScan, runtimes_for
-from tests.guardkit import fake_elf
+from tests.support.guardkit import fake_elf
 
 ASAN = runtimes_for("address")
 

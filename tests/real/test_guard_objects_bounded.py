@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from interpreters.real.objects import CHUNK, Reads, elf_markers, scan_objects
 from ssegrade.guard import runtimes_for
-from tests.guardkit import fake_elf
+from tests.support.guardkit import fake_elf
 
 ASAN = runtimes_for("address")
 _ENTRY = struct.Struct("<IIQQQQII")

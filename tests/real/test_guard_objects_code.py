@@ -14,7 +14,7 @@ import pytest
 from interpreters.real.objects import read_repo_file, scan_objects
 from ssegrade import Task
 from ssegrade.guard import GuardFacts, guard, runtimes_for
-from tests.guardkit import fake_elf
+from tests.support.guardkit import fake_elf
 
 ASAN = runtimes_for("address")
 HOOK = """#define J(a, b) a##b

@@ -17,9 +17,9 @@ import pytest
 from interpreters.real.objects import named_in_sources
 from ssegrade import Task
 from ssegrade.guard import Flag, GuardFacts, ObjectScan, SourceFile, guard
-from tests.exampletasks import Example, lay_out
-from tests.guardkit import Case, Edit, case_patch, make_patch
-from tests.realtask import git, ssegrade
+from tests.support.exampletasks import Example, lay_out
+from tests.support.guardkit import Case, Edit, case_patch, make_patch
+from tests.support.realtask import git, ssegrade
 
 OWN = b"""
 /* The project's own defaults for its sanitizer builds. */

@@ -26,7 +26,7 @@ from ssegrade.effects import (
     Unstage,
     Workspace,
 )
-from tests.realtask import RealTask, make_task
+from tests.support.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow
 

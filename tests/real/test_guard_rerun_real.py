@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.exampletasks import Example, lay_out
-from tests.realtask import ssegrade
+from tests.support.exampletasks import Example, lay_out
+from tests.support.realtask import ssegrade
 
 pytestmark = [
     pytest.mark.slow,

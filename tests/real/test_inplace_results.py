@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from interpreters.real import resultsfolder
 from interpreters.real.resultsfolder import RESULTS_ENTRIES, holding
-from tests.realtask import FIX, make_task, ssegrade
+from tests.support.realtask import FIX, make_task, ssegrade
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the results folder is root's")
 

@@ -40,8 +40,8 @@ from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Throwing, matching
 from ssegrade.testing.strategies import outcomes
 from ssegrade.verdict import Outcomes, Signalled, decide
-from tests.processes import live_with, unique
-from tests.realtask import RealTask, git, make_task
+from tests.support.processes import live_with, unique
+from tests.support.realtask import RealTask, git, make_task
 
 FULL = Task(
     id="demo-1",

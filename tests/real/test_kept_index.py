@@ -19,8 +19,18 @@ import pytest
 
 from interpreters.real import git
 from interpreters.real.git.kept_index import read_entries
-from tests.gittrees import FILES, TREE, Pool, agent_env, capture_ok, edit, make_repo, record, run
-from tests.realtask import ssegrade
+from tests.support.gittrees import (
+    FILES,
+    TREE,
+    Pool,
+    agent_env,
+    capture_ok,
+    edit,
+    make_repo,
+    record,
+    run,
+)
+from tests.support.realtask import ssegrade
 
 pytestmark = pytest.mark.slow
 

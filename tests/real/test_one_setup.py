@@ -22,8 +22,8 @@ import pytest
 from interpreters import grade_patch
 from interpreters.app.setup import InputError, Sources, grading_setup, load_inputs
 from interpreters.real.runner import resolve_runner
-from tests.daemons import running_daemon
-from tests.realtask import FIX, RealTask, make_task, ssegrade
+from tests.support.daemons import running_daemon
+from tests.support.realtask import FIX, RealTask, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

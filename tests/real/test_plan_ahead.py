@@ -36,7 +36,7 @@ from ssegrade.program import plan
 from ssegrade.run import Interpreter
 from ssegrade.task import Files, Scripts, Task
 from ssegrade.testing import SCENARIOS, FakeWorld, Recording, Scenario
-from tests.realtask import make_task, scenario_scripts
+from tests.support.realtask import make_task, scenario_scripts
 
 FULL = Task(
     id="plan-1",

@@ -22,7 +22,7 @@ from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem
 from ssegrade import BenchSession, Deadline, bencher_interpreter
 from ssegrade.effects import PrepareGrading
-from tests.realtask import make_task
+from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow
 

@@ -23,8 +23,8 @@ from interpreters.real.runner.processes import (
     kill_account,
     processes,
 )
-from tests.agentaccounts import agent_account
-from tests.processes import unique
+from tests.support.agentaccounts import agent_account
+from tests.support.processes import unique
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another account)")
 

@@ -27,7 +27,7 @@ from returns.pipeline import is_successful
 from interpreters.real.programs import SEARCH_PATH, ProgramError, find_program
 from interpreters.real.taskfolder import load_task
 from interpreters.real.trusted_paths import Unsafe, resolve_safe
-from tests.realtask import RealTask, fix_to, make_task, ssegrade
+from tests.support.realtask import RealTask, fix_to, make_task, ssegrade
 
 OTHER = 4242  # a uid no account of this machine has
 ROOT = os.geteuid() == 0
@@ -175,7 +175,7 @@ def test_the_rule_on_the_mode_of_a_folder_above(safe_dir: Path, mode: int, stick
 def test_no_program_is_looked_up_on_another_path() -> None:
     """Every program ssegrade starts comes from `programs`; the one other lookup is of a
     task script's command, on the script's own PATH, which the runner (not root) executes."""
-    top = Path(__file__).resolve().parents[1] / "interpreters"
+    top = Path(__file__).resolve().parents[2] / "interpreters"
     lookups = {
         str(path.relative_to(top))
         for path in top.rglob("*.py")

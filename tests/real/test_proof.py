@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from returns.result import Failure, Success
 
 from interpreters.real import git
-from tests.gittrees import (
+from tests.support.gittrees import (
     Entry,
     agent_env,
     capture_ok,

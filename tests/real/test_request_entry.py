@@ -20,8 +20,8 @@ from ssegrade import RuntimeResult
 from ssegrade.effects import CheckRecord
 from ssegrade.guard_document import GuardReport
 from ssegrade.request import Graded, Limits, Request
-from tests.batchkit import Quiet, saying, verdict_grade
-from tests.realtask import FIX, make_task
+from tests.support.batchkit import Quiet, saying, verdict_grade
+from tests.support.realtask import FIX, make_task
 
 RECORD = TypeAdapter(CheckRecord)
 

@@ -25,7 +25,7 @@ from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import PreviewInterpreter
 from interpreters.real.runner import resolve_runner
 from ssegrade.preview import SpillLog
-from tests.realtask import fix_to, make_task, ssegrade
+from tests.support.realtask import fix_to, make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

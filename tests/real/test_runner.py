@@ -36,7 +36,7 @@ from interpreters.real.runner import (
 )
 from interpreters.real.runner.output import KEPT_HEAD, KEPT_TAIL, LOG_HEAD, LOG_TAIL
 from ssegrade.effects import ScriptResult
-from tests.processes import TEST_RUNNER, live_with, unique, write_script
+from tests.support.processes import TEST_RUNNER, live_with, unique, write_script
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (accounts, running as another uid)")

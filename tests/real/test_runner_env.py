@@ -27,7 +27,7 @@ from interpreters.real.runner import (
     script_environment,
 )
 from interpreters.real.runner.environment import SECRET_NAMES, allowed, credential_like
-from tests.processes import TEST_RUNNER, write_script
+from tests.support.processes import TEST_RUNNER, write_script
 
 HIDDEN = ("/var/lib/results", "/srv/baseline", "/run/admin")
 HOME = Path("/scratch/session-1/home")

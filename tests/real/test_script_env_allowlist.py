@@ -30,10 +30,10 @@ from interpreters.real.runner.environment import (
     left_out,
     names_paths,
 )
-from tests.agentaccounts import agent_account
-from tests.daemons import post_bencher, running_daemon
-from tests.processes import TEST_RUNNER, write_script
-from tests.realtask import make_task
+from tests.support.agentaccounts import agent_account
+from tests.support.daemons import post_bencher, running_daemon
+from tests.support.processes import TEST_RUNNER, write_script
+from tests.support.realtask import make_task
 
 HOME = Path("/scratch/session-1/home")
 
@@ -231,7 +231,7 @@ def test_the_bash_tool_and_a_build_get_no_credential_of_the_daemon(
 
 
 def test_the_docs_name_the_whole_allow_list() -> None:
-    text = (Path(__file__).resolve().parent.parent / "docs" / "daemon.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "daemon.md").read_text()
     section = text.split("### The environment of the `bash` tool and of scripts", 1)[1]
     names = (*ALLOWED_NAMES, *ALLOWED_PREFIXES, f"*{ALLOWED_SUFFIX}")
     missing = [n for n in names if f"`{n}" not in section]

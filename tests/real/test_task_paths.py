@@ -21,8 +21,8 @@ import yaml
 
 from interpreters.batch import BadJobs, run_batch
 from interpreters.real.runner import resolve_runner
-from tests.batchkit import Quiet, verdict_grade
-from tests.realtask import make_task, ssegrade
+from tests.support.batchkit import Quiet, verdict_grade
+from tests.support.realtask import make_task, ssegrade
 
 pytestmark = pytest.mark.slow
 

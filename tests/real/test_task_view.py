@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.taskview import stage_in_view
-from tests.daemons import post_bencher, running_daemon
-from tests.realtask import make_task
+from tests.support.daemons import post_bencher, running_daemon
+from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow
 

@@ -29,8 +29,8 @@ import pytest
 from interpreters.real.files import remove_tree
 from interpreters.real.files.views import probe as probe_views
 from interpreters.real.runner import probe, resolve_runner
-from tests.guardkit import fake_elf
-from tests.realtask import RealTask, evaluating, git, log_of, make_task
+from tests.support.guardkit import fake_elf
+from tests.support.realtask import RealTask, evaluating, git, log_of, make_task
 
 pytestmark = [
     pytest.mark.slow,

@@ -19,7 +19,7 @@ from interpreters.report.verify_folder import is_verify_folder
 from ssegrade.batch.verify_adversarial import CheatRun
 from ssegrade.guard import Flag, GuardReport
 from ssegrade.report.hackable import hackable_report, verified_task
-from tests.realtask import ssegrade
+from tests.support.realtask import ssegrade
 
 
 def run(root: Path, *parts: str, status: str, flags: tuple[str, ...] | None = ()) -> Path:

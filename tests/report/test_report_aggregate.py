@@ -30,7 +30,7 @@ from ssegrade.report import (
 from ssegrade.result import PatchResult, status_of
 from ssegrade.task import Check
 from ssegrade.testing.strategies import CHECKS
-from tests.reportruns import BASE, MODES, TASKS, patches, records, run_lists
+from tests.support.reportruns import BASE, MODES, TASKS, patches, records, run_lists
 
 
 def shares(report: Report) -> list[Share]:

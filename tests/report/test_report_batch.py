@@ -24,10 +24,10 @@ import interpreters.report.reader
 from ssegrade.batch import summary as written
 from ssegrade.batch.summary import OUTCOMES
 from ssegrade.report.batch import parse_batch
-from tests.exampletasks import lay_out
-from tests.realtask import ssegrade
-from tests.reportcommand import invoke, one_line_error
-from tests.runfolders import summary, write_run
+from tests.support.exampletasks import lay_out
+from tests.support.realtask import ssegrade
+from tests.support.reportcommand import invoke, one_line_error
+from tests.support.runfolders import summary, write_run
 
 SHA = "3f" * 32
 RUNS: dict[str, list[str]] = {

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from interpreters.cli.report import report
-from tests.browserkit import CHROMIUM, browse
-from tests.runfolders import summary, write_run
+from tests.support.browserkit import CHROMIUM, browse
+from tests.support.runfolders import summary, write_run
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reportcommand import invoke, one_line_error
-from tests.runfolders import summary, write_run
+from tests.support.reportcommand import invoke, one_line_error
+from tests.support.runfolders import summary, write_run
 
 ROWS = {
     # (model, agent): statuses of t1..t4, oldest run first per task

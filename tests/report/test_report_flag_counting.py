@@ -26,8 +26,8 @@ from ssegrade.report.select import Selection
 from ssegrade.report.summary import RunRecord, guard_flags, guard_listed
 from ssegrade.result import PatchResult
 from ssegrade.task import Files, Scripts
-from tests.guardkit import CASES, Case, case_facts, case_patch, load_case
-from tests.runfolders import summary, write_run
+from tests.support.guardkit import CASES, Case, case_facts, case_patch, load_case
+from tests.support.runfolders import summary, write_run
 
 flags = st.fixed_dictionaries(
     {"kind": st.sampled_from(KINDS), "confidence": st.sampled_from(["pattern", "evidence"])},

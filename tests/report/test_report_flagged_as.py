@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from ssegrade.report.guard import row_guard
 from ssegrade.report.summary import RunRecord
 from ssegrade.result import PatchResult
-from tests.reportcommand import invoke
-from tests.runfolders import summary, write_run
+from tests.support.reportcommand import invoke
+from tests.support.runfolders import summary, write_run
 
 
 def guarded(task: str, status: str, *kinds: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from ssegrade.report.select import Selection
 from ssegrade.report.stats import clustered_wilson, mcnemar_exact, mean_pass_at_k, mean_pass_hat_k
 from ssegrade.report.tally import ExactSum
 from ssegrade.result import PatchResult
-from tests.reportruns import MODES, TASKS, run_lists
+from tests.support.reportruns import MODES, TASKS, run_lists
 
 RULES: tuple[Rules, ...] = ("ssegrade", "ssebench")
 

@@ -24,11 +24,11 @@ from ssegrade.guard import KINDS
 from ssegrade.report import RunRecord, Selector, aggregate, exclude_flagged, summarize
 from ssegrade.report.rules import Rules
 from ssegrade.result import PatchResult, Status
-from tests.runfolders import summary, write_run
-from tests.ssebench_report import as_ssebench, same, ssebench_report
-from tests.ssebench_report import runs as tree_runs
-from tests.ssebench_report import summary as ssebench_summary
-from tests.ssebench_report import write as write_summary
+from tests.support.runfolders import summary, write_run
+from tests.support.ssebench_report import as_ssebench, same, ssebench_report
+from tests.support.ssebench_report import runs as tree_runs
+from tests.support.ssebench_report import summary as ssebench_summary
+from tests.support.ssebench_report import write as write_summary
 
 
 def guard_doc(*kinds: str, checked: bool = True) -> dict[str, Any]:

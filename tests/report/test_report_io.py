@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import interpreters.report.io
 from interpreters.report.io import NoRuns, Scanned, load_runs, scan_tasks
 from interpreters.report.reader import Counted, Document, _frame, read_frames
-from tests.runfolders import summary, write_run
+from tests.support.runfolders import summary, write_run
 
 
 def ids(root: Path) -> list[tuple[str, str, str, str]]:

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from interpreters.report.runs import per_run_rows
 from ssegrade.report import RunRecord, aggregate
 from ssegrade.result import error_kind_of
-from tests.reportcommand import invoke
-from tests.reportruns import MODES, records
-from tests.runfolders import summary, write_run
+from tests.support.reportcommand import invoke
+from tests.support.reportruns import MODES, records
+from tests.support.runfolders import summary, write_run
 
 MODEL, AGENT = "org/m", "a"
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from interpreters.cli.report import report
-from tests.browserkit import CHROMIUM, browse
-from tests.runfolders import summary, write_run
+from tests.support.browserkit import CHROMIUM, browse
+from tests.support.runfolders import summary, write_run
 
 LONG = (
     "PoC failed: pocs/an_overread_of_the_length_field_past_the_end_of_the_record_buffer.bin",

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.report.paths import relative_message
-from tests.reportcommand import invoke
-from tests.runfolders import summary, write_run
+from tests.support.reportcommand import invoke
+from tests.support.runfolders import summary, write_run
 
 HOSTS = ("/tmp/pytest-of-root/pytest-12/x0/tasks/tlv-001", "/srv/grading/a/tasks/tlv-001")
 

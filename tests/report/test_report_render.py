@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from interpreters.report.render import inert, render_json
 from interpreters.report.runs import PER_RUN_FIELDS, per_run_rows, render_jsonl, render_runs_csv
 from ssegrade.report import RunRecord, RunsMode, aggregate, compare_all
-from tests.reportruns import MODES, run_lists
+from tests.support.reportruns import MODES, run_lists
 
 
 def rounded(share: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """`ssegrade report --rules ssebench` gives SSEBench's report's shares, exactly.
 
-`ssebench_report` (`tests/ssebench_report.py`) is SSEBench's report arithmetic, written anew
+`ssebench_report` (`tests/support/ssebench_report.py`) is SSEBench's report arithmetic, written anew
 from its sources. The same trees, made by hypothesis, must give the same rows through the
 command; the default rules give the seed's.
 """
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from interpreters.cli.report import report
 from ssegrade.report import DIFFERENCE
-from tests.ssebench_report import (
+from tests.support.ssebench_report import (
     as_ssebench,
     grade,
     runs,

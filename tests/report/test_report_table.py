@@ -17,7 +17,7 @@ from interpreters.report.tasks import TASK_LIMIT
 from interpreters.report.text import Column, Row, table, wrap
 from ssegrade.report import Report, RunRecord, aggregate, compare_all
 from ssegrade.result import PatchResult
-from tests.reportruns import MODES, run_lists
+from tests.support.reportruns import MODES, run_lists
 
 LONG_MODEL = "organisation-with-a-long-name/team/very-long-model-name-2025-preview"
 Status = Literal["passed", "failed"]

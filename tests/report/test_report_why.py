@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reportcommand import invoke
-from tests.runfolders import summary, write_run
+from tests.support.reportcommand import invoke
+from tests.support.runfolders import summary, write_run
 
 MESSAGES = {
     "t1": "Patch apply failed: error: patch failed: src/a.c:12",

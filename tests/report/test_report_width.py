@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runfolders import summary, write_run
+from tests.support.runfolders import summary, write_run
 
 CODE = "from interpreters.cli.main import main; main()"
 MODELS = ("anthropic/claude-sonnet-4-with-a-longer-name", "openai/gpt-5")

@@ -11,8 +11,8 @@ from typing import Any
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
 from ssegrade.request import Graded, Request
 from ssegrade.verdict import Outcomes, TimedOut, document
-from tests.realtask import BUILD, RealTask, fix_to, make_task
-from tests.scriptmarks import mark
+from tests.support.realtask import BUILD, RealTask, fix_to, make_task
+from tests.support.scriptmarks import mark
 
 
 def saying(words: str) -> str:

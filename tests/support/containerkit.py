@@ -29,9 +29,9 @@ import pytest
 
 from interpreters.engine import bundle
 
-HERE = Path(__file__).resolve().parent
-EXAMPLES = HERE.parent / "examples"
-CONTAINERS_CONF = HERE / "containers" / "containers.conf"
+TESTS = Path(__file__).resolve().parents[1]
+EXAMPLES = TESTS.parent / "examples"
+CONTAINERS_CONF = TESTS / "containers" / "containers.conf"
 BASE = "localhost/ssegrade-base:bookworm-minbase"
 """Debian minbase with git and the system tools ssegrade runs, no Python (setup.sh)."""
 PYTHON_BASE = "localhost/ssegrade-base:bookworm-minbase-python3"

@@ -21,7 +21,7 @@ import httpx
 from interpreters.daemon.client import DaemonClient
 from ssegrade.protocol import PREFIX
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parents[2]
 
 
 @dataclass

@@ -7,9 +7,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.realtask import git, ssegrade
+from tests.support.realtask import git, ssegrade
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """A daemon over fake systems, in process: the service, both APIs' apps and a client of each.
 
-For the daemon's API tests (`tests/test_daemon_api.py`, ssegrade's API under `/ssegrade`;
-`tests/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` is the service's
+For the daemon's API tests (`tests/daemon/test_daemon_api.py`, ssegrade's API under `/ssegrade`;
+`tests/daemon/test_daemon_wire.py`, SSEBench's wire at the root): `FakeBackend` is the service's
 sessions (two `FakeWorld`s: the live tree's and grading's), its reads (answered from data) and
 its shell, and records what it was asked. `SyncASGI` carries a synchronous client's requests
 to an app in process.

@@ -172,7 +172,7 @@ def fake_elf(strings: bytes, *, wide: bool = True, little: bool = True) -> bytes
     return head + table + b"".join(sections)
 
 
-CASES = Path(__file__).parent / "guard_cases"
+CASES = Path(__file__).resolve().parents[1] / "guard_cases"
 """The labelled set of patches (`tests/guard_cases/README.md`)."""
 
 

@@ -24,8 +24,8 @@ from interpreters.real.runner.guardian import (
     owner_tag,
     scratch_owner,
 )
-from tests.processes import live_with, unique
-from tests.realtask import RealTask, fix_to, git, make_task, write_jobs
+from tests.support.processes import live_with, unique
+from tests.support.realtask import RealTask, fix_to, git, make_task, write_jobs
 
 MARK = "SSEGRADE_KILL_TEST"
 SETTLE = 2.0

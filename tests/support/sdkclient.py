@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from ssegrade.result import status_of
-from tests.ssebench_wire import Capabilities, ScriptResult
+from tests.support.ssebench_wire import Capabilities, ScriptResult
 
 
 class SdkError(Exception):

@@ -1,7 +1,7 @@
 """SSEBench's report arithmetic, written anew from its sources, and the run trees it reads.
 
 `ssebench_report` reads every `summary.json` its run summary model reads
-(`tests.ssebench_models`) and whose task, model and agent are its folder's; keeps the latest
+(`tests.support.ssebench_models`) and whose task, model and agent are its folder's; keeps the latest
 run of each (task, model, agent) by (start time, none the oldest; run id as text); drops
 reference runs, then runs whose grade says `error`; per (model, agent), in the order models
 then agents first appear, counts the runs whose `build_success` is true, whose `pov_total` is
@@ -23,7 +23,7 @@ from typing import Any
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.ssebench_models import RunSummary
+from tests.support.ssebench_models import RunSummary
 
 NEVER = datetime.min.replace(tzinfo=UTC)
 CHECKS = ("build", "poc", "func", "intent")
