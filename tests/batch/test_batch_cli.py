@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -25,6 +24,7 @@ import pytest
 from tests.support.batchkit import SCRIPT_ENV, holding_task
 from tests.support.realtask import fix_to, make_task, ssegrade, write_jobs
 from tests.support.scriptmarks import marked
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -201,11 +201,12 @@ def start() -> Iterator[Start]:
 
 def wait_for(paths: list[Path], proc: subprocess.Popen[str], seconds: float = 120) -> None:
     """Wait until a script is marked with each of `paths`."""
-    deadline = time.monotonic() + seconds
-    while not all(marked(p) for p in paths):
+
+    def ready() -> bool:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, f"not ready: {paths}"
-        time.sleep(0.02)
+        return all(marked(p) for p in paths)
+
+    wait_until(ready, f"scripts marked {paths}", seconds)
 
 
 def read_until(stream: IO[str], text: str) -> list[str]:

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.support.batchkit import HANGING, Quiet
 from tests.support.processes import live_with, unique
 from tests.support.raycluster import free_port
 from tests.support.realtask import CLI, fix_to, make_task, ssegrade, write_jobs
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -101,11 +101,12 @@ def test_a_second_ctrl_c_kills_the_ray_gradings_at_once_and_leaves_nothing(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while len(live_with(token)) < 2:  # both builds sleep
+
+        def sleeping() -> bool:
             assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "the builds never ran"
-            time.sleep(0.01)
+            return len(live_with(token)) >= 2
+
+        wait_until(sleeping, "both builds to sleep", 120, 0.01)
         proc.send_signal(signal.SIGINT)
         assert proc.stderr is not None
         said: list[str] = []
@@ -125,10 +126,9 @@ def test_a_second_ctrl_c_kills_the_ray_gradings_at_once_and_leaves_nothing(
     )
     run = tmp_path / "r" / "shell-001" / "unknown" / "unknown"
     assert os.listdir(run) == []
-    deadline = time.monotonic() + 10  # the guardians of the killed Ray workers clean up
-    while (left := (live_with(token), sorted(n for n in os.listdir(own_tmp) if n != "ray"))) != (
-        [],
-        [],
-    ):
-        assert time.monotonic() < deadline, left
-        time.sleep(0.05)
+
+    def left() -> tuple[list[int], list[str]]:
+        return live_with(token), sorted(n for n in os.listdir(own_tmp) if n != "ray")
+
+    # the guardians of the killed Ray workers clean up
+    wait_until(lambda: left() == ([], []), "the killed workers' leftovers to go", 10, 0.05, left)

@@ -30,6 +30,7 @@ from tests.support.batchkit import HANGING, Quiet
 from tests.support.processes import live_with, unique
 from tests.support.raycluster import Cluster, NodeSpec, ray_cluster
 from tests.support.realtask import CLI, fix_to, make_task, write_jobs
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -79,16 +80,17 @@ def documents(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def hanging_worker(token: str, driver: subprocess.Popen[str]) -> int:
     """The pid of the Ray worker whose grading's build sleeps with `token` (named in the
     owner tag its scripts carry)."""
-    deadline = time.monotonic() + 120
-    while True:
+
+    def worker() -> int | None:
         for pid in live_with(token):
             with contextlib.suppress(OSError):
                 for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
                     if entry.startswith(f"{OWNER_VAR}=".encode()):
                         return int(entry.split(b"=", 1)[1].decode().split("-")[1])
         assert driver.poll() is None, f"the batch ended first: {driver.communicate()[1]}"
-        assert time.monotonic() < deadline, "the slow job's build never ran"
-        time.sleep(0.01)
+        return None
+
+    return wait_until(worker, "the slow job's build", 120, 0.01)
 
 
 def transit_of(node_tmp: Path, worker: int) -> list[str]:

@@ -15,7 +15,6 @@ import json
 import os
 import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner.guardian import owner_tag
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
 from ssegrade.request import Graded, Request
+from tests.support.waiting import wait_until
 
 TOKEN = "0123456789abcdef"
 
@@ -244,14 +244,14 @@ def writing_grade(request: Request[Any]) -> Graded:
     return Graded(result)
 
 
-def gone(folder: Path) -> bool:
-    """Whether `folder` is removed within a few seconds (its guardian removes it)."""
-    deadline = time.monotonic() + 10
-    while os.path.lexists(folder):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+def wait_gone(folders: set[Path]) -> None:
+    """Wait until each of `folders` is removed (its guardian removes it), a few seconds
+    each."""
+    wait_until(
+        lambda: not any(os.path.lexists(folder) for folder in folders),
+        f"the removal of {sorted(map(str, folders))}",
+        10 * len(folders),
+    )
 
 
 def transit_folders() -> set[Path]:
@@ -278,7 +278,7 @@ def test_a_node_grades_into_its_own_folder_and_sends_it_whole(tmp_path: Path) ->
     checks = json.loads(by_path["checks.jsonl"])
     assert checks["log_file"] == f"{driver_run}/logs/04-build.log"
     assert by_path["final.patch"] == b"the patch"
-    assert all(gone(folder) for folder in made)  # removed once the stream ended
+    wait_gone(made)  # removed once the stream ended
     assert not driver_run.exists()  # the node never writes where the driver does
 
 
@@ -290,4 +290,4 @@ def test_a_stream_stopped_half_way_leaves_nothing_on_the_node(tmp_path: Path) ->
     made = transit_folders() - before
     stream.close()  # as when its task is cancelled
     assert made
-    assert all(gone(folder) for folder in made)
+    wait_gone(made)

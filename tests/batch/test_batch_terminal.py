@@ -24,6 +24,7 @@ from ssegrade.batch import Tally
 from tests.support.batchkit import SCRIPT_ENV, holding_task
 from tests.support.realtask import CLI, fix_to, make_task, write_jobs
 from tests.support.scriptmarks import marked
+from tests.support.waiting import wait_until
 
 TIME = re.compile(r"(?:\d+|-):[\d-]{2}:[\d-]{2}")
 """A whole time (`0:01:23`, or `-:--:--` for an ETA not known yet), not `0:00:…`."""
@@ -183,10 +184,9 @@ def test_ctrl_c_on_an_80_column_terminal_says_what_is_left(tmp_path: Path) -> No
         f"BATCH_STATE={shlex.quote(str(state))} {shlex.join(command)} " + " ".join(SCRIPT_ENV),
     )
     try:
-        deadline = time.monotonic() + 120
-        while not marked(state / "ready-fixeda"):
-            assert time.monotonic() < deadline, pane.screen()
-            time.sleep(0.05)
+        wait_until(
+            lambda: marked(state / "ready-fixeda"), "the first build", 120, 0.05, pane.screen
+        )
         pane.keys("C-c")
         pane.wait_for("Ctrl-C or SIGTERM again", 60)
         (state / "release").touch()

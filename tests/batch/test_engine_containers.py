@@ -36,6 +36,7 @@ from tests.support.containerkit import (
 )
 from tests.support.exampletasks import EXAMPLES, lay_out
 from tests.support.realtask import CLI, FIX, make_task, ssegrade
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -221,20 +222,19 @@ def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
     quiet = subprocess.DEVNULL
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
-        deadline = time.monotonic() + 60
-        while not left_with(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2)
         (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-        deadline = time.monotonic() + 30
-        while (
-            left_with(f"{BATCH_LABEL}={batch}") or staging.exists()
-        ) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(
+            lambda: not left_with(f"{BATCH_LABEL}={batch}") and not staging.exists(),
+            "the batch's containers and staging folder to go",
+            30,
+            0.2,
+        )
         assert left_with(f"{BATCH_LABEL}={batch}") == []
         assert not staging.exists()
     finally:
@@ -266,18 +266,18 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
         firsts = {lines[0]["run_id"]: images, lines[2]["run_id"]: images[::-1]}
-        deadline = time.monotonic() + 120
-        started: list[str] = []
-        while not started and time.monotonic() < deadline:
-            started = [run for run in firsts if left_with(f"ssegrade.run={run}")]
-            time.sleep(0.2)
-        assert started, "no job started"
+        started = wait_until(
+            lambda: [run for run in firsts if left_with(f"ssegrade.run={run}")],
+            "a job to start",
+            120,
+            0.2,
+        )
         # whichever image's jobs run first, its image is gone once the other's start
         ran, then = firsts[started[0]]
         other = next(run for run in firsts if run != started[0])
-        while not left_with(f"ssegrade.run={other}") and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert left_with(f"ssegrade.run={other}"), "the other image's first job never started"
+        wait_until(
+            lambda: left_with(f"ssegrade.run={other}"), "the other image's first job", 120, 0.2
+        )
         assert containerkit.podman("image", "exists", ran).returncode == 1
         assert containerkit.podman("image", "exists", then).returncode == 0
         assert driver.wait(120) == 1  # the stand-in grades nothing: every job an error
@@ -306,9 +306,7 @@ def test_a_second_ctrl_c_removes_the_running_containers(
     quiet = subprocess.DEVNULL
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
-        deadline = time.monotonic() + 60
-        while not left_with(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2)
         (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from tests.support.containerkit import (
 from tests.support.exampletasks import EXAMPLES
 from tests.support.raycluster import Cluster, NodeSpec, ray_cluster
 from tests.support.realtask import CLI, ssegrade
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.container,
@@ -128,20 +128,19 @@ def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
     env = {**os.environ, **CONF, **cluster.env}
     driver = subprocess.Popen(argv, env=env, stdout=quiet, stderr=quiet)
     try:
-        deadline = time.monotonic() + 60
-        while not left_with(f"ssegrade.run={run_id}") and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2)
         (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         assert _left_on_node(node_tmp)  # the job's staging and run folders, on the node
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-        deadline = time.monotonic() + 40
-        while (left_with(f"{BATCH_LABEL}={batch}") or _left_on_node(node_tmp)) and (
-            time.monotonic() < deadline
-        ):
-            time.sleep(0.2)
+        wait_until(
+            lambda: not left_with(f"{BATCH_LABEL}={batch}") and not _left_on_node(node_tmp),
+            "the batch's containers and the node's folders to go",
+            40,
+            0.2,
+        )
         assert left_with(f"{BATCH_LABEL}={batch}") == []
         assert _left_on_node(node_tmp) == []
     finally:

@@ -17,10 +17,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -31,6 +29,7 @@ from ssegrade.batch import nested_problems
 from tests.support.batchkit import Quiet, saying, verdict_grade
 from tests.support.realtask import RealTask, fix_to, make_task
 from tests.support.scriptmarks import mark, marked
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -115,13 +114,6 @@ def launch(procs: list[subprocess.Popen[str]], marks: Path, *args: str) -> subpr
     return proc
 
 
-def wait_until(done: Any, what: str, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not done():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.02)
-
-
 def held(lock: Path) -> bool:
     """Whether a live process holds the lock file `lock` (missing: no)."""
     try:
@@ -192,7 +184,7 @@ def test_a_folder_a_live_grading_writes_is_refused_even_with_force(
     results = tmp_path / "results"
     common = ["--task", str(made.task), "--repo", str(made.source), "--results", str(results)]
     first = launch(started, marks, "evaluate", *common, "--patch", str(tmp_path / "hold.patch"))
-    wait_until(lambda: bool(marked(marks / "started")) or first.poll() is not None, "build")
+    wait_until(lambda: bool(marked(marks / "started")) or first.poll() is not None, "build", 120)
     second = subprocess.run(
         [*CLI, "evaluate", *common, "--patch", str(tmp_path / "empty.patch"), "--force", *MARKED],
         env={**os.environ, "MARKS": str(marks)},
@@ -231,7 +223,7 @@ def test_a_batch_killed_then_resumed_leaves_each_run_folder_to_one_grading(
     results = tmp_path / "results"
     run = results / "shell-001" / "unknown" / "unknown" / "r1"
     first = launch(started, marks, "batch", str(jobs), "--results", str(results), "--workers", "1")
-    wait_until(lambda: len(marked(marks / "ready")) == 1, "the first grading")
+    wait_until(lambda: len(marked(marks / "ready")) == 1, "the first grading", 120)
     ready = set(marked(marks / "ready"))
     first.send_signal(signal.SIGKILL)  # the driver alone: its worker and scripts die with it
     first.wait()
@@ -239,6 +231,7 @@ def test_a_batch_killed_then_resumed_leaves_each_run_folder_to_one_grading(
     wait_until(
         lambda: resumed.poll() is not None or bool(set(marked(marks / "ready")) - ready),
         "the resumed batch to grade or to stop",
+        120,
     )
     (marks / "release").touch()
     _, err = resumed.communicate(timeout=300)
@@ -246,6 +239,7 @@ def test_a_batch_killed_then_resumed_leaves_each_run_folder_to_one_grading(
     wait_until(
         lambda: not carrying(marks) and not held(run / ".lock"),
         "every grading begun to end or die",
+        120,
     )
     again = subprocess.run(
         [*CLI, "batch", str(jobs), "--results", str(results), *MARKED],
@@ -295,7 +289,7 @@ def test_a_resumed_batch_skips_a_run_folder_a_live_grading_writes(
         str(run),
         "--force",
     )
-    wait_until(lambda: bool(marked(marks / "started")) or live.poll() is not None, "build")
+    wait_until(lambda: bool(marked(marks / "started")) or live.poll() is not None, "build", 120)
     reporter = Quiet()
     report = run_batch(jobs, results, workers=1, grade=verdict_grade, reporter=reporter)
     assert [o.outcome for o in report.jobs] == ["held"]

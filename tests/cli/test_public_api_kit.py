@@ -1,6 +1,6 @@
 """The testing kit, `ssegrade.testing`: its public names, its combinators, the fake world's
 preview, the contract check failing an interpreter that breaks it, and the rule that the
-tests share the kit and the common modules of `tests/`, never each other."""
+tests share the kit and the common modules of `tests/support/`, never each other."""
 
 from __future__ import annotations
 
@@ -289,14 +289,19 @@ def test_a_task_of_another_shape_is_named() -> None:
 # ---------------------------------------------------------------------------- the tests
 
 
-def _imported(tree: ast.Module) -> set[str]:
+def _imported(tree: ast.Module, package: str = "") -> set[str]:
+    """The modules `tree` imports, and each name it imports from one; a relative import
+    resolved from `package`, the importing module's."""
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module is not None:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(parts) if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}
     return found
 
 
@@ -304,7 +309,8 @@ def test_no_test_module_imports_another() -> None:
     """The tests share the kit (`ssegrade.testing`) and common modules, never each other."""
     offenders = []
     for path in sorted(TESTS.rglob("*.py")):
-        imported = _imported(ast.parse(path.read_text()))
+        package = ".".join(path.relative_to(TESTS.parent).parent.parts)
+        imported = _imported(ast.parse(path.read_text()), package)
         tests = {name for name in imported if name.split(".")[-1].startswith("test_")}
         if any(name.startswith("tests.") for name in tests):
             offenders.append(f"{path.relative_to(TESTS)}: {sorted(tests)}")
@@ -314,3 +320,8 @@ def test_no_test_module_imports_another() -> None:
 def test_the_rule_on_test_imports_finds_them() -> None:
     tree = ast.parse("from tests.test_contract import SCENARIOS\nimport tests.test_daemon\n")
     assert {"tests.test_contract", "tests.test_daemon"} <= _imported(tree)
+
+
+def test_the_rule_resolves_relative_imports_in_a_wing() -> None:
+    tree = ast.parse("from .test_contract import SCENARIOS\nfrom ..real import test_capture\n")
+    assert {"tests.core.test_contract", "tests.real.test_capture"} <= _imported(tree, "tests.core")

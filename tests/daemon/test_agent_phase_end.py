@@ -26,6 +26,7 @@ from interpreters.real.runner.processes import account_processes, kill_account
 from tests.support.agentaccounts import agent_account
 from tests.support.daemons import RunningDaemon, daemon_command, post_bencher, start_daemon
 from tests.support.realtask import make_task
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -88,16 +89,20 @@ def test_agent_exited_leaves_no_process_of_the_agent(
         "echo started",
     )
     assert (started.status_code, started.json()["stdout"]) == (200, "started\n")
-    deadline = time.monotonic() + 30
-    while len(account_processes(agent.pw_uid)) < 4:  # the shell and three sleepers at least
-        assert time.monotonic() < deadline, account_processes(agent.pw_uid)
-        time.sleep(0.02)
+    wait_until(
+        lambda: len(account_processes(agent.pw_uid)) >= 4,
+        "the shell and three sleepers at least",
+        30,
+        detail=lambda: account_processes(agent.pw_uid),
+    )
     with running.http("admin", prefix="") as admin:
         assert admin.post("/admin/agent_exited", json={}).json() == {"success": True}
-    deadline = time.monotonic() + 1
-    while account_processes(agent.pw_uid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert account_processes(agent.pw_uid) == [], _commands(account_processes(agent.pw_uid))
+    wait_until(
+        lambda: account_processes(agent.pw_uid) == [],
+        "the agent's processes to end",
+        1,
+        detail=lambda: _commands(account_processes(agent.pw_uid)),
+    )
 
 
 def test_kill_account_ends_an_account_that_keeps_forking(agent: pwd.struct_passwd) -> None:
@@ -112,10 +117,7 @@ def test_kill_account_ends_an_account_that_keeps_forking(agent: pwd.struct_passw
         stdin=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while len(account_processes(agent.pw_uid)) < 20:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda: len(account_processes(agent.pw_uid)) >= 20, "20 processes", 30)
         assert kill_account(agent.pw_uid, agent.pw_gid) == []
         time.sleep(0.2)
         assert account_processes(agent.pw_uid) == []
@@ -128,10 +130,7 @@ def test_the_daemons_stop_leaves_no_process_of_the_agent(
     running: RunningDaemon, agent: pwd.struct_passwd
 ) -> None:
     assert bash(running, "setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 &").status_code == 200
-    deadline = time.monotonic() + 30
-    while len(account_processes(agent.pw_uid)) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_until(lambda: len(account_processes(agent.pw_uid)) >= 2, "2 processes", 30)
     assert running.stop() == 0, running.output()
     assert account_processes(agent.pw_uid) == [], _commands(account_processes(agent.pw_uid))
 
@@ -189,9 +188,9 @@ def _intent_test(running: RunningDaemon) -> None:
 def _check_folder(running: RunningDaemon, sleeper: str) -> Path:
     """The working folder of the sleeping check (found by its command line), as root sees
     it."""
-    deadline = time.monotonic() + 60
     wanted = f"sleep\0{sleeper}\0".encode()
-    while time.monotonic() < deadline:
+
+    def folder() -> Path | None:
         assert running.proc.poll() is None, running.output()
         for entry in Path("/proc").iterdir():
             try:
@@ -199,8 +198,9 @@ def _check_folder(running: RunningDaemon, sleeper: str) -> Path:
                     return Path(os.readlink(entry / "cwd"))
             except OSError:
                 continue
-        time.sleep(0.05)
-    raise AssertionError(f"the check never ran:\n{running.output()}")
+        return None
+
+    return wait_until(folder, "the sleeping check", 60, 0.05, detail=running.output)
 
 
 def _commands(pids: list[int]) -> list[str]:

@@ -34,6 +34,7 @@ import pytest
 from tests.support.agentaccounts import agent_account
 from tests.support.daemons import RunningDaemon, start_daemon
 from tests.support.realtask import make_task
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -280,12 +281,12 @@ def _start_build(running: RunningDaemon, seconds: int) -> tuple[socket.socket, i
         b"POST /tool/bencher?action=build HTTP/1.1\r\nHost: daemon\r\n"
         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     )
-    deadline = time.monotonic() + 60
-    while (pid := _sleeper(seconds)) is None:
+
+    def sleeper() -> int | None:
         assert running.proc.poll() is None, running.output()
-        assert time.monotonic() < deadline, f"the build never ran its sleep:\n{running.output()}"
-        time.sleep(0.02)
-    return conn, pid
+        return _sleeper(seconds)
+
+    return conn, wait_until(sleeper, "the build to run its sleep", 60, detail=running.output)
 
 
 def _wait_exit(running: RunningDaemon) -> tuple[int, float]:
@@ -311,10 +312,7 @@ def test_exits_on_a_signal_with_keep_alive_clients_and_a_running_script(
     code, took = _wait_exit(running)
     assert code == 0
     assert took < EXIT_WITHIN
-    deadline = time.monotonic() + 5
-    while _alive(script):
-        assert time.monotonic() < deadline, "the build script is still running"
-        time.sleep(0.02)
+    wait_until(lambda: not _alive(script), "the build script to end", 5)
     for made in (*clients, build):
         made.close()
 

@@ -14,7 +14,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import httpx
 import pytest
 
 from tests.support.realtask import RealTask, make_task
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -64,11 +64,12 @@ def test_the_script_makes_a_missing_admin_folder_root_only(tmp_path: Path, short
     with (tmp_path / "log").open("wb") as log:
         daemon = subprocess.Popen([str(SCRIPT)], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while not (short / "agent.sock").exists():
+
+        def listening() -> bool:
             assert daemon.poll() is None, (tmp_path / "log").read_text()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+            return (short / "agent.sock").exists()
+
+        wait_until(listening, "the agent-facing socket", 120, 0.05)
         info = admin.parent.lstat()
         assert stat.S_ISDIR(info.st_mode)
         assert (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid) == (0o700, 0, 0)

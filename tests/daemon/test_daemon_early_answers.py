@@ -27,6 +27,7 @@ from interpreters.daemon.console import version
 from interpreters.daemon.starting import STARTING, EarlyAnswers
 from tests.support.daemons import start_daemon
 from tests.support.realtask import make_task
+from tests.support.waiting import wait_until
 
 FILES = 3000
 """Files in the source tree of the daemon tests: enough that the baseline takes a while."""
@@ -154,16 +155,17 @@ def test_the_admin_socket_answers_before_the_baseline_the_agent_only_after(
     task, source, results = _big_task(workdir / "t")
     running = start_daemon(task, source, results, wait=False)
     try:
-        deadline = time.monotonic() + 120
-        while True:  # ask at once, as an entrypoint polling the admin socket would
+
+        def version() -> tuple[bytes, int] | None:
             try:
                 reply = _ask(running.admin, _get("/version"))
-                answered = time.time_ns()
-                break
             except OSError:
                 assert running.proc.poll() is None, running.output()
-                assert time.monotonic() < deadline
-                time.sleep(0.002)
+                return None
+            return reply, time.time_ns()
+
+        # ask at once, as an entrypoint polling the admin socket would
+        reply, answered = wait_until(version, "an answer on the admin socket", 120, 0.002)
         assert reply.startswith(b"HTTP/1.1 200 "), reply
         assert not running.agent.exists()  # the baseline is still being recorded
         early = _ask(running.admin, _get("/diff"))  # held until the daemon serves it

@@ -31,6 +31,7 @@ from tests.support.daemons import RunningDaemon, post_bencher, running_daemon
 from tests.support.rawhttp import reply_to, send_request, wait_until_read
 from tests.support.realtask import RealTask, make_task, ssegrade
 from tests.support.scriptmarks import mark, wait_for_mark
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -215,9 +216,7 @@ def _flood(made: RealTask, started: Path) -> None:
                 # The idle connections go: the hammering reaches the daemon, which answers it.
                 for sock in idle:
                     sock.close()
-                deadline = time.monotonic() + 60
-                while not statuses and time.monotonic() < deadline:
-                    time.sleep(0.02)
+                wait_until(lambda: statuses, "an answer to the hammering", 60)
         finally:
             for sock in idle:
                 sock.close()

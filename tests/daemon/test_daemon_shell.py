@@ -20,6 +20,7 @@ import pytest
 from interpreters.daemon.shell import AgentShell, ShellError
 from interpreters.real.runner import EnvPolicy
 from tests.support.agentaccounts import agent_account
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +130,7 @@ def test_close_kills_what_it_started_and_a_running_command(shell: AgentShell) ->
     running.join(30)
     assert not running.is_alive()
     assert answers[0].code != 0
-    deadline = time.monotonic() + 30
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not alive(pid)
+    wait_until(lambda: not alive(pid), "the shell's bash to end", 30)
     with pytest.raises(ShellError, match="bash process has died"):
         shell.run("true", 30)
 

@@ -15,7 +15,6 @@ import os
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pytest
 from interpreters.daemon import binding
 from tests.support.daemons import TOP, daemon_command, start_daemon
 from tests.support.realtask import make_task
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -64,16 +64,17 @@ def test_a_request_on_the_early_admin_socket_is_held_until_the_daemon_is_ready(
     made = make_task(workdir / "t")
     running = start_daemon(made.task, made.source, made.results, wait=False)
     try:
-        deadline = time.monotonic() + 60
         conn = socket.socket(socket.AF_UNIX)
-        while True:
+
+        def connected() -> bool:
             try:
                 conn.connect(str(running.admin))
-                break
             except OSError:
                 assert running.proc.poll() is None, running.output()
-                assert time.monotonic() < deadline
-                time.sleep(0.002)
+                return False
+            return True
+
+        wait_until(connected, "a connection to the early admin socket", 60, 0.002)
         conn.sendall(b"GET /version HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
         conn.settimeout(60)
         reply = b""

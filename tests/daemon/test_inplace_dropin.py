@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from tests.support.realtask import make_task
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -69,11 +69,12 @@ def test_the_drop_ins_grade_into_the_runners_empty_result_json(tmp_path: Path, s
             [str(DOCS / "ssebench-daemon")], env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        deadline = time.monotonic() + 120
-        while not (short / "agent.sock").exists():
+
+        def listening() -> bool:
             assert daemon.poll() is None, (tmp_path / "log").read_text()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+            return (short / "agent.sock").exists()
+
+        wait_until(listening, "the agent-facing socket", 120, 0.05)
         made.set_value("fixed")  # the agent's work
         transport = httpx.HTTPTransport(uds=str(admin))
         with httpx.Client(transport=transport, base_url="http://d", timeout=60) as client:

@@ -17,7 +17,6 @@ import pwd
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 
 from tests.support.agentaccounts import agent_account
 from tests.support.realtask import make_task
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -81,11 +81,12 @@ def test_the_recipe_grades_and_gives_the_results_back(
             [str(DOCS / "ssebench-daemon")], env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        deadline = time.monotonic() + 120
-        while not agent_sock.exists():
+
+        def listening() -> bool:
             assert daemon.poll() is None, (results / "daemon.log").read_text()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+            return agent_sock.exists()
+
+        wait_until(listening, "the agent-facing socket", 120, 0.05)
         with wire(agent_sock) as agent, wire(admin_sock) as admin:
             caps = agent.get("/capabilities").json()
             assert caps["can_build"] is True

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from interpreters.real.archive import (
     start_archive,
 )
 from interpreters.real.archive import child as archive_child
+from tests.support.waiting import wait_until
 
 
 class Swap(Exception):
@@ -227,12 +227,12 @@ def test_a_stopped_split_archive_leaves_no_worker_and_no_file(tmp_path: Path) ->
     dest.parent.mkdir()
 
     started = start_archive(source, dest, processes=3)
-    assert wait_for(lambda: len(in_group(started.process.pid)) > 1)  # the child and workers
+    wait_until(lambda: len(in_group(started.process.pid)) > 1, "the child and workers", 30)
     failed = started.finish(timeout=0.5)
 
     assert "time limit" in failed.failure()
     assert list(dest.parent.iterdir()) == []
-    assert wait_for(lambda: not in_group(started.process.pid))
+    wait_until(lambda: not in_group(started.process.pid), "the archive's processes to end", 30)
 
 
 def in_group(group: int) -> list[int]:
@@ -247,16 +247,6 @@ def in_group(group: int) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
     return found
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 30) -> bool:
-    """Whether `condition` came true within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_a_wide_tree_split_among_workers_is_the_tree_archived_alone(tmp_path: Path) -> None:
@@ -315,7 +305,7 @@ def test_a_child_told_the_tree_begins_before_its_job_and_writes_the_same_archive
     archive_child._warm = warm
     # Its workers are under way (or done, waiting to be reaped) before it has a job, and
     # they, like the child, only take CPU time nothing else wants.
-    assert wait_for(lambda: len(in_group(warm.process.pid)) > 1)
+    wait_until(lambda: len(in_group(warm.process.pid)) > 1, "the child's workers", 30)
     for pid in in_group(warm.process.pid):
         with contextlib.suppress(ProcessLookupError):  # a worker done meanwhile
             assert os.sched_getscheduler(pid) == os.SCHED_IDLE
@@ -348,7 +338,7 @@ def test_a_child_told_another_archive_writes_the_one_its_job_asks_for(
     warm = archive_child.take_warm()
     assert warm is not None
     archive_child._warm = warm
-    assert wait_for(lambda: len(in_group(warm.process.pid)) > 1)
+    wait_until(lambda: len(in_group(warm.process.pid)) > 1, "the child's workers", 30)
     if told == "the tree swapped":
         tree.rename(tmp_path / "moved")
         other.rename(tree)
@@ -369,11 +359,11 @@ def test_a_child_told_the_tree_but_never_given_its_job_ends_quietly(
 ) -> None:
     baseline = baseline_of(tree, tmp_path / "baseline")
     child = archive_child.spawn((str(tree), str(baseline)))
-    assert wait_for(lambda: len(in_group(child.process.pid)) > 1)
+    wait_until(lambda: len(in_group(child.process.pid)) > 1, "the child's workers", 30)
     child.job.close()
     out, err = child.process.communicate(timeout=30)
     assert (child.process.returncode, out, err) == (0, b"", b"")
-    assert wait_for(lambda: not in_group(child.process.pid))
+    wait_until(lambda: not in_group(child.process.pid), "the archive's processes to end", 30)
     assert os.listdir(baseline) == [CACHE_NAME]
 
 

@@ -37,22 +37,12 @@ from ssegrade.testing import FakeWorld
 from ssegrade.verdict import Crashed, escaped
 from tests.support.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 from tests.support.realtask import git, make_task, ssegrade
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 SPARSE = 512 << 20
 """A file of zeros the archive reads for seconds, though it takes no room."""
-
-
-def wait_for(what: str, found: Callable[[], object], seconds: float = 120) -> object:
-    """Poll until `found` answers something true; fail after `seconds`."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        answer = found()
-        if answer:
-            return answer
-        time.sleep(0.005)
-    pytest.fail(f"no {what} within {seconds:.0f}s")
 
 
 def archive_child(parent: int) -> int | None:
@@ -100,12 +90,12 @@ def test_evaluate_writes_the_grade_before_the_archive(tmp_path: Path) -> None:
     )
     child: int | None = None
     try:
-        found = wait_for("archive process", lambda: archive_child(grading.pid))
+        found = wait_until(lambda: archive_child(grading.pid), "the archive process", 120, 0.005)
         assert isinstance(found, int)
         child = found
         os.kill(child, signal.SIGSTOP)
         result = task.results / "result.json"
-        wait_for("result.json", lambda: result.exists() or grading.poll() is not None)
+        wait_until(lambda: result.exists() or grading.poll() is not None, "result.json", 120, 0.005)
 
         assert result.exists(), grading.communicate()
         assert not (task.results / "source.tar.gz").exists()
@@ -149,10 +139,10 @@ def test_through_the_daemon_the_grade_is_written_before_the_archive(tmp_path: Pa
     thread = threading.Thread(target=grading)
     thread.start()
     try:
-        child = wait_for("archive process", lambda: archive_child(os.getpid()))
+        child = wait_until(lambda: archive_child(os.getpid()), "the archive process", 120, 0.005)
         assert isinstance(child, int)
         os.kill(child, signal.SIGSTOP)
-        wait_for("result.json", (results / "result.json").exists)
+        wait_until((results / "result.json").exists, "result.json", 120, 0.005)
 
         assert not (results / "source.tar.gz").exists()
         assert thread.is_alive()  # waiting for the archive

@@ -16,7 +16,6 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from interpreters.real.runner.processes import account_processes
 from interpreters.real.runner.residue import clear_runner, remove_runner_files
 from interpreters.real.runner.turns import _open_lock
 from tests.support.realtask import fix_to, make_task, ssegrade
+from tests.support.waiting import wait_until
 
 ROOT = os.geteuid() == 0
 KINDS = sorted(INITIAL)
@@ -184,10 +184,7 @@ def test_clear_runner_kills_a_setsid_sleeper_and_removes_what_it_left(open_folde
         ["sh", "-c", script], user=runner.uid, group=runner.gid, extra_groups=[], check=True,
         cwd="/", start_new_session=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 5
-    while not account_processes(runner.uid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert account_processes(runner.uid), "the sleeper did not start"
+    wait_until(lambda: account_processes(runner.uid), "the sleeper to start", 5, 0.01)
     lines = clear_runner(runner, (str(shared),))
     assert account_processes(runner.uid) == []
     assert sorted(os.listdir(shared)) == ["ssegrade-scratch"]

@@ -43,6 +43,7 @@ from tests.support.killkit import (
 )
 from tests.support.processes import live_with
 from tests.support.realtask import git, ssegrade
+from tests.support.waiting import wait_until
 
 __all__ = ["grading"]  # the fixture, used by name
 
@@ -116,11 +117,12 @@ def test_the_daemon_killed_at_a_random_moment_of_a_grading_leaves_nothing(
     )
     client: subprocess.Popen[bytes] | None = None
     try:
-        deadline = time.monotonic() + 120
-        while not admin.exists():
+
+        def listening() -> bool:
             assert daemon.poll() is None, "the daemon ended before it listened"
-            assert time.monotonic() < deadline, "the daemon never listened"
-            time.sleep(0.02)
+            return admin.exists()
+
+        wait_until(listening, "the daemon to listen", 120)
         made.set_value("fixed")
         git(made.source, "commit", "-qam", "fix")
         args = ["evaluate", "--task", str(made.task), "--source", str(made.source)]
@@ -170,6 +172,12 @@ def _script_owner(grading: Grading) -> str | None:
     return None
 
 
+def _script_owner_of(grading: Grading, proc: subprocess.Popen[bytes]) -> str | None:
+    """`_script_owner`, while the batch `proc` still runs."""
+    assert proc.poll() is None, "the batch ended before a script ran"
+    return _script_owner(grading)
+
+
 @pytest.mark.parametrize("run", range(2))
 def test_a_batch_worker_killed_at_a_random_moment_loses_only_its_grading(
     tmp_path: Path, grading: Grading, run: int
@@ -177,11 +185,7 @@ def test_a_batch_worker_killed_at_a_random_moment_loses_only_its_grading(
     del run
     jobs, results = batch_of(tmp_path, grading.token, 4)
     proc = start(["batch", str(jobs), "--results", str(results), "--workers", "2"], grading)
-    deadline = time.monotonic() + 120
-    while (tag := _script_owner(grading)) is None:
-        assert proc.poll() is None, "the batch ended before a script ran"
-        assert time.monotonic() < deadline, "no script ever ran"
-        time.sleep(0.01)
+    tag = wait_until(lambda: _script_owner_of(grading, proc), "a script to run", 120, 0.01)
     worker = int(tag.split("-")[1])
     at, replay = moment(1.5)
     time.sleep(at)  # the random moment itself, not a wait for something
@@ -207,11 +211,7 @@ def test_a_batch_worker_killed_at_a_random_moment_loses_only_its_grading(
 def test_sigterm_of_batch_is_a_ctrl_c(tmp_path: Path, grading: Grading, group: bool) -> None:
     jobs, results = batch_of(tmp_path, grading.token, 3)
     proc = start(["batch", str(jobs), "--results", str(results), "--workers", "2"], grading)
-    deadline = time.monotonic() + 120
-    while _script_owner(grading) is None:
-        assert proc.poll() is None, "the batch ended before a script ran"
-        assert time.monotonic() < deadline, "no script ever ran"
-        time.sleep(0.01)
+    wait_until(lambda: _script_owner_of(grading, proc), "a script to run", 120, 0.01)
     if group:  # as a service manager stops it: the process alone, or its process group
         os.killpg(proc.pid, signal.SIGTERM)
     else:

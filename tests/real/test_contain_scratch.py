@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from interpreters.real.runner.guardian import owner_tag
 from tests.support.killkit import Grading, batch_of, grading, settled, sleeping_task
 from tests.support.realtask import fix_to, ssegrade
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -65,10 +65,12 @@ def test_scratch_of_dead_owners_is_removed_when_any_grading_starts(
         [sys.executable, "-c", code], env=grading.env, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    deadline = time.monotonic() + 30
-    while made["dead"].exists() or made["dead git"].exists():
-        assert time.monotonic() < deadline, sorted(os.listdir(grading.tmpdir))
-        time.sleep(0.02)
+    wait_until(
+        lambda: not made["dead"].exists() and not made["dead git"].exists(),
+        "the dead gradings' folders to go",
+        30,
+        detail=lambda: sorted(os.listdir(grading.tmpdir)),
+    )
     assert made["live"].is_dir()
     assert made["unnamed"].is_dir()
     assert link.is_symlink()

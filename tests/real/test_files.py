@@ -9,7 +9,6 @@ import stat
 import sys
 import tarfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from interpreters.real.archive import archive
 from interpreters.real.files import atomic_write, fresh_copy, remove_later, remove_tree
 from interpreters.real.files.data import copy_data
+from tests.support.waiting import wait_until
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (chown to another owner)")
@@ -307,10 +307,8 @@ def test_a_tree_removed_later_goes_by_itself(tmp_path: Path) -> None:
     keep = tmp_path / "keep"
     keep.write_text("kept")
     remove_later(tree)
-    deadline = time.monotonic() + 60
-    while tree.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)  # the remover's own process, seen through the tree it removes
-    assert not tree.exists()
+    # the remover's own process, seen through the tree it removes
+    wait_until(lambda: not tree.exists(), "the tree's removal", 60)
     assert keep.read_text() == "kept"
 
 

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from ssegrade.testing.strategies import outcomes
 from ssegrade.verdict import Outcomes, Signalled, decide
 from tests.support.processes import live_with, unique
 from tests.support.realtask import RealTask, git, make_task
+from tests.support.waiting import wait_until
 
 FULL = Task(
     id="demo-1",
@@ -127,20 +127,19 @@ def scratch() -> Iterator[Path]:
 def ready_file(scratch: Path, token: str, proc: subprocess.Popen[str]) -> Path:
     """Wait until the PoC script says it runs (a file it writes in its working tree: a fresh
     copy, or the own layer of a copy-on-write view)."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def found() -> list[Path]:
         try:
-            found = [
+            ready = [
                 *scratch.glob(f"ssegrade-*/work/copy-*/ready-{token}"),
                 *scratch.glob(f"ssegrade-*/work/layers/upper-*/ready-{token}"),
             ]
         except FileNotFoundError:  # a folder went while it was read (another grading's)
-            found = []
-        if found:
-            return found[0]
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
-    raise AssertionError("the PoC script never started")
+            ready = []
+        assert ready or proc.poll() is None, proc.communicate()
+        return ready
+
+    return wait_until(found, "the PoC script to start", 120)[0]
 
 
 @pytest.mark.slow

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -25,6 +24,7 @@ from interpreters.real.runner.processes import (
 )
 from tests.support.agentaccounts import agent_account
 from tests.support.processes import unique
+from tests.support.waiting import wait_until
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another account)")
 
@@ -36,13 +36,13 @@ def _sleeper(*, session: bool = False) -> subprocess.Popen[bytes]:
 def _zombie() -> subprocess.Popen[bytes]:
     """A child that has exited and is not reaped yet."""
     child = subprocess.Popen(["true"])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def zombie() -> bool:
         item = processes().get(child.pid)
-        if item is not None and item.zombie:
-            return child
-        time.sleep(0.01)
-    raise AssertionError("the child did not exit")
+        return item is not None and item.zombie
+
+    wait_until(zombie, "the child to exit", 10, 0.01)
+    return child
 
 
 def test_the_table_has_each_process_with_its_parent_group_and_session() -> None:
@@ -110,10 +110,7 @@ def test_a_zombie_of_the_account_is_not_among_its_processes() -> None:
         uid, gid = account.pw_uid, account.pw_gid
         child = subprocess.Popen(["true"], user=uid, group=gid, extra_groups=[])
         try:
-            deadline = time.monotonic() + 10
-            while not processes()[child.pid].zombie:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            wait_until(lambda: processes()[child.pid].zombie, "the child to exit", 10, 0.01)
             assert account_processes(uid) == []
             assert kill_account(uid, gid, seconds=1) == []
         finally:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import httpx
 
 from interpreters.daemon.client import DaemonClient
 from ssegrade.protocol import PREFIX
+from tests.support.waiting import wait_until
 
 TOP = Path(__file__).resolve().parents[2]
 
@@ -50,17 +50,21 @@ class RunningDaemon:
 
     def wait_ready(self, seconds: float = 60) -> None:
         """Wait until the daemon answers on its admin socket; fail with its output if not."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+
+        def answers() -> bool:
             if self.proc.poll() is not None:
                 raise AssertionError(f"the daemon exited {self.proc.returncode}:\n{self.output()}")
             if self.admin.exists() and self.agent.exists():
                 with contextlib.suppress(Exception), self.http("admin") as probe:
-                    if probe.get("/version").status_code == 200:
-                        return
-            time.sleep(0.05)
-        self.cleanup()
-        raise AssertionError(f"the daemon did not answer in time:\n{self.output()}")
+                    return probe.get("/version").status_code == 200
+            return False
+
+        try:
+            wait_until(answers, "the daemon to answer", seconds, 0.05, self.output)
+        except AssertionError:
+            if self.proc.poll() is None:
+                self.cleanup()
+            raise
 
     def output(self) -> str:
         """What the daemon printed so far."""
@@ -162,8 +166,9 @@ def post_bencher(client: httpx.Client, action: str, **body: object) -> httpx.Res
 
 def wait_for_file(path: Path, running: RunningDaemon, seconds: float = 60) -> None:
     """Wait until a script has made `path`; fail with the daemon's output if it never does."""
-    deadline = time.monotonic() + seconds
-    while not path.exists():
+
+    def made() -> bool:
         assert running.proc.poll() is None, running.output()
-        assert time.monotonic() < deadline, f"{path} never made:\n{running.output()}"
-        time.sleep(0.02)
+        return path.exists()
+
+    wait_until(made, f"a script to make {path}", seconds, detail=running.output)

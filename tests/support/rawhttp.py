@@ -12,8 +12,9 @@ import http.client
 import json
 import socket
 import termios
-import time
 from pathlib import Path
+
+from tests.support.waiting import wait_until
 
 
 def send_request(path: Path, method: str, target: str, body: object = None) -> socket.socket:
@@ -32,14 +33,15 @@ def send_request(path: Path, method: str, target: str, body: object = None) -> s
 def wait_until_read(sock: socket.socket, seconds: float = 60) -> None:
     """Wait until the other end has read all that was sent on `sock`: the kernel's count of
     bytes sent and not yet read (TIOCOUTQ) falls to 0."""
-    deadline = time.monotonic() + seconds
     unread = array.array("i", [0])
-    while True:
+
+    def read() -> bool:
         fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, unread)
-        if unread[0] == 0:
-            return
-        assert time.monotonic() < deadline, f"{unread[0]} bytes still unread"
-        time.sleep(0.02)
+        return unread[0] == 0
+
+    wait_until(
+        read, "the peer to read what was sent", seconds, detail=lambda: f"{unread[0]} unread"
+    )
 
 
 def reply_to(sock: socket.socket) -> tuple[int, object]:

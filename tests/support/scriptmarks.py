@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.support.waiting import wait_until
 
 __all__ = ["mark", "marked", "wait_for_mark"]
 
@@ -50,8 +51,9 @@ def wait_for_mark(
 ) -> None:
     """Wait until a script is marked with `name`; fail with `output()` if `proc` (the process
     under test) ends first, or after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not marked(name):
+
+    def seen() -> bool:
         assert proc.poll() is None, output()
-        assert time.monotonic() < deadline, f"no script marked {name}:\n{output()}"
-        time.sleep(0.02)
+        return bool(marked(name))
+
+    wait_until(seen, f"a script marked {name}", seconds, detail=output)
