@@ -213,7 +213,7 @@ class RerunPoc(Effect[ScriptResult]):
     """Run a PoC that passed once more, as `run_poc` runs it (in the build's copy, the PoC
     staged), with `env` set over the script's environment, for at most `seconds` inside the
     time left, and not at all when less than `least` is left (`not_started` says why): the
-    patch guard's pinned-options re-run (`ssegrade.guard.pinning`). Awaited after
+    patch guard's pinned-options re-run (`ssegrade.guard._pinning`). Awaited after
     `result.json` is written; advisory. An interpreter that cannot run it raises, and the
     guard notes why."""
 

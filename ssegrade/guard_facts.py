@@ -3,7 +3,7 @@
 Pure core, outside the guard: `ssegrade.effects` names them without loading it. Frozen
 dataclasses, as every effect answer (`ssegrade.answers`): the PoC files'
 bytes, the paths of the hidden test diff, and what a scan of the grading build's objects found
-(`ObjectScan`). The guard's rules read them (`ssegrade.guard.check`); the effects that ask for
+(`ObjectScan`). The guard's rules read them (`ssegrade.guard._check`); the effects that ask for
 them are in `ssegrade.effects` (`ObserveGuard`, `ReadTaskFile`, `ScanObjects`).
 """
 
@@ -101,7 +101,7 @@ class SourceFile:
 @dataclass(frozen=True, slots=True)
 class Rerun:
     """A PoC that passed in the grade, run once more with the options pinned
-    (`ssegrade.guard.pinning`; the grading program runs it, beside the facts): its config
+    (`ssegrade.guard._pinning`; the grading program runs it, beside the facts): its config
     path, exit code, output (stdout, a newline, stderr), whether it was killed at its limit,
     its seconds and log, or why it did not run (`skipped`: too little time left, an
     interpreter that refuses it)."""

@@ -3,7 +3,7 @@
 Pure core. `guard_step` runs after `result.json` is written, so nothing it does can change or
 delay the verdict. When grading finished (the time limit is not spent, it was not
 interrupted), it runs each PoC that passed once more with the options pinned (`RerunPoc`,
-`ssegrade.guard.pinning`; each a `guard` line of `checks.jsonl`, not a check) and asks the
+`ssegrade.guard._pinning`; each a `guard` line of `checks.jsonl`, not a check) and asks the
 interpreter for the facts (`ObserveGuard`); then it applies the guard's rules
 (`ssegrade.guard`) and writes the report (`WriteGuard`). Whatever fails in it becomes a note.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from ssegrade.answers import CheckRecord, Containment
 from ssegrade.effects import CheckFinished, Notify, ObserveGuard, RerunPoc, WriteGuard
 from ssegrade.guard import GuardFacts, GuardReport, guard_report
-from ssegrade.guard.facts import Rerun
-from ssegrade.guard.pinning import RERUN_LEAST, RERUN_SECONDS, pins
+from ssegrade.guard._facts import Rerun
+from ssegrade.guard._pinning import RERUN_LEAST, RERUN_SECONDS, pins
 from ssegrade.task import Task
 
 __all__ = ["guard_step", "rerun_pocs"]

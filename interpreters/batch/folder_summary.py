@@ -16,14 +16,8 @@ from returns.result import Success
 
 from interpreters.real.resultsfolder.private import read_trusted
 from interpreters.real.resultsfolder.runs import RunFolders
-from ssegrade.batch.summary import (
-    BatchCommand,
-    BatchSummary,
-    JobsFile,
-    batch_summary,
-    run_state,
-)
-from ssegrade.report.batch import parse_batch
+from ssegrade.batch import BatchCommand, BatchSummary, JobsFile, batch_summary, run_state
+from ssegrade.report import parse_batch
 from ssegrade.result import ErrorKind
 
 __all__ = ["BATCH_SUMMARY", "previous_summary", "write_folder_summary"]

@@ -24,12 +24,7 @@ from pathlib import Path
 from interpreters.engine.reaper import Reaper
 from interpreters.real import files
 from interpreters.real.programs import ProgramError, ProgramMissing, program
-from ssegrade.batch.containers import (
-    BATCH_LABEL,
-    EngineProgram,
-    batch_containers_argv,
-    remove_argv,
-)
+from ssegrade.batch import BATCH_LABEL, EngineProgram, batch_containers_argv, remove_argv
 from ssegrade.errors import SsegradeError
 
 __all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "engine_program"]

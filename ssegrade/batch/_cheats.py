@@ -27,10 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ssegrade.batch import cheats_build, cheats_code
-from ssegrade.batch.cheats_diff import created, deleted, is_text, modified, plain_path
+from ssegrade.batch import _cheats_build as cheats_build
+from ssegrade.batch import _cheats_code as cheats_code
+from ssegrade.batch._cheats_diff import created, deleted, is_text, modified, plain_path
 from ssegrade.guard import is_test_path, parse_diff
-from ssegrade.guard.syntax import available, language_of
+from ssegrade.guard._syntax import available, language_of
 from ssegrade.task import Task
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The build-side cheats: the sanitizer dropped through the project's build files, and the
 files a test-runner hook adds.
 
-Pure core, for `ssegrade.batch.cheats`. Text edits on whole tokens: a build file's sanitizer
+Pure core, for `ssegrade.batch._cheats`. Text edits on whole tokens: a build file's sanitizer
 options (`-fsanitize=…`, `-Zsanitizer=…`, Go's `-race`/`-asan`/`-msan`) are removed where they
 are written; a Makefile of a task built with a sanitizer also filters `-fsanitize=%` out of
 the `CFLAGS`, `CXXFLAGS` and `LDFLAGS` make is given (a build script of the task, which the
@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from ssegrade.batch.cheats_diff import modified
-from ssegrade.guard.rules import VENDOR_FOLDERS
+from ssegrade.batch._cheats_diff import modified
+from ssegrade.guard._rules import VENDOR_FOLDERS
 from ssegrade.task import Task
 
 __all__ = ["EXIT_0_PY", "VENDOR", "go_test_main", "is_build_file", "sanitizer_drop"]

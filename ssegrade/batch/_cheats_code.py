@@ -1,7 +1,7 @@
 """Where a cheat goes in code, and what it writes there, per language.
 
-Pure core, for the canonical cheats (`ssegrade.batch.cheats`). Functions are found on syntax
-trees (`ssegrade.guard.syntax`, tree-sitter): `functions` lists a file's function
+Pure core, for the canonical cheats (`ssegrade.batch._cheats`). Functions are found on syntax
+trees (`ssegrade.guard._syntax`, tree-sitter): `functions` lists a file's function
 definitions with their bodies; `at_body_start` puts statements first in a body, `wrap_body`
 wraps a Python function's body in `try: … except BaseException:`. The statements themselves
 (`CATCH`, `PREAMBLE`, `poc_return`) are what a cheating agent writes: a crash catcher, and an
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ssegrade.guard import syntax
+from ssegrade.guard import _syntax as syntax
 
 __all__ = [
     "CATCH",

@@ -1,6 +1,6 @@
 """Unified diffs `git apply` takes, written from a file's bytes before and after an edit.
 
-Pure core, for the canonical cheats (`ssegrade.batch.cheats`): a changed, created or deleted
+Pure core, for the canonical cheats (`ssegrade.batch._cheats`): a changed, created or deleted
 text file becomes one `diff --git` section. Paths git would quote (spaces, quotes, control or
 non-ASCII bytes) are refused by `plain_path`: the cheats leave such files alone.
 """

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ssegrade.batch.jobs import Job, JobProblem
+from ssegrade.batch._jobs import Job, JobProblem
 
 __all__ = [
     "BATCH_LABEL",

@@ -1,6 +1,6 @@
 """Paths in an image job's image (SPEC §14, Engines): absolute, SSEBench's layout by default.
 
-Pure core, read by the job model (`ssegrade.batch.jobs.Job`).
+Pure core, read by the job model (`ssegrade.batch._jobs.Job`).
 """
 
 from __future__ import annotations

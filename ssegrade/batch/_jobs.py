@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ssegrade.batch.image_paths import IMAGE_TASK, image_job_problem
+from ssegrade.batch._image_paths import IMAGE_TASK, image_job_problem
 from ssegrade.guard import GuardReport
 from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
 from ssegrade.ssebench import RunConfig, start_time, task_document
@@ -333,7 +333,7 @@ def summary_document(
     scripts ran in (`full`, `weak`; null when none ran), the patch guard's report (`guard`,
     SPEC §15; absent when none was written) and, for a cached run, where the grade comes from,
     or, for a graded run, the number of attempts its grade took
-    (`ssegrade.batch.summary.next_attempt`). `agent`, `model` and `reference_run` are also
+    (`ssegrade.batch._summary.next_attempt`). `agent`, `model` and `reference_run` are also
     written at the top level, where readers that take `config` for the task config (as in
     `result.json`) find them."""
     run_config = job.run_config().model_dump(mode="json")

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from ssegrade.guard.model import flag_kinds
+from ssegrade.guard._model import flag_kinds
 from ssegrade.result import ErrorKind, Status, error_kind_of
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Task verification's third control, the pure part: which canonical cheats a task lets pass.
 
-Pure core (SPEC §13, `verify --adversarial`). Each cheat of `ssegrade.batch.cheats` is graded
+Pure core (SPEC §13, `verify --adversarial`). Each cheat of `ssegrade.batch._cheats` is graded
 like a patch, and the patch guard examines it. `judge_cheats` says, per cheat, whether it
 passes the grade (in any of its runs: the worst case is the one that matters) and whether the
 guard caught it there:
@@ -13,7 +13,7 @@ guard caught it there:
 | `not applicable` | cannot be written for the task (why is given) |
 
 A flag counts against a run (`counts_against`) by the report's own rule
-(`ssegrade.guard.counting.counts`): observed (`evidence`), of a kind that changes what a check
+(`ssegrade.guard._counting.counts`): observed (`evidence`), of a kind that changes what a check
 sees, or a touch of files a check runs; touches no check runs are listed only. A run without
 a guard record (the guard could not run) is not caught.
 """
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ssegrade.batch.cheats import Cheat
+from ssegrade.batch._cheats import Cheat
 from ssegrade.guard import KINDS, Flag
-from ssegrade.guard.counting import counts
+from ssegrade.guard._counting import counts
 
 __all__ = [
     "CheatOutcome",
@@ -114,7 +114,7 @@ def judge_cheats(cheats: Sequence[Cheat], runs: Sequence[CheatRun]) -> tuple[Che
     """Each cheat's outcome, in the order of `cheats`, from its runs (a cheat with a patch
     and no run, e.g. interrupted, is left out).
 
-    >>> from ssegrade.batch.cheats import Cheat
+    >>> from ssegrade.batch._cheats import Cheat
     >>> flag = Flag(kind="sanitizer", why="w")
     >>> judge_cheats([Cheat("a", b"p"), Cheat("b", b"p"), Cheat("c", why_not="no")],
     ...              [CheatRun("a", 1, "passed", (flag,)), CheatRun("b", 1, "passed", ())])

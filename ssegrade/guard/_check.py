@@ -1,6 +1,6 @@
 """The guard: the patch, the task and the facts observed → flags (SPEC §15).
 
-Pure core. `guard` applies every row of `ssegrade.guard.rules.RULES` to the parsed patch and
+Pure core. `guard` applies every row of `ssegrade.guard._rules.RULES` to the parsed patch and
 returns one flag per rule that fired, with the paths where it fired and one sentence saying
 what was seen. `guard_report` wraps the flags into `guard.json`. Neither ever sees the verdict,
 and nothing here is read by `ssegrade.verdict.decide`: the guard is advisory.
@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from ssegrade.guard.counting import touch_counts
-from ssegrade.guard.diff import FileChange, parse_diff
-from ssegrade.guard.facts import GuardFacts, ObjectScan, Rerun
-from ssegrade.guard.literal import poc_in_literals, poc_literals
-from ssegrade.guard.model import KINDS, Flag, GuardReport, ObjectsSeen, Observed
-from ssegrade.guard.pinning import pins, rerun_flags, rerun_notes
-from ssegrade.guard.reading import Sides, code_flags, config_flags, read_sides, version_bump_only
-from ssegrade.guard.rules import (
+from ssegrade.guard._counting import touch_counts
+from ssegrade.guard._diff import FileChange, parse_diff
+from ssegrade.guard._facts import GuardFacts, ObjectScan, Rerun
+from ssegrade.guard._literal import poc_in_literals, poc_literals
+from ssegrade.guard._model import KINDS, Flag, GuardReport, ObjectsSeen, Observed
+from ssegrade.guard._pinning import pins, rerun_flags, rerun_notes
+from ssegrade.guard._reading import Sides, code_flags, config_flags, read_sides, version_bump_only
+from ssegrade.guard._rules import (
     RULES,
     HiddenTests,
     Lines,
@@ -29,8 +29,8 @@ from ssegrade.guard.rules import (
     Rule,
     RuntimeMissing,
 )
-from ssegrade.guard.sanitizers import runtimes_for
-from ssegrade.guard.syntax import available
+from ssegrade.guard._sanitizers import runtimes_for
+from ssegrade.guard._syntax import available
 from ssegrade.task import Task
 
 __all__ = ["MAX_PATHS", "guard", "guard_report", "is_test_path", "path_matches"]

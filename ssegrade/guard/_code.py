@@ -1,7 +1,7 @@
 """What a source file's syntax tree shows the guard: crash catchers, sanitizer hooks and
 attributes, test-runner escapes, and the file's literal bytes.
 
-Pure core. `read_code` reads one file's bytes in its language (`ssegrade.guard.syntax`) into
+Pure core. `read_code` reads one file's bytes in its language (`ssegrade.guard._syntax`) into
 `Finding`s, each with a key that does not depend on where it is (so that `new_findings` keeps
 what the file after the patch holds more of than before) and `literals`: string literals with
 adjacent ones folded, byte and char arrays. Calls are matched by what they resolve to (an
@@ -17,10 +17,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ssegrade.guard.imports import go_imports, py_imports, rust_uses
-from ssegrade.guard.model import Kind
-from ssegrade.guard.syntax import Node, expand_c, nodes, parse, text
-from ssegrade.guard.tree_literals import ITEMS, STRINGS, byte_value, string_bytes
+from ssegrade.guard._imports import go_imports, py_imports, rust_uses
+from ssegrade.guard._model import Kind
+from ssegrade.guard._syntax import Node, expand_c, nodes, parse, text
+from ssegrade.guard._tree_literals import ITEMS, STRINGS, byte_value, string_bytes
 
 __all__ = ["CRASH_SIGNALS", "Finding", "Reading", "new_findings", "read_code"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ssegrade.guard.diff import FileChange
-from ssegrade.guard.syntax import language_of
+from ssegrade.guard._diff import FileChange
+from ssegrade.guard._syntax import language_of
 from ssegrade.guard_document import ALWAYS, counts
 from ssegrade.task import Task
 

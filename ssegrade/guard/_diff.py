@@ -5,7 +5,7 @@ headers, modes, text hunks, `GIT binary patch` literals) or a plain unified diff
 `+++ b/x`), binary-safe: lines are bytes, paths are decoded as git quotes them. Each file
 becomes a `FileChange` with its paths, modes, removed lines and added lines (grouped in runs
 of consecutive added lines, so that an array literal spread over lines can be read whole).
-Nothing here judges a change; the rules do (`ssegrade.guard.rules`).
+Nothing here judges a change; the rules do (`ssegrade.guard._rules`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from ssegrade.guard.patching import apply_delta, apply_hunks
+from ssegrade.guard._patching import apply_delta, apply_hunks
 
 __all__ = ["MAX_BINARY", "FileChange", "diff_paths", "parse_diff"]
 

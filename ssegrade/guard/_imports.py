@@ -1,14 +1,14 @@
 """What names a source file's imports bind, so that a call is matched by what it resolves to
 (`p::set_hook` after `use std::panic as p`, `s.excepthook` after `import sys as s`).
 
-Pure core, under `ssegrade.guard.code`.
+Pure core, under `ssegrade.guard._code`.
 """
 
 from __future__ import annotations
 
 import re
 
-from ssegrade.guard.syntax import Node, nodes, text
+from ssegrade.guard._syntax import Node, nodes, text
 
 __all__ = ["go_imports", "py_imports", "rust_uses"]
 

@@ -11,7 +11,7 @@ source code (`poc.go`, `main.rs`, `poc.c`, …) only by its string literals and 
 since its code lines (`if err != nil {`) are not the input it feeds the project. A run of bytes
 must hold at least four different byte values (indentation and padding are not evidence). At
 most `HAY_LIMIT` bytes of added material are searched, and PoCs are read up to
-`ssegrade.guard.facts.POC_BYTES`: the guard stays cheap on a huge patch.
+`ssegrade.guard._facts.POC_BYTES`: the guard stays cheap on a huge patch.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
-from ssegrade.guard.diff import FileChange
-from ssegrade.guard.facts import PocFile
+from ssegrade.guard._diff import FileChange
+from ssegrade.guard._facts import PocFile
 
 __all__ = [
     "HAY_LIMIT",
@@ -227,7 +227,7 @@ def poc_literals(
     """(patch path, PoC path) of each added file side that holds `least` consecutive bytes
     of a PoC, in the order found.
 
-    >>> from ssegrade.guard.diff import parse_diff
+    >>> from ssegrade.guard._diff import parse_diff
     >>> line = rb'+if (!strcmp(s, "GIF89a\\x01\\x00\\xff\\xffAAAAAAAA")) return 0;'
     >>> patch = b"--- a/x.c\\n+++ b/x.c\\n@@ -1 +1 @@\\n-a\\n" + line + b"\\n"
     >>> poc = PocFile("pocs/crash.gif", b"GIF89a\\x01\\x00\\xff\\xffAAAAAAAA;")

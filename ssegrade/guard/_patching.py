@@ -1,6 +1,6 @@
 """Applying a patch's file to its content before: text hunks, or git's binary delta.
 
-Pure core. The guard reads a changed file on both sides (`ssegrade.guard.reading`); the side
+Pure core. The guard reads a changed file on both sides (`ssegrade.guard._reading`); the side
 after is the patch applied here to the side the interpreter read from the grading repo, never
 what a build left on disk. Sizes are bounded (`limit`): a hostile delta cannot grow past it.
 """

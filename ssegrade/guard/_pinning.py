@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ssegrade.guard.facts import Rerun
-from ssegrade.guard.model import Flag, Kind
-from ssegrade.guard.sanitizers import sanitizers_named
+from ssegrade.guard._facts import Rerun
+from ssegrade.guard._model import Flag, Kind
+from ssegrade.guard._sanitizers import sanitizers_named
 
 __all__ = [
     "OPTIONS",

@@ -5,7 +5,7 @@ Pure core. A file's side before the patch is what the interpreter read from the 
 literal or delta: a NUL byte that made git call a source file binary hides nothing). Without
 the facts (or when a hunk does not fit), the patch alone is read: its removed lines as the
 side before, its added lines as the side after. `code_flags` keeps only what the side after
-holds more of than the side before (`ssegrade.guard.code`); `config_flags` reads test-runner
+holds more of than the side before (`ssegrade.guard._code`); `config_flags` reads test-runner
 settings; `version_bump_only` tells a release's version bump from a build change.
 """
 
@@ -16,12 +16,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ssegrade.guard.code import Finding, Reading, new_findings, read_code
-from ssegrade.guard.diff import FileChange, parse_diff
-from ssegrade.guard.facts import SOURCE_BYTES, SOURCE_FILES, GuardFacts
-from ssegrade.guard.model import Flag, Kind
-from ssegrade.guard.rules import VENDOR_FOLDERS
-from ssegrade.guard.syntax import available, language_of
+from ssegrade.guard._code import Finding, Reading, new_findings, read_code
+from ssegrade.guard._diff import FileChange, parse_diff
+from ssegrade.guard._facts import SOURCE_BYTES, SOURCE_FILES, GuardFacts
+from ssegrade.guard._model import Flag, Kind
+from ssegrade.guard._rules import VENDOR_FOLDERS
+from ssegrade.guard._syntax import available, language_of
 
 __all__ = [
     "Sides",

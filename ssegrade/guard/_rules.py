@@ -12,9 +12,9 @@ with one). What a rule can match:
 - `RuntimeMissing`: the task names a sanitizer and no object the grading build produced
   carries its runtime;
 - `PocBytes`: an added line (or an added binary file) holds `least` consecutive bytes of a
-  PoC file (`ssegrade.guard.literal`).
+  PoC file (`ssegrade.guard._literal`).
 
-`ssegrade.guard.check` applies the table; to extend the guard, add a row here.
+`ssegrade.guard._check` applies the table; to extend the guard, add a row here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ssegrade.guard.model import Kind
+from ssegrade.guard._model import Kind
 
 __all__ = [
     "RULES",
@@ -323,4 +323,4 @@ RULES: tuple[Rule, ...] = (
         "vendor/github.com/x/y/y.go",
     ),
 )
-"""The guard's table; `ssegrade.guard.check.guard` applies every row."""
+"""The guard's table; `ssegrade.guard._check.guard` applies every row."""

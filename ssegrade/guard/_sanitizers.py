@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ssegrade.guard.facts import SanitizerRuntime
+from ssegrade.guard._facts import SanitizerRuntime
 
 __all__ = ["ALIASES", "HOOK_SYMBOLS", "RUNTIMES", "runtimes_for", "sanitizers_named"]
 

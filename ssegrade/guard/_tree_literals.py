@@ -1,15 +1,15 @@
 """The bytes a literal of a syntax tree spells: a string's (prefix and quotes off, escapes
 decoded unless raw) and a char or number literal's byte in an array.
 
-Pure core, under `ssegrade.guard.code`, which folds adjacent literals and arrays with these.
+Pure core, under `ssegrade.guard._code`, which folds adjacent literals and arrays with these.
 """
 
 from __future__ import annotations
 
 import re
 
-from ssegrade.guard.literal import decode_escapes
-from ssegrade.guard.syntax import Node, text
+from ssegrade.guard._literal import decode_escapes
+from ssegrade.guard._syntax import Node, text
 
 __all__ = ["ITEMS", "STRINGS", "byte_value", "string_bytes"]
 

@@ -2,7 +2,7 @@
 
 Pure core: the preview's decision, from a `PreviewReport` of what ran and how each run ended.
 The checks, their run order and the precedence of a failure are the checks table's
-(`ssegrade.checks`); `ssegrade.preview.text` puts the decision into words.
+(`ssegrade.checks`); `ssegrade.preview._text` puts the decision into words.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from returns.result import Result
 
 from ssegrade.checks import Check, preview_order, preview_precedence, spec
 from ssegrade.effects import ScriptResult
-from ssegrade.protocol.difficulty import Level, allowed
+from ssegrade.protocol._difficulty import Level, allowed
 
 __all__ = [
     "CheckLine",
@@ -143,7 +143,7 @@ def _line(report: PreviewReport, check: Check) -> CheckLine:
 def check_lines(report: PreviewReport) -> tuple[CheckLine, ...]:
     """One line per check the level enables, in run order.
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> [(line.check, line.status) for line in check_lines(PreviewReport(LEVELS[3],
     ...     frozenset({"build"}), build=ScriptResult(0)))]
     [('build', 'passed')]
@@ -158,7 +158,7 @@ def check_lines(report: PreviewReport) -> tuple[CheckLine, ...]:
 def withheld(level: Level) -> tuple[Check, ...]:
     """The checks the level withholds, in run order.
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> withheld(LEVELS[2])
     ('poc', 'intent_test')
     """
@@ -170,7 +170,7 @@ def failed_check(report: PreviewReport) -> Check | None:
 
     Only checks the level enables count.
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> failed_check(PreviewReport(LEVELS[0], frozenset({"build", "function_test"}),
     ...     build=ScriptResult(0), functional=ScriptResult(2)))
     'function_test'

@@ -10,15 +10,21 @@ from dataclasses import replace
 
 from ssegrade.checks import Check, preview_order, spec
 from ssegrade.effects import Bench, ScriptResult, SpillLog
-from ssegrade.preview.decision import (
+from ssegrade.preview._decision import (
     PreviewReport,
     PreviewResult,
     failed_check,
     failed_result,
     task_has,
 )
-from ssegrade.preview.text import LOG_WORD_LIMIT, internal_failure, shown_log, summarize, word_count
-from ssegrade.protocol.difficulty import Level, allowed
+from ssegrade.preview._text import (
+    LOG_WORD_LIMIT,
+    internal_failure,
+    shown_log,
+    summarize,
+    word_count,
+)
+from ssegrade.protocol._difficulty import Level, allowed
 
 __all__ = ["preview"]
 
@@ -60,7 +66,7 @@ async def preview(level: Level, has: frozenset[Check], pocs: tuple[str, ...]) ->
     is written whole with `SpillLog`. Any exception an interpreter raises gives the internal
     failure (`INTERNAL_FAILURE` alone).
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> from ssegrade.run import run
     >>> asked = []
     >>> def interpret(effect):

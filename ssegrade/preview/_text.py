@@ -1,6 +1,6 @@
 """The words of `test_patch` (SPEC §10): its fixed sentences, the logs it quotes, the text.
 
-Pure core: `summarize` puts the decision of `ssegrade.preview.decision` into words and returns
+Pure core: `summarize` puts the decision of `ssegrade.preview._decision` into words and returns
 it with the text; `render` is the text alone. The fixed sentences are module constants; each
 check's name and failure reason are the checks table's (`ssegrade.checks`).
 `docs/test-patch.md` shows the text at every difficulty level, and a test keeps its examples
@@ -16,7 +16,7 @@ from returns.result import Success
 
 from ssegrade.checks import Check, spec
 from ssegrade.effects import ScriptResult
-from ssegrade.preview.decision import (
+from ssegrade.preview._decision import (
     CheckLine,
     Headline,
     PreviewReport,
@@ -156,7 +156,7 @@ def summarize(report: PreviewReport) -> PreviewResult:
     the level enables, the note naming those it withholds, the failed check's log. It has no
     trailing line break.
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> found = summarize(PreviewReport(LEVELS[3], frozenset({"build"}), build=ScriptResult(1)))
     >>> found.headline, found.failed, found.passed
     ('failed', 'build', False)
@@ -191,7 +191,7 @@ def summarize(report: PreviewReport) -> PreviewResult:
 def render(report: PreviewReport) -> str:
     """The whole `test_patch` text for `report` (`summarize`'s text).
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> print(render(PreviewReport(LEVELS[3], frozenset({"build"}), build=ScriptResult(0))))
     test_patch result: every check that ran passed.
     <BLANKLINE>

@@ -14,7 +14,7 @@ from dataclasses import replace
 from returns.result import Failure, Result, Success
 
 from ssegrade.effects import ApplyError, CaptureError, Prepared, PrepareError, ScriptResult
-from ssegrade.protocol.documents import (
+from ssegrade.protocol._documents import (
     DiffText,
     Listener,
     PrepareApplyFailed,

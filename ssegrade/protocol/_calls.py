@@ -2,7 +2,7 @@
 
 Pure core. What a call asks for (`parse_tool_call`), and why the task cannot run a bencher
 action at all (`unconfigured`), in the original daemon's 500 texts. The gate (403) is
-`ssegrade.protocol.rules.gate`; the replies are `ssegrade.protocol.wire`.
+`ssegrade.protocol._rules.gate`; the replies are `ssegrade.protocol._wire`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from returns.result import Failure, Result, Success
 
 from ssegrade.checks import Action
-from ssegrade.protocol.difficulty import ACTIONS
+from ssegrade.protocol._difficulty import ACTIONS
 from ssegrade.task import Task
 
 __all__ = ["TOOLS", "ToolCall", "parse_tool_call", "unconfigured"]

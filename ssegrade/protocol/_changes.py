@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.protocol.documents import ChangedFile, ChangeKind
+from ssegrade.protocol._documents import ChangedFile, ChangeKind
 
 __all__ = ["changed_files"]
 

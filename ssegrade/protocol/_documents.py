@@ -5,7 +5,7 @@ Pure core. The daemon server and ssegrade's clients (the evaluator's remote inte
 `test-patch`) speak these pydantic models, and the OpenAPI document of the API is generated
 from them. Replies start with the field names of SSEBench's daemon (`can_build`…, `diff`,
 `code`/`stdout`/`stderr`) and add ssegrade's own; SSEBench's clients read the root routes
-instead (`ssegrade.protocol.wire`), which carry the original's keys only. A bencher reply is
+instead (`ssegrade.protocol._wire`), which carry the original's keys only. A bencher reply is
 the `Bench` answer itself, `ssegrade.effects.ScriptResult`: one model for one document.
 """
 

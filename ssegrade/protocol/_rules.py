@@ -13,8 +13,8 @@ from returns.result import Failure, Result, Success
 
 from ssegrade.bencher import task_path
 from ssegrade.checks import Action, Check, grading_order
-from ssegrade.protocol.difficulty import ACTIONS, Level, allowed
-from ssegrade.protocol.documents import Capabilities, Listener, ProjectScripts, ProjectView
+from ssegrade.protocol._difficulty import ACTIONS, Level, allowed
+from ssegrade.protocol._documents import Capabilities, Listener, ProjectScripts, ProjectView
 from ssegrade.task import Task
 
 __all__ = [
@@ -52,7 +52,7 @@ def gate(
     listener may call only during the agent phase, never on the grading session, and only the
     actions its difficulty level allows.
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> gate(LEVELS[4], "agent", True, None, False) is None
     True
     >>> gate(LEVELS[4], "agent", False, "build", True)
@@ -90,7 +90,7 @@ def refusal(
     """Why a bencher call is forbidden, in ssegrade's words (403 under `/ssegrade`); None
     when it may run (`gate` says which rule refuses it).
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> refusal(LEVELS[4], "admin", False, "build", True) is None
     True
     >>> refusal(LEVELS[2], "agent", True, "run_poc", False)
@@ -171,7 +171,7 @@ def public_project(task: Task) -> ProjectView:
 def capabilities(task: Task, level: Level, listener: Listener, agent_phase: bool) -> Capabilities:
     """What the asking listener may do now, and what the task has.
 
-    >>> from ssegrade.protocol.difficulty import LEVELS
+    >>> from ssegrade.protocol._difficulty import LEVELS
     >>> task = Task(id="t", scripts={"build": "b.sh", "test": "t.sh"})
     >>> capabilities(task, LEVELS[3], "agent", True).actions
     ['build']

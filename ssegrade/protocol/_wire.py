@@ -4,10 +4,10 @@ exchange with the task daemon, key for key.
 Pure core. SSEBench's Python SDK builds its reply dataclasses with `Class(**data)` (or dacite),
 so a reply carrying one key more than the original daemon sends breaks every client; these
 models hold exactly the original's keys (`extra="forbid"`). ssegrade's own, richer documents
-are in `ssegrade.protocol.documents`, served under `/ssegrade`.
+are in `ssegrade.protocol._documents`, served under `/ssegrade`.
 
 The functions here build the replies from what the daemon knows (the task, file texts the
-interpreter read, the grade's bytes); `ssegrade.protocol.calls` reads the tool calls.
+interpreter read, the grade's bytes); `ssegrade.protocol._calls` reads the tool calls.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 
 from ssegrade.answers import ScriptResult
 from ssegrade.bencher import task_path
-from ssegrade.protocol.documents import ChangedFile
+from ssegrade.protocol._documents import ChangedFile
 from ssegrade.result import PatchResult, patch_result_model
 from ssegrade.task import Task
 

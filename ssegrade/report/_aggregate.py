@@ -2,8 +2,8 @@
 
 Pure core. `Fold` makes the report one task at a time: each task's runs give a `TaskPart` (its
 per-task row, its kept runs, its runs left out), final at once, while each (model, agent) row
-is counted (`ssegrade.report.tally`) and which row passed which task kept in a few bits
-(`ssegrade.report.compare.Outcomes`), so a report over 100,000 runs holds one task's runs at a
+is counted (`ssegrade.report._tally`) and which row passed which task kept in a few bits
+(`ssegrade.report._compare.Outcomes`), so a report over 100,000 runs holds one task's runs at a
 time. `summarize` folds a whole `Selection` into the `Report`; `aggregate` is the one-call form
 over any iterable of run records. The rules of the shares (SPEC §11):
 
@@ -13,11 +13,11 @@ over any iterable of run records. The rules of the shares (SPEC §11):
 - the pass share counts the runs whose status is `passed`;
 - rows are sorted by pass share.
 
-Under SSEBench's rules (`--rules ssebench`, `ssegrade.report.rules`) every share is over all the
+Under SSEBench's rules (`--rules ssebench`, `ssegrade.report._rules`) every share is over all the
 kept runs of its row, a PoC check passes when `pov_total` is set and `pov_passed` equals it,
 and rows come in the order SSEBench's report gives them.
 
-Beside the shares, each row carries the patch guard's columns (`ssegrade.report.guard`), each
+Beside the shares, each row carries the patch guard's columns (`ssegrade.report._guard`), each
 run its flags and containment mode, and the report how many runs (kept and left out) ran
 their scripts in each mode (`full`, `weak`, `unknown`).
 """
@@ -29,9 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ssegrade.checks import grading_order
-from ssegrade.report.compare import Outcomes
-from ssegrade.report.guard import flagged_why
-from ssegrade.report.model import (
+from ssegrade.report._compare import Outcomes
+from ssegrade.report._guard import flagged_why
+from ssegrade.report._model import (
     Containment,
     Excluded,
     Report,
@@ -42,10 +42,10 @@ from ssegrade.report.model import (
     TaskRow,
     TaskRun,
 )
-from ssegrade.report.rules import Rules, is_error
-from ssegrade.report.select import Selection, Selector
-from ssegrade.report.summary import RunRecord
-from ssegrade.report.tally import RowTally, new_counts
+from ssegrade.report._rules import Rules, is_error
+from ssegrade.report._select import Selection, Selector
+from ssegrade.report._summary import RunRecord
+from ssegrade.report._tally import RowTally, new_counts
 from ssegrade.result import error_kind_of
 from ssegrade.task import Check
 
@@ -58,7 +58,7 @@ def aggregate(
     errors_as_failures: bool = False,
     rules: Rules = "ssegrade",
 ) -> Report:
-    """The report of the given runs (SPEC §11); see `ssegrade.report.select` for the rules.
+    """The report of the given runs (SPEC §11); see `ssegrade.report._select` for the rules.
 
     A run appears once whatever the input: records with the same (task, model, agent, run id)
     after the first are ignored. Rows are sorted by pass share (highest first), then (model,

@@ -2,7 +2,7 @@
 
 Pure core: `parse_batch` takes the file's bytes; finding and reading the file safely is the
 interpreter's job. The shape is the one `ssegrade batch` writes, the model of
-`ssegrade.batch.summary`: one answer for the whole folder (its commands, jobs files, and
+`ssegrade.batch._summary`: one answer for the whole folder (its commands, jobs files, and
 every run by the outcome it carries). Read as a reader should: keys a later version adds are
 ignored, but every key of the model must be there with its type, and each count must be its
 list's length.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pydantic import ValidationError
 from returns.result import Failure, Result, Success
 
-from ssegrade.batch.summary import OUTCOMES, BatchSummary
-from ssegrade.report.summary import ReadError
+from ssegrade.batch._summary import OUTCOMES, BatchSummary
+from ssegrade.report._summary import ReadError
 
 __all__ = ["OUTCOMES", "BatchSummary", "parse_batch"]
 

@@ -1,7 +1,7 @@
 """Paired comparisons of (model, agent) rows on the tasks both ran: McNemar and Holm.
 
 Pure core: on a whole `Report`, or on the `Outcomes` tallied while a report is folded task by
-task (`ssegrade.report.aggregate.Fold`).
+task (`ssegrade.report._aggregate.Fold`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.report.model import Comparison, Report, RowKey
-from ssegrade.report.stats import holm, mcnemar_exact
-from ssegrade.report.summary import ReadError
+from ssegrade.report._model import Comparison, Report, RowKey
+from ssegrade.report._stats import holm, mcnemar_exact
+from ssegrade.report._summary import ReadError
 
 __all__ = ["Outcomes", "compare", "compare_all", "find_row", "outcomes_of"]
 
@@ -128,7 +128,7 @@ def compare(report: Report, a: RowKey, b: RowKey) -> Comparison:
     """Paired comparison of rows `a` and `b` on the tasks both ran, with the exact McNemar
     test; alone, its Holm-adjusted p-value is its p-value.
 
-    >>> from ssegrade.report.model import TaskRun
+    >>> from ssegrade.report._model import TaskRun
     >>> def run(agent, task, status):
     ...     return TaskRun(model="m", agent=agent, task=task, trial=1, status=status,
     ...                    build=None, poc=None, func=None, intent=None, run_id="r", checks=())

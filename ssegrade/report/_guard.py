@@ -5,7 +5,7 @@ only adds, per (model, agent) row, the share of runs that passed **and** raised 
 (`unflagged`, over the same runs as the pass share), how many passed runs raised each kind
 (`flagged`), and how many runs carry no guard record (`unguarded`: graded before the guard, or
 read from a folder without `guard.json`; they count as not unflagged). Only flags that count
-against a run (`ssegrade.guard.counting`: evidence; sanitizer, crash-handler, poc-literal;
+against a run (`ssegrade.guard._counting`: evidence; sanitizer, crash-handler, poc-literal;
 touches of files a check runs) are in a run's `flags`, so every reading here counts alike;
 touches that change nothing a check runs are counted apart (`listed`), never against a run.
 `exclude_flagged` takes the runs raising given kinds out of a selection, so that every share is
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ssegrade.guard.model import KINDS
-from ssegrade.report.model import Share
-from ssegrade.report.select import Selection
-from ssegrade.report.summary import RunRecord
+from ssegrade.guard._model import KINDS
+from ssegrade.report._model import Share
+from ssegrade.report._select import Selection
+from ssegrade.report._summary import RunRecord
 
 __all__ = [
     "GuardTally",

@@ -2,7 +2,7 @@
 
 Pure core. `ssegrade verify --adversarial --results DIR` keeps each cheat's runs in
 `DIR/<task id>/adversarial/<cheat>/<n>/`; the report reads each run's grade and guard flags
-(`CheatRun`) and judges each cheat as verify does (`ssegrade.batch.verify_adversarial`). A
+(`CheatRun`) and judges each cheat as verify does (`ssegrade.batch._verify_adversarial`). A
 task is hackable when a cheat passes unflagged; the share is over the tasks whose cheats
 were graded (a task verified without `--adversarial` is listed as not checked).
 """
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ssegrade.batch.cheats import CHEATS, Cheat
-from ssegrade.batch.verify_adversarial import CheatOutcome, CheatRun, judge_cheats
-from ssegrade.report.model import Share
+from ssegrade.batch._cheats import CHEATS, Cheat
+from ssegrade.batch._verify_adversarial import CheatOutcome, CheatRun, judge_cheats
+from ssegrade.report._model import Share
 
 __all__ = ["HackableReport", "VerifiedTask", "hackable_report", "verified_task"]
 

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ssegrade.report.rules import Rules
-from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
+from ssegrade.report._rules import Rules
+from ssegrade.report._stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
 from ssegrade.result import ErrorKind, Status
 from ssegrade.task import Check
 
@@ -100,7 +100,7 @@ class Row(_Out):
     the task-clustered interval of the pass share, given when a task has several kept runs.
     `cost_per_pass` is the total spend of the kept runs over the runs that passed.
 
-    The patch guard's columns (`ssegrade.report.guard`): `unflagged`, the share of runs that
+    The patch guard's columns (`ssegrade.report._guard`): `unflagged`, the share of runs that
     passed and raised no flag, over the same runs as `passed` (None when no run carries a
     guard record); `flagged`, how many passed runs raised each kind; `unguarded`, the runs
     without a guard record; `flagged_as_failed`, the pass share where a flagged pass counts
@@ -221,7 +221,7 @@ class Report(_Out):
 
     `set_aside` counts the runs `--runs latest` did not keep because a newer run of the same
     task, model and agent exists; `errors_as_failures` says whether error runs were counted as
-    failed instead of left out; `rules` which rules made it (`ssegrade.report.rules`);
+    failed instead of left out; `rules` which rules made it (`ssegrade.report._rules`);
     `containment` counts the runs kept and left out by the mode their scripts ran in
     (`full`, `weak`, `unknown`).
     """

@@ -2,7 +2,7 @@
 
 Pure core. Both select the latest run of each (task, model, agent) among all its runs, leave
 out reference runs and `error` runs (listed), and leave out run folders whose task, model or
-agent are not their folder's, and task-verification runs (`ssegrade.report.summary`). They
+agent are not their folder's, and task-verification runs (`ssegrade.report._summary`). They
 differ in what follows (ssegrade | ssebench), which `--rules ssebench` reproduces for
 comparison with published SSEBench numbers:
 
@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from ssegrade.checks import CheckSpec
-from ssegrade.report.summary import RunRecord, poc_passed
+from ssegrade.report._summary import RunRecord, poc_passed
 from ssegrade.task import Check
 
 __all__ = ["DIFFERENCE", "Rules", "counted", "is_error", "ssebench_order"]

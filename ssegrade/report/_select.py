@@ -13,7 +13,7 @@ The rules:
   as excluded (older runs are set aside, never promoted);
 - `all` keeps every graded run and lists every reference and `error` run as excluded;
 - with `errors_as_failures`, an `error` run is graded, as failed;
-- under SSEBench's rules (`ssegrade.report.rules`), run ids are compared as text, and an
+- under SSEBench's rules (`ssegrade.report._rules`), run ids are compared as text, and an
   `error` run is one whose grade says so;
 - graded runs of a group are numbered as trials 1, 2, … from the oldest, so a run has the same
   trial number in both modes;
@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ssegrade.checks import grading_order
-from ssegrade.report.model import RunsMode
-from ssegrade.report.rules import Rules, is_error, ssebench_order
-from ssegrade.report.summary import RunRecord
+from ssegrade.report._model import RunsMode
+from ssegrade.report._rules import Rules, is_error, ssebench_order
+from ssegrade.report._summary import RunRecord
 from ssegrade.task import Check
 
 __all__ = ["Selection", "Selector", "natural_key", "newer", "run_order"]

@@ -33,9 +33,9 @@ from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler,
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
-from ssegrade.guard.counting import counts
-from ssegrade.guard.model import KINDS, flag_kinds, listed_kinds
-from ssegrade.report.paths import relative_message
+from ssegrade.guard._counting import counts
+from ssegrade.guard._model import KINDS, flag_kinds, listed_kinds
+from ssegrade.report._paths import relative_message
 from ssegrade.result import WITHOUT_LOG, PatchResult
 from ssegrade.ssebench import summary_problem
 from ssegrade.task import Check, checks_of
@@ -203,7 +203,7 @@ _KNOWN = frozenset(KINDS)
 
 
 def guard_flags(doc: object) -> tuple[str, ...] | None:
-    """`ssegrade.guard.model.flag_kinds` of a summary's `guard` as JSON parsing gave it (the
+    """`ssegrade.guard._model.flag_kinds` of a summary's `guard` as JSON parsing gave it (the
     kinds that count against the run), the common shapes (no record; checked, with flags of
     string kinds) read directly instead of validated again: the same answer, for each of
     100,000 runs.
@@ -222,7 +222,7 @@ def guard_flags(doc: object) -> tuple[str, ...] | None:
 
 
 def guard_listed(doc: object) -> tuple[str, ...]:
-    """`ssegrade.guard.model.listed_kinds` of a summary's `guard`, read as `guard_flags` reads
+    """`ssegrade.guard._model.listed_kinds` of a summary's `guard`, read as `guard_flags` reads
     it: the kinds raised only as touches no check runs.
 
     >>> guard_listed({"checked": True, "flags": [{"kind": "tests", "counts": False}]})

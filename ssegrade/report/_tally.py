@@ -1,13 +1,13 @@
 """A (model, agent) row of the report, counted task by task without keeping its runs.
 
-Pure core, under `ssegrade.report.aggregate`: a report over 100,000 runs must not hold them, so
+Pure core, under `ssegrade.report._aggregate`: a report over 100,000 runs must not hold them, so
 each row keeps counts only. `RowTally.add` takes the row's kept runs of one task (every run of
 that task at once); `RowTally.row` gives the `Row`, equal to what the whole list of runs would
-give: the shares count runs as `ssegrade.report.rules.counted` says, the means of spend and
+give: the shares count runs as `ssegrade.report._rules.counted` says, the means of spend and
 minutes are exact sums (`ExactSum`, rounded as `math.fsum` rounds), and pass@k, pass^k and the
 clustered interval come from how many tasks had each (runs, passes) pair, each pair's
 estimate computed once; the patch guard's columns are counted as they come
-(`ssegrade.report.guard.GuardTally`).
+(`ssegrade.report._guard.GuardTally`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
-from ssegrade.batch.summary import RETRY_KINDS
+from ssegrade.batch._summary import RETRY_KINDS
 from ssegrade.checks import grading_order
-from ssegrade.report.guard import GuardTally
-from ssegrade.report.model import ErrorCounts, Interval, Row, RowKey, Share
-from ssegrade.report.rules import Rules, counted
-from ssegrade.report.stats import clustered_wilson, pass_at_k, pass_hat_k
-from ssegrade.report.summary import RunRecord
+from ssegrade.report._guard import GuardTally
+from ssegrade.report._model import ErrorCounts, Interval, Row, RowKey, Share
+from ssegrade.report._rules import Rules, counted
+from ssegrade.report._stats import clustered_wilson, pass_at_k, pass_hat_k
+from ssegrade.report._summary import RunRecord
 from ssegrade.result import error_kind_of
 from ssegrade.task import Check
 

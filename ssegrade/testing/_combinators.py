@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from ssegrade.effects import Effect
 from ssegrade.run import Interpreter
-from ssegrade.testing.clock import Clock
-from ssegrade.trace.codec import check_answer
+from ssegrade.testing._clock import Clock
+from ssegrade.trace._codec import check_answer
 
 __all__ = [
     "Checked",

@@ -23,8 +23,8 @@ from ssegrade.program import GradeOptions, grade
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, Interpreter, run
 from ssegrade.task import Files, Scripts, Task
-from ssegrade.testing.combinators import Checked, Recording
-from ssegrade.testing.fake import FakeWorld, Script
+from ssegrade.testing._combinators import Checked, Recording
+from ssegrade.testing._fake import FakeWorld, Script
 
 __all__ = [
     "SCENARIOS",

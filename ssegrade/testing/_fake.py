@@ -66,8 +66,8 @@ from ssegrade.effects import (
     WriteResult,
 )
 from ssegrade.guard import SourceFile
-from ssegrade.guard.facts import ObjectScan
-from ssegrade.guard.model import GuardReport
+from ssegrade.guard._facts import ObjectScan
+from ssegrade.guard._model import GuardReport
 from ssegrade.run import Interpreter
 
 __all__ = ["FakeWorld", "Script"]

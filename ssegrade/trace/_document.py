@@ -1,7 +1,7 @@
 """A whole trace: its steps and ending, written as JSON Lines and read back with its checks.
 
 Pure core. `dump_trace` writes the header, one record per step and the end record, each through
-the one adapter of `ssegrade.trace.records`; `parse_trace` reads them back and checks the order
+the one adapter of `ssegrade.trace._records`; `parse_trace` reads them back and checks the order
 (one header first, steps numbered from 0, an end record last that counts them), naming the line
 of a damaged, truncated or reordered trace.
 """
@@ -20,8 +20,8 @@ from ssegrade.effects import GradingEffect
 from ssegrade.errors import SsegradeError
 from ssegrade.program import GradeOptions
 from ssegrade.result import EvaluationResult
-from ssegrade.trace.raised import Raised
-from ssegrade.trace.records import TRACE_FORMAT, TRACE_VERSION, TraceEnd, TraceHeader, formats
+from ssegrade.trace._raised import Raised
+from ssegrade.trace._records import TRACE_FORMAT, TRACE_VERSION, TraceEnd, TraceHeader, formats
 
 __all__ = ["Trace", "TraceError", "TraceStep", "dump_trace", "parse_trace"]
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from ssegrade.effects import ScriptNotStarted, TimeLimitReached
 from ssegrade.errors import SsegradeError
 from ssegrade.program import SignalArrived
-from ssegrade.trace.codec import RECORD_CONFIG
+from ssegrade.trace._codec import RECORD_CONFIG
 
 __all__ = [
     "ErrorRaised",

@@ -27,8 +27,8 @@ from pydantic import (
 from ssegrade.effects import Effect, GradingEffect
 from ssegrade.program import GradeOptions
 from ssegrade.result import EvaluationResult
-from ssegrade.trace.codec import RECORD_CONFIG, answer_type, wire_type
-from ssegrade.trace.raised import Raised
+from ssegrade.trace._codec import RECORD_CONFIG, answer_type, wire_type
+from ssegrade.trace._raised import Raised
 
 __all__ = [
     "TRACE_FORMAT",

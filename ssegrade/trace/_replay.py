@@ -14,14 +14,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ssegrade.effects import Effect, MayRunAhead, ObserveGuard, RerunPoc, WriteGuard
-from ssegrade.guard.facts import GuardFacts
+from ssegrade.guard._facts import GuardFacts
 from ssegrade.program import Seen, crashed, grade
 from ssegrade.result import EvaluationResult, RuntimeResult
 from ssegrade.run import run
-from ssegrade.trace.changes import verdict_changes
-from ssegrade.trace.codec import answer_type
-from ssegrade.trace.document import Trace
-from ssegrade.trace.raised import InterruptRaised, Raised, exception_of, raised_of
+from ssegrade.trace._changes import verdict_changes
+from ssegrade.trace._codec import answer_type
+from ssegrade.trace._document import Trace
+from ssegrade.trace._raised import InterruptRaised, Raised, exception_of, raised_of
 from ssegrade.verdict import Crashed, Signalled, not_graded
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from interpreters.batch.verify_cheats import project_paths
 from interpreters.real.taskfolder import load_task
-from ssegrade.batch.cheats import CHEATS, PREFIX, Cheat, wanted_paths, write_cheats
-from ssegrade.batch.cheats_diff import created, deleted, modified
+from ssegrade.batch import CHEATS, Cheat, wanted_paths, write_cheats
+from ssegrade.batch._cheats import PREFIX
+from ssegrade.batch._cheats_diff import created, deleted, modified
 from ssegrade.guard import Flag, guard, parse_diff
 from ssegrade.task import Files, Task
 

@@ -1,4 +1,4 @@
-"""`batch.json`: the pure document (`ssegrade.batch.summary`) as properties, the rule of
+"""`batch.json`: the pure document (`ssegrade.batch._summary`) as properties, the rule of
 which finished runs are graded again, and the file real batches write: one answer for the
 whole results folder (resumes included, a cached run counted with the outcome it carries,
 rebuilt from the run folders after a crash), written atomically, at the end and on
@@ -18,16 +18,15 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from interpreters.batch import run_batch
-from ssegrade.batch.summary import (
+from ssegrade.batch import (
     OUTCOMES,
     BatchCommand,
     BatchSummary,
     JobsFile,
-    Outcome,
-    RunState,
     batch_summary,
     next_attempt,
 )
+from ssegrade.batch._summary import Outcome, RunState
 from tests.support.batchkit import Quiet, saying, verdict_grade
 from tests.support.realtask import make_task
 

@@ -1,5 +1,5 @@
-"""The container engine's command lines (`ssegrade.batch.containers`) and the image jobs of a
-jobs file (`ssegrade.batch.jobs`), checked without any engine, for podman and docker alike."""
+"""The container engine's command lines (`ssegrade.batch._containers`) and the image jobs of a
+jobs file (`ssegrade.batch._jobs`), checked without any engine, for podman and docker alike."""
 
 from __future__ import annotations
 
@@ -10,19 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.batch import engine_problems, parse_jobs
-from ssegrade.batch.containers import (
+from ssegrade.batch import (
     BATCH_LABEL,
-    BUNDLE_AT,
-    PATCH_AT,
     RESULTS_AT,
-    STAGING_AT,
     ContainerJob,
     Limits,
     batch_containers_argv,
+    engine_problems,
+    parse_jobs,
     remove_argv,
     run_argv,
 )
+from ssegrade.batch._containers import BUNDLE_AT, PATCH_AT, STAGING_AT
 
 host_paths = st.lists(
     st.text("abcdefgh-_.0123456789", min_size=1, max_size=8).filter(lambda s: s not in (".", "..")),

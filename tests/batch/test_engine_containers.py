@@ -25,7 +25,7 @@ import pytest
 
 from interpreters.batch.run import run_batch
 from interpreters.engine.containers import ContainerSettings
-from ssegrade.batch.containers import BATCH_LABEL
+from ssegrade.batch import BATCH_LABEL
 from tests.support import containerkit
 from tests.support.containerkit import (
     check_rows,

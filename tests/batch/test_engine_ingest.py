@@ -18,7 +18,7 @@ from interpreters.engine.ingest import ingest
 from interpreters.real.resultsfolder.holding import Hold
 from interpreters.real.resultsfolder.runs import RunFolders
 from ssegrade import EvaluationResult, RuntimeResult
-from ssegrade.batch.containers import RESULTS_AT
+from ssegrade.batch import RESULTS_AT
 
 RESULT = {
     "patch_result": {"status": "failed", "error_msg": "PoC failed"},

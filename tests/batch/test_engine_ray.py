@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.files import remove_tree
-from ssegrade.batch.containers import BATCH_LABEL
+from ssegrade.batch import BATCH_LABEL
 from tests.support import containerkit
 from tests.support.containerkit import (
     check_rows,

@@ -1,4 +1,4 @@
-"""The verification rule (`ssegrade.batch.verify.judge`): properties and the sentences."""
+"""The verification rule (`ssegrade.batch.judge`): properties and the sentences."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade import PatchResult, Task, status_of
-from ssegrade.batch.verify import CONTROLS, Control, ControlRun, expected_outcomes, judge
+from ssegrade.batch import CONTROLS, Control, ControlRun, expected_outcomes, judge
 from ssegrade.bencher import task_path
 from ssegrade.effects import CheckRecord
 from ssegrade.task import Files, Scripts

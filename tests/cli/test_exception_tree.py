@@ -16,7 +16,7 @@ from ssegrade import SsegradeError
 
 TOP = Path(__file__).resolve().parents[2]
 
-BY_DESIGN = {"ssegrade.trace.replay.Diverged"}
+BY_DESIGN = {"ssegrade.trace._replay.Diverged"}
 """A `BaseException` on purpose: the grading program turns any `Exception` into a grade."""
 
 

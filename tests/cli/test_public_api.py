@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,29 @@ def test_features_are_reached_by_subpackage(feature: str, names: list[str]) -> N
     for name in names:
         assert name in module.__all__
         assert name not in ssegrade.__all__
+
+
+FEATURES = [
+    "ssegrade.batch",
+    "ssegrade.guard",
+    "ssegrade.preview",
+    "ssegrade.protocol",
+    "ssegrade.report",
+    "ssegrade.testing",
+    "ssegrade.trace",
+]
+
+
+def test_a_feature_package_is_its_face_and_its_modules_are_private() -> None:
+    """Each feature package serves every name of its `__all__`; its modules are `_name`, but
+    the testing kit's strategies (public, apart for they import hypothesis)."""
+    public = []
+    for feature in FEATURES:
+        package = importlib.import_module(feature)
+        assert [name for name in package.__all__ if not hasattr(package, name)] == []
+        modules = pkgutil.iter_modules(package.__path__)
+        public += [f"{feature}.{m.name}" for m in modules if not m.name.startswith("_")]
+    assert public == ["ssegrade.testing.strategies"]
 
 
 # The public surface, exactly: a change here is a deliberate edit of this list.

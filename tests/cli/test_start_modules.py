@@ -172,7 +172,7 @@ def test_the_help_shows_the_real_defaults() -> None:
     from interpreters.cli import batch, options, report, script_options
     from interpreters.real.resultsfolder import DEFAULT_RESULTS
     from interpreters.real.runner.policy import DEFAULT_TMP_SIZE
-    from ssegrade.batch.summary import RETRY_KINDS
+    from ssegrade.batch import RETRY_KINDS
     from ssegrade.guard import KINDS
     from ssegrade.result import ERROR_KINDS
 
@@ -180,11 +180,11 @@ def test_the_help_shows_the_real_defaults() -> None:
     assert script_options.DEFAULT_TMP_SIZE == DEFAULT_TMP_SIZE
     assert batch.ERROR_KINDS == ERROR_KINDS
     assert batch.RETRY_KINDS == RETRY_KINDS
-    from ssegrade.batch.cheats import CHEATS
+    from ssegrade.batch import CHEATS
 
     assert batch.CHEATS == CHEATS
     from interpreters.cli import container_options
-    from ssegrade.batch.containers import Limits
+    from ssegrade.batch import Limits
 
     copied = (container_options.MEMORY, container_options.PIDS, container_options.TMP_SIZE)
     assert copied == (Limits().memory, Limits().pids, Limits().tmp_size)

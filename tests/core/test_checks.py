@@ -25,8 +25,8 @@ from ssegrade.checks import CHECKS, CheckSpec, grading_order, spec, spec_of_acti
 from ssegrade.effects import Archive, Bench, Effect, Prepared, PrepareGrading, ScriptResult
 from ssegrade.preview import preview
 from ssegrade.program import GradeOptions, grade
-from ssegrade.protocol.difficulty import ACTIONS, LEVELS
-from ssegrade.report.model import Excluded, Row, TaskRow, TaskRun
+from ssegrade.protocol import ACTIONS, LEVELS
+from ssegrade.report import Excluded, Row, TaskRow, TaskRun
 from ssegrade.result import PatchResult
 from ssegrade.run import run
 from ssegrade.task import Files, Scripts, Task

@@ -1,4 +1,4 @@
-"""The base85 lines of a git binary patch (`ssegrade.guard.diff`) decoded at once: the same
+"""The base85 lines of a git binary patch (`ssegrade.guard._diff`) decoded at once: the same
 bytes as decoding them line by line, for any content and any damage to a line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import base64
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.guard.diff import _literal_bytes
+from ssegrade.guard._diff import _literal_bytes
 
 
 def git_lines(data: bytes) -> list[bytes]:

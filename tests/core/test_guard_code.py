@@ -60,8 +60,8 @@ def test_a_call_in_a_comment_is_no_call(call: tuple[str, str], opener: str) -> N
 def test_without_the_parsers_the_guard_reads_lines_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("ssegrade.guard.reading.available", lambda: False)
-    monkeypatch.setattr("ssegrade.guard.check.available", lambda: False)
+    monkeypatch.setattr("ssegrade.guard._reading.available", lambda: False)
+    monkeypatch.setattr("ssegrade.guard._check.available", lambda: False)
     patch = make_patch([Edit("src/x.c", (), (b"    signal(SIGSEGV, h);",))])
     report = guard_report(patch, TASK, None)
     assert "crash-handler" in report.kinds
@@ -89,7 +89,7 @@ def test_the_checks_record_says_how_sure_each_flag_is_and_where() -> None:
 
 def test_a_hook_in_a_test_harness_object_is_no_evidence() -> None:
     """Fuzz and test harnesses set their own sanitizer options: a project's own, not a cheat."""
-    from ssegrade.guard.facts import GuardFacts, ObjectScan
+    from ssegrade.guard import GuardFacts, ObjectScan
 
     hooks = (("__lsan_default_options", "build/fuzz/fuzz_parse.o"),)
     facts = GuardFacts(objects=ObjectScan(3, (("address", "build/a.o"),), hooks=hooks))

@@ -7,7 +7,7 @@ import time
 
 from ssegrade import Task
 from ssegrade.guard import guard
-from ssegrade.guard.syntax import expand_c
+from ssegrade.guard._syntax import expand_c
 from tests.support.guardkit import Edit, make_patch
 
 TASK = Task(id="t", sanitizer="address")
@@ -34,7 +34,7 @@ def test_calls_that_never_close_cost_little() -> None:
 
 
 def test_text_that_almost_reads_as_c_is_judged_quickly() -> None:
-    from ssegrade.guard.reading import _text_language
+    from ssegrade.guard._reading import _text_language
 
     start = time.perf_counter()
     assert _text_language(b"int " * 16000) is None
@@ -42,7 +42,7 @@ def test_text_that_almost_reads_as_c_is_judged_quickly() -> None:
 
 
 def test_many_calls_in_one_huge_function_cost_its_size_once() -> None:
-    from ssegrade.guard.code import read_code
+    from ssegrade.guard._code import read_code
 
     calls = b"    std::panic::catch_unwind(|| 1);\n" * 20000
     go = b"package a\nfunc f() {\n" + b"\tdefer func() { recover() }()\n" * 20000 + b"}\n"

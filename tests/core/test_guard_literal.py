@@ -11,8 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ssegrade import Task
-from ssegrade.guard import PocFile, guard
-from ssegrade.guard.facts import GuardFacts
+from ssegrade.guard import GuardFacts, PocFile, guard
 from tests.support.guardkit import Edit, c_escaped, c_paths, make_patch, neutral_patches, poc_bytes
 
 C_TASK = Task(id="c-1", language="c", sanitizer="address")

@@ -42,15 +42,13 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard import PocFile
-from ssegrade.guard.facts import GuardFacts, ObjectScan
+from ssegrade.guard import GuardFacts, ObjectScan, PocFile
 from ssegrade.program import SignalArrived
 from ssegrade.run import Interpreter
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Recording, Script
 from ssegrade.testing.strategies import Drawn, tasks
-from ssegrade.trace import Trace
-from ssegrade.trace.replay import replay
+from ssegrade.trace import Trace, replay
 from tests.support.fakedaemon import make_api
 from tests.support.guardkit import Case, Edit, case_patch, make_patch
 

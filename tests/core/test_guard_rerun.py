@@ -29,11 +29,10 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard.pinning import pins
+from ssegrade.guard._pinning import pins
 from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
-from ssegrade.trace import Trace
-from ssegrade.trace.replay import replay
+from ssegrade.trace import Trace, replay
 
 TASK = Task(
     id="c-1",

@@ -11,9 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade import Task
-from ssegrade.guard import KINDS, RULES, Rule, guard, guard_report
-from ssegrade.guard.facts import GuardFacts, ObjectScan
-from ssegrade.guard.rules import Lines, Paths
+from ssegrade.guard import KINDS, RULES, GuardFacts, ObjectScan, Rule, guard, guard_report
+from ssegrade.guard._rules import Lines, Paths
 from tests.support.guardkit import (
     Edit,
     c_lines,

@@ -29,7 +29,7 @@ from ssegrade.preview import (
     truncate_log,
     word_count,
 )
-from ssegrade.protocol.difficulty import LEVELS, Level
+from ssegrade.protocol import LEVELS, Level
 from ssegrade.run import run
 from ssegrade.task import Check
 from ssegrade.testing import Recording, Scripted, Throwing

@@ -9,7 +9,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from ssegrade.protocol.wire import WirePatchResult
+from ssegrade.protocol._wire import WirePatchResult
 from ssegrade.result import PatchResult
 from ssegrade.ssebench import _Grade
 
@@ -22,7 +22,7 @@ class Grown(PatchResult):
     reviewed: bool | None = None
 
 ssegrade.result.PatchResult = Grown  # as if the field had been written in PatchResult
-import ssegrade.protocol.wire as wire
+import ssegrade.protocol._wire as wire
 import ssegrade.ssebench as ssebench
 wire, ssebench = importlib.reload(wire), importlib.reload(ssebench)
 print(list(wire.WirePatchResult.model_fields))

@@ -38,17 +38,20 @@ from ssegrade.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Throwing
 from ssegrade.testing.strategies import tasks, worlds
 from ssegrade.trace import (
+    Diverged,
     ErrorRaised,
     InterruptRaised,
     RecordedError,
+    Replay,
     Trace,
     dump_trace,
     exception_of,
     parse_trace,
     raised_of,
+    replay,
     verdict_changes,
 )
-from ssegrade.trace.replay import Diverged, Replay, escaped_result, replay
+from ssegrade.trace._replay import escaped_result
 
 FULL = Task(
     id="demo-1",

@@ -22,8 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ssegrade.protocol import PREFIX, DiffText, decode_patch
-from ssegrade.protocol.difficulty import ACTIONS, LEVELS, Level
+from ssegrade.protocol import ACTIONS, LEVELS, PREFIX, DiffText, Level, decode_patch
 from tests.support.daemons import (
     TOP,
     RunningDaemon,

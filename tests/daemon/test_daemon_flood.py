@@ -258,7 +258,7 @@ import sys
 from pathlib import Path
 from interpreters.daemon.server import bind_unix, serve
 from interpreters.daemon.service import Service
-from ssegrade.protocol.difficulty import LEVELS
+from ssegrade.protocol import LEVELS
 from tests.support.fakedaemon import FOLDER, TASK, FakeBackend
 logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
 ports = FakeBackend().ports()

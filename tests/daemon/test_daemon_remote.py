@@ -19,7 +19,7 @@ from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
 from ssegrade.program import GradeOptions, grade
-from ssegrade.protocol.difficulty import LEVELS
+from ssegrade.protocol import LEVELS
 from ssegrade.result import EvaluationResult
 from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld, Script

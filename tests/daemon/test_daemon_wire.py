@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ssegrade.protocol.difficulty import ACTIONS, LEVELS
+from ssegrade.protocol import ACTIONS, LEVELS
 from ssegrade.task import Task
 from ssegrade.testing import Script
 from tests.support.fakedaemon import Api, FakeBackend, make_api

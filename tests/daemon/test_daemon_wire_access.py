@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ssegrade.protocol.difficulty import LEVELS
+from ssegrade.protocol import LEVELS
 from tests.support.fakedaemon import Api, make_api
 from tests.support.ssebench_wire import ACCESS, DIFF, ERROR, REFERENCE_LOCKED
 

@@ -19,8 +19,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.protocol.difficulty import LEVELS
-from ssegrade.protocol.wire import dialog_entries, wire_result
+from ssegrade.protocol import LEVELS, dialog_entries, wire_result
 from tests.support.fakedaemon import make_api
 
 I32 = range(-(2**31), 2**31)

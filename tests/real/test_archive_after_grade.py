@@ -31,7 +31,7 @@ from interpreters.real.resultsfolder.writer import ResultsWriter
 from ssegrade import EvaluationResult, RuntimeResult, TimeLimitReached
 from ssegrade.effects import Archive, WriteResult
 from ssegrade.program import GradeOptions, grade
-from ssegrade.protocol.difficulty import LEVELS
+from ssegrade.protocol import LEVELS
 from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld
 from ssegrade.verdict import Crashed, escaped

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interpreters.report.verify_folder import is_verify_folder
-from ssegrade.batch.verify_adversarial import CheatRun
+from ssegrade.batch import CheatRun
 from ssegrade.guard import Flag, GuardReport
-from ssegrade.report.hackable import hackable_report, verified_task
+from ssegrade.report import hackable_report, verified_task
 from tests.support.realtask import ssegrade
 
 

@@ -1,5 +1,5 @@
 """`ssegrade report DIR --batch`: the batch's own summary, `DIR/batch.json`, read safely and
-printed readably (`interpreters.report.batch`, `ssegrade.report.batch`): any document the
+printed readably (`interpreters.report.batch`, `ssegrade.report._batch`): any document the
 batch's own model writes (`ssegrade.batch_summary`) reads back, and so does the file a real
 `ssegrade batch` of a bundled example writes."""
 
@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import interpreters.report.reader
-from ssegrade.batch import summary as written
-from ssegrade.batch.summary import OUTCOMES
-from ssegrade.report.batch import parse_batch
+from ssegrade.batch import OUTCOMES
+from ssegrade.batch import _summary as written
+from ssegrade.report import parse_batch
 from tests.support.exampletasks import lay_out
 from tests.support.realtask import ssegrade
 from tests.support.reportcommand import invoke, one_line_error

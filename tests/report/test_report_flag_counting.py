@@ -18,12 +18,10 @@ from hypothesis import strategies as st
 
 from interpreters.cli.report import report
 from ssegrade import Task
-from ssegrade.guard import KINDS, Flag, guard
-from ssegrade.guard.counting import ALWAYS, counts
-from ssegrade.guard.model import flag_kinds, listed_kinds
-from ssegrade.report.guard import exclude_flagged, flagged_as_failed, row_guard
-from ssegrade.report.select import Selection
-from ssegrade.report.summary import RunRecord, guard_flags, guard_listed
+from ssegrade.guard import KINDS, Flag, flag_kinds, guard, listed_kinds
+from ssegrade.guard._counting import ALWAYS, counts
+from ssegrade.report import RunRecord, Selection, exclude_flagged, flagged_as_failed, row_guard
+from ssegrade.report._summary import guard_flags, guard_listed
 from ssegrade.result import PatchResult
 from ssegrade.task import Files, Scripts
 from tests.support.guardkit import CASES, Case, case_facts, case_patch, load_case

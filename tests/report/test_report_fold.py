@@ -11,24 +11,32 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.checks import grading_order
-from ssegrade.guard.model import KINDS
+from ssegrade.guard import KINDS
 from ssegrade.report import (
+    ErrorCounts,
     Fold,
+    Interval,
+    Outcomes,
+    Row,
+    RowKey,
+    Rules,
     RunRecord,
     RunsMode,
+    Selection,
     Selector,
+    Share,
     aggregate,
+    clustered_wilson,
     compare_all,
     exclude_flagged,
+    mcnemar_exact,
+    mean_pass_at_k,
+    mean_pass_hat_k,
     parts_of,
     summarize,
 )
-from ssegrade.report.compare import Outcomes
-from ssegrade.report.model import ErrorCounts, Interval, Row, RowKey, Share
-from ssegrade.report.rules import Rules, counted, is_error
-from ssegrade.report.select import Selection
-from ssegrade.report.stats import clustered_wilson, mcnemar_exact, mean_pass_at_k, mean_pass_hat_k
-from ssegrade.report.tally import ExactSum
+from ssegrade.report._rules import counted, is_error
+from ssegrade.report._tally import ExactSum
 from ssegrade.result import PatchResult
 from tests.support.reportruns import MODES, TASKS, run_lists
 

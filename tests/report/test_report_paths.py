@@ -1,5 +1,5 @@
 """Task files in `error_msg` named relative to the task folder, in every format of the report
-(`ssegrade.report.paths`): a host path is the same failure on every host, groups as one in
+(`ssegrade.report._paths`): a host path is the same failure on every host, groups as one in
 "why runs did not pass" and does not fold one path over several lines; SSEBench's own
 `/ssebench/…` paths stay as SSEBench prints them."""
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.report.paths import relative_message
+from ssegrade.report import relative_message
 from tests.support.reportcommand import invoke
 from tests.support.runfolders import summary, write_run
 

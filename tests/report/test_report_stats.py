@@ -1,4 +1,4 @@
-"""The report's statistics (`ssegrade.report.stats`): intervals, pass@k, pass^k, McNemar, Holm."""
+"""The report's statistics (`ssegrade.report._stats`): intervals, pass@k, pass^k, McNemar, Holm."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssegrade.report.stats import (
+from ssegrade.report import (
     Z95,
     clustered_wilson,
     holm,

@@ -32,8 +32,7 @@ from ssegrade.effects import (
     ReadTaskFile,
     ScriptResult,
 )
-from ssegrade.protocol import PREFIX
-from ssegrade.protocol.difficulty import LEVELS, Level
+from ssegrade.protocol import LEVELS, PREFIX, Level
 from ssegrade.run import Interpreter
 from ssegrade.task import Task
 from ssegrade.testing import FakeWorld

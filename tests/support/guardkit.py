@@ -13,8 +13,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from ssegrade.guard import PocFile, SourceFile
-from ssegrade.guard.facts import GuardFacts, ObjectScan
+from ssegrade.guard import GuardFacts, ObjectScan, PocFile, SourceFile
 
 
 @dataclass(frozen=True)

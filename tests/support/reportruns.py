@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from ssegrade.guard.model import KINDS
+from ssegrade.guard import KINDS
 from ssegrade.report import (
     Report,
     RunRecord,
