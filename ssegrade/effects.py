@@ -27,6 +27,7 @@ from typing import Generic, TypeVar, cast
 
 from returns.result import Result
 
+from ssegrade._guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.answers import (
     ApplyError,
     ArchiveError,
@@ -43,7 +44,6 @@ from ssegrade.answers import (
 from ssegrade.checks import Action
 from ssegrade.errors import SsegradeError
 from ssegrade.guard_document import GuardReport
-from ssegrade.guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.result import EvaluationResult
 
 __all__ = [

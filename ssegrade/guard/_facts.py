@@ -1,11 +1,11 @@
 """What the interpreter observes for the guard, the answers of its effects.
 
-Pure core. They live in `ssegrade.guard_facts`, a module of their own outside the guard, so that the
-effect vocabulary (`ssegrade.effects`) names them without loading the guard; the guard and its
+Pure core. They live in `ssegrade._guard_facts`, a module of their own outside the guard, so that
+the effect vocabulary (`ssegrade.effects`) names them without loading the guard; the guard and its
 readers import them from here or from there alike.
 """
 
-from ssegrade.guard_facts import (
+from ssegrade._guard_facts import (
     POC_BYTES,
     SOURCE_BYTES,
     SOURCE_FILES,
