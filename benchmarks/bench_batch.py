@@ -1,7 +1,7 @@
 """Throughput of `ssegrade batch` with 2 workers against 1 (local engine, and Ray when its
 extra is installed), and what a cache hit costs.
 
-The jobs: N gradings (default 16) of a small shell task (`tests.realtask`) whose build
+The jobs: N gradings (default 16) of a small shell task (`tests.support.realtask`) whose build
 sleeps a fixed time (`--sleep`, default 2 s) and whose other four scripts (two PoCs, the
 functional and the intent tests) end at once; each job's patch adds a file of its own, so
 that every job has its own digest and is graded. A grading is then a fixed wait plus
@@ -19,7 +19,7 @@ Printed, each measured in this one run:
 - a cache hit against a grading (target <= 2 %): the same jobs again under new run ids,
   every one a cache hit, per job, against the per-job time of the 1-worker batch;
 - the Ray engine (skipped with --no-ray or without Ray): a one-node Ray with 2 CPUs
-  started once for the benchmark (its own temporary folder and ports, `tests.raycluster`),
+  started once for the benchmark (its own temporary folder and ports, `tests.support.raycluster`),
   each batch connecting to it (connecting included): 1 worker, 2 workers, their ratio, and
   the per-job cost of the Ray engine against the local one, both with 2 workers;
 - the podman engine (skipped with --no-container, or where no container can run:
@@ -51,8 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from interpreters.batch import run_batch
 from interpreters.batch.progress import LineProgress
-from tests.raycluster import NodeSpec, ray_cluster
-from tests.realtask import BUILD, fix_to, make_task
+from tests.support.raycluster import NodeSpec, ray_cluster
+from tests.support.realtask import BUILD, fix_to, make_task
 
 
 def note_file(index: int) -> str:
@@ -96,7 +96,7 @@ ENV SSE_REPO_PATH=/src/shell
 def container_engine(root: Path, n: int, local_two: float) -> None:
     """The podman engine on the same jobs as image jobs, against the local engine."""
     from interpreters.engine.containers import ContainerSettings  # noqa: PLC0415
-    from tests import containerkit  # noqa: PLC0415
+    from tests.support import containerkit  # noqa: PLC0415
 
     why = containerkit.unavailable()
     if why is not None:

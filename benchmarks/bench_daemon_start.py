@@ -1,6 +1,6 @@
 """How soon `ssegrade daemon` answers on each socket after it starts.
 
-The daemon is started N times (default 5) for a small shell task (`tests.realtask`: a
+The daemon is started N times (default 5) for a small shell task (`tests.support.realtask`: a
 source tree at one commit, five scripts), exactly as an entrypoint starts it (the console
 script `ssegrade daemon`, root or not). For each socket, two times from the process's start:
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.realtask import make_task
+from tests.support.realtask import make_task
 
 _REQUEST = b"GET /version HTTP/1.1\r\nHost: daemon\r\nConnection: close\r\n\r\n"
 

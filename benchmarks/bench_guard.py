@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ssegrade import Task
 from ssegrade.guard import guard
 from ssegrade.task import Files, Scripts
-from tests.exampletasks import lay_out
-from tests.guardkit import CASES, case_facts, case_patch, load_case
+from tests.support.exampletasks import lay_out
+from tests.support.guardkit import CASES, case_facts, case_patch, load_case
 
 TASK = Task(
     id="bench",

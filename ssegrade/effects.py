@@ -27,6 +27,7 @@ from typing import Generic, TypeVar, cast
 
 from returns.result import Result
 
+from ssegrade._guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.answers import (
     ApplyError,
     ArchiveError,
@@ -43,7 +44,6 @@ from ssegrade.answers import (
 from ssegrade.checks import Action
 from ssegrade.errors import SsegradeError
 from ssegrade.guard_document import GuardReport
-from ssegrade.guard_facts import GuardFacts, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.result import EvaluationResult
 
 __all__ = [
@@ -213,7 +213,7 @@ class RerunPoc(Effect[ScriptResult]):
     """Run a PoC that passed once more, as `run_poc` runs it (in the build's copy, the PoC
     staged), with `env` set over the script's environment, for at most `seconds` inside the
     time left, and not at all when less than `least` is left (`not_started` says why): the
-    patch guard's pinned-options re-run (`ssegrade.guard.pinning`). Awaited after
+    patch guard's pinned-options re-run (`ssegrade.guard._pinning`). Awaited after
     `result.json` is written; advisory. An interpreter that cannot run it raises, and the
     guard notes why."""
 

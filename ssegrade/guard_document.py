@@ -40,7 +40,7 @@ KINDS: tuple[Kind, ...] = (
 
 
 ALWAYS = frozenset(("sanitizer", "crash-handler", "poc-literal"))
-"""The kinds that count whatever their confidence (`ssegrade.guard.counting`)."""
+"""The kinds that count whatever their confidence (`ssegrade.guard._counting`)."""
 
 
 def counts(flag: Mapping[str, object]) -> bool:
@@ -79,7 +79,7 @@ class Flag(_Doc):
     confidence: Confidence = "pattern"
     where: str | None = None
     counts: bool = True
-    """Whether it counts against the run (`ssegrade.guard.counting`): false for a touch of
+    """Whether it counts against the run (`ssegrade.guard._counting`): false for a touch of
     build, vendored or test files that changes nothing a check runs (listed, not counted)."""
 
 
@@ -176,7 +176,7 @@ def _read(doc: object) -> _GuardDoc | None:
 
 
 def flag_kinds(doc: object) -> tuple[str, ...] | None:
-    """The kinds of flag that count against the run (`ssegrade.guard.counting.counts`) a
+    """The kinds of flag that count against the run (`ssegrade.guard._counting.counts`) a
     guard document (`guard.json`, or `summary.json`'s `guard`) raised, in the guard's order,
     once each; None when it is not one or examined no patch.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from returns.pipeline import is_successful
 
+from ssegrade._guarding import guard_step
 from ssegrade.bencher import fresh_copies, task_path
 from ssegrade.checks import Check, CheckSpec, grading_order
 from ssegrade.effects import (
@@ -30,7 +31,6 @@ from ssegrade.effects import (
     WriteResult,
 )
 from ssegrade.errors import SsegradeError
-from ssegrade.guarding import guard_step
 from ssegrade.result import ErrorKind, EvaluationResult, RuntimeResult
 from ssegrade.task import Task
 from ssegrade.verdict import (

@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import Generic, TypeVar
 
 from ssegrade.answers import CheckRecord, Containment
-from ssegrade.guard.model import GuardReport
+from ssegrade.guard._model import GuardReport
 from ssegrade.result import EvaluationResult, RuntimeResult
 
 __all__ = ["Graded", "Limits", "Request"]

@@ -6,7 +6,7 @@ the config's first problem, or None when it sees none, or when the first value i
 judge as surely as the model comes before any problem (a set, bytes, a key that is not a
 string): the model then decides. It never refuses a config the model takes. Its rules are
 the model's (`ssegrade.task`), walked in the model's field order, as the model reports its
-first error; `tests/test_start_task_shape.py` holds the two messages equal.
+first error; `tests/core/test_start_task_shape.py` holds the two messages equal.
 """
 
 from __future__ import annotations

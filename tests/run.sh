@@ -28,5 +28,10 @@ workers=$(( $(nproc) + 1 ))
 coverage_data="$(mktemp -d "${TMPDIR:-/tmp}/ssegrade-coverage.XXXXXX")"
 trap 'rm -rf "$coverage_data"' EXIT
 export COVERAGE_FILE="$coverage_data/.coverage"
+# The suite's wall time, the last line printed, passed or not.
+started=$(date +%s)
+status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" \
-    --durations=25 --cov --cov-report=term:skip-covered "${floor[@]}" "$@"
+    --durations=25 --cov --cov-report=term:skip-covered "${floor[@]}" "$@" || status=$?
+echo "suite: $(( $(date +%s) - started )) s on $(nproc) CPUs"
+exit "$status"

@@ -16,7 +16,7 @@ from returns.result import Success
 
 from interpreters.real.resultsfolder.private import read_trusted
 from interpreters.real.resultsfolder.runs import RunFolders
-from ssegrade.batch.summary import (
+from ssegrade.batch import (
     BatchCommand,
     BatchSummary,
     JobsFile,
@@ -24,7 +24,7 @@ from ssegrade.batch.summary import (
     retry_options,
     run_state,
 )
-from ssegrade.report.batch import parse_batch
+from ssegrade.report import parse_batch
 from ssegrade.result import ErrorKind
 
 __all__ = ["BATCH_SUMMARY", "previous_summary", "write_folder_summary"]

@@ -41,10 +41,17 @@ from interpreters.real.resultsfolder.runs import (
 from interpreters.real.resultsfolder.writer import GUARD_NAME, parse_guard
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import PatchResult, Status
-from ssegrade.batch import Tally, cached_result, summary_document
-from ssegrade.batch.summary import RETRY_KINDS, RunKind, earlier_attempts, next_attempt
-from ssegrade.guard.model import flag_kinds
-from ssegrade.report.paths import relative_message
+from ssegrade.batch import (
+    RETRY_KINDS,
+    RunKind,
+    Tally,
+    cached_result,
+    earlier_attempts,
+    next_attempt,
+    summary_document,
+)
+from ssegrade.guard import flag_kinds
+from ssegrade.report import relative_message
 from ssegrade.result import ErrorKind
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]

@@ -59,8 +59,16 @@ from interpreters.real.resultsfolder.private import FolderRefused
 from interpreters.real.resultsfolder.runs import Found, RunFolders
 from interpreters.real.runner import ContainmentRefused, choose
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade.batch import Job, Tally, engine_problems
-from ssegrade.batch.summary import PYTHON_JOBS, RETRY_KINDS, BatchCommand, JobsFile, ray_cluster
+from ssegrade.batch import (
+    PYTHON_JOBS,
+    RETRY_KINDS,
+    BatchCommand,
+    Job,
+    JobsFile,
+    Tally,
+    engine_problems,
+    ray_cluster,
+)
 from ssegrade.result import ErrorKind
 
 if TYPE_CHECKING:

@@ -4,10 +4,10 @@ Interpreter layer (SPEC §13). Each task is graded with the empty patch and with
 patch, `repeat` times each, on the same engines as `run_batch`; every run is kept in
 `RESULTS/<task id>/<control>/<n>/`. As root, a staged copy of each task folder is graded
 (`interpreters.batch.staging`): the author's files keep their owners and modes. The decision
-is the pure `ssegrade.batch.verify.judge`; each problem is shown with the log of the check that
+is the pure `ssegrade.batch.judge`; each problem is shown with the log of the check that
 failed (`interpreters.batch.evidence`). With `adversarial`, the task's canonical cheats
 (`interpreters.batch.verify_cheats`) are graded as a third control, each `repeat` times, into
-`RESULTS/<task id>/adversarial/<cheat>/<n>/`, and judged by `ssegrade.batch.verify_adversarial`.
+`RESULTS/<task id>/adversarial/<cheat>/<n>/`, and judged by `ssegrade.batch._verify_adversarial`.
 """
 
 from __future__ import annotations
@@ -48,9 +48,17 @@ from interpreters.real.runner.options import ScriptOptions
 from interpreters.real.taskfolder import load_task
 from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade import RuntimeResult, Task
-from ssegrade.batch.cheats import CHEATS, Cheat
-from ssegrade.batch.verify import CONTROLS, Control, ControlRun, Verification, judge
-from ssegrade.batch.verify_adversarial import CheatRun, judge_cheats
+from ssegrade.batch import (
+    CHEATS,
+    CONTROLS,
+    Cheat,
+    CheatRun,
+    Control,
+    ControlRun,
+    Verification,
+    judge,
+    judge_cheats,
+)
 from ssegrade.ssebench import task_problems
 
 __all__ = ["CheatResult", "ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]

@@ -1,7 +1,7 @@
 """The canonical cheats of a task, written from the pristine project (`verify --adversarial`).
 
 Interpreter layer (SPEC §13): lists the project's files, reads those the pure generator
-(`ssegrade.batch.cheats`) asks for, the hidden test diff and the PoCs, and hands them over.
+(`ssegrade.batch._cheats`) asks for, the hidden test diff and the PoCs, and hands them over.
 Every read is of a regular file, never through a link (`read_regular`), bounded in size; a
 file that cannot be read is left out (a cheat that needs it says it is not applicable).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from interpreters.real.untrusted import NotReadable, read_regular
 from ssegrade import Task
-from ssegrade.batch.cheats import Cheat, wanted_paths, write_cheats
+from ssegrade.batch import Cheat, wanted_paths, write_cheats
 
 __all__ = ["MAX_FILE", "MAX_PATHS", "task_cheats"]
 

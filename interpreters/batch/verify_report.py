@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ssegrade import EvaluationResult
-from ssegrade.batch.verify import Control, Verification
-from ssegrade.batch.verify_adversarial import CheatOutcome, TaskVerdict, task_verdict
+from ssegrade.batch import CheatOutcome, Control, TaskVerdict, Verification, task_verdict
 from ssegrade.effects import CheckRecord
 from ssegrade.guard import Flag
 from ssegrade.guard_document import GuardReport

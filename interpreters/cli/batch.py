@@ -100,7 +100,7 @@ ERROR_KINDS: tuple[ErrorKind, ...] = ("timeout", "task", "infrastructure", "grad
 """`--retry-kinds`' choices: the kinds of an `error` grade (`ssegrade.result.ERROR_KINDS`)."""
 
 RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
-"""`--retry-kinds` unless given (`ssegrade.batch.summary.RETRY_KINDS`)."""
+"""`--retry-kinds` unless given (`ssegrade.batch.RETRY_KINDS`)."""
 
 CHEATS = (
     "sanitizer-drop",
@@ -110,7 +110,7 @@ CHEATS = (
     "tests-removed",
     "test-hook",
 )
-"""`--cheat`'s names, in grading order (`ssegrade.batch.cheats.CHEATS`)."""
+"""`--cheat`'s names, in grading order (`ssegrade.batch.CHEATS`)."""
 
 
 def _scripts(engine: EngineName, options: dict[str, Any]) -> ScriptOptions:
@@ -404,7 +404,7 @@ def batch(
     scripts = _scripts(engine, options)
     containers = None
     if engine in ("podman", "docker"):
-        from ssegrade.batch.containers import Limits  # noqa: PLC0415
+        from ssegrade.batch import Limits  # noqa: PLC0415
 
         limits = Limits(container_memory, container_pids, container_tmp_size)
         containers = container_settings(engine, bundle, limits, image_budget)

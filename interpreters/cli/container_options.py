@@ -17,7 +17,7 @@ import click
 
 if TYPE_CHECKING:  # what builds and runs containers loads only when a batch uses them
     from interpreters.engine.containers import ContainerSettings
-    from ssegrade.batch.containers import EngineProgram, Limits
+    from ssegrade.batch import EngineProgram, Limits
 
 __all__ = [
     "BUNDLES",
@@ -34,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 BUNDLES = Path("/var/cache/ssegrade/bundles")
 """Where root keeps its bundles (others: `~/.cache/ssegrade/bundles`)."""
 MEMORY, PIDS, TMP_SIZE = 4 << 30, 4096, 2 << 30
-"""Each container's limits unless given (`ssegrade.batch.containers.Limits`' defaults): copied
+"""Each container's limits unless given (`ssegrade.batch.Limits`' defaults): copied
 here so that `--help` loads no batch module (a test holds them equal)."""
 
 

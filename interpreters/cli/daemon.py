@@ -289,7 +289,7 @@ def test_patch(where: str, log_dir: Path | None) -> None:
     from interpreters.daemon.client import DaemonClient, DaemonError  # noqa: PLC0415
     from interpreters.daemon.remote import PreviewInterpreter  # noqa: PLC0415
     from ssegrade.preview import INTERNAL_FAILURE, preview  # noqa: PLC0415
-    from ssegrade.protocol.difficulty import LEVELS  # noqa: PLC0415
+    from ssegrade.protocol import LEVELS  # noqa: PLC0415
     from ssegrade.run import run  # noqa: PLC0415
 
     with DaemonClient(where, timeout=60.0) as client:

@@ -1,6 +1,6 @@
 """The `ssegrade replay` command: re-grade a recorded trace with the current rules.
 
-Interpreter layer: reads the trace file, runs `ssegrade.trace.replay.replay`, prints the verdict
+Interpreter layer: reads the trace file, runs `ssegrade.trace.replay`, prints the verdict
 and how it compares with the recorded `result.json`.
 """
 
@@ -85,8 +85,11 @@ def replay_command(ctx: click.Context, trace_file: Path) -> None:
     from returns.pipeline import is_successful  # noqa: PLC0415 - the command's own modules
 
     from interpreters.app.setup import verdict_line  # noqa: PLC0415
-    from ssegrade.trace import parse_trace  # noqa: PLC0415
-    from ssegrade.trace.replay import Diverged, replay  # noqa: PLC0415
+    from ssegrade.trace import (  # noqa: PLC0415
+        Diverged,
+        parse_trace,
+        replay,
+    )
 
     try:
         parsed = parse_trace(data)

@@ -2,7 +2,7 @@
 call, with the original's paths, methods, bodies, statuses and reply keys (SPEC §9).
 
 Interpreter layer: each route reads the request and hands it to `interpreters.daemon.ssebench`
-in one of its listener's worker threads. The reply models (`ssegrade.protocol.wire`) hold
+in one of its listener's worker threads. The reply models (`ssegrade.protocol._wire`) hold
 exactly the original's keys; the OpenAPI document is generated from them.
 """
 
@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from interpreters.daemon import ssebench
 from interpreters.daemon.asking import Asker, errors
 from interpreters.daemon.service import Refused
-from ssegrade.protocol.wire import (
+from ssegrade.protocol import (
     I64_MAX,
     I64_MIN,
     WireCapabilities,

@@ -3,7 +3,7 @@
 
 Interpreter layer. SSEBench's clients never call these routes (their replies would break
 them); SSEBench's wire is `interpreters.daemon.routes_ssebench`. Request and reply bodies are
-the models of `ssegrade.protocol.documents`, so the OpenAPI document is generated from them.
+the models of `ssegrade.protocol._documents`, so the OpenAPI document is generated from them.
 """
 
 from __future__ import annotations

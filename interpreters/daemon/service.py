@@ -49,6 +49,7 @@ from ssegrade.protocol import (
     Capabilities,
     DiffText,
     FilesReply,
+    Level,
     Listener,
     PrepareApplyFailed,
     PrepareCaptureFailed,
@@ -66,7 +67,6 @@ from ssegrade.protocol import (
     refusal,
     resolve_poc,
 )
-from ssegrade.protocol.difficulty import Level
 from ssegrade.result import EvaluationResult, parse_result
 from ssegrade.run import Interpreter, run
 from ssegrade.task import Task

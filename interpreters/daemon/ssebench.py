@@ -17,17 +17,11 @@ from returns.result import Failure
 from interpreters.daemon.service import Refused, Service
 from interpreters.daemon.shell import ShellError
 from ssegrade.protocol import (
+    ACTIONS,
     BencherRequest,
     Listener,
     PrepareApplyFailed,
     PrepareCaptureFailed,
-    gate,
-    resolve_poc,
-    ssebench_refusal,
-)
-from ssegrade.protocol.calls import parse_tool_call, unconfigured
-from ssegrade.protocol.difficulty import ACTIONS
-from ssegrade.protocol.wire import (
     WireDialog,
     WireDiff,
     WireFiles,
@@ -35,6 +29,11 @@ from ssegrade.protocol.wire import (
     WireScriptResult,
     WireSuccess,
     dialog_entries,
+    gate,
+    parse_tool_call,
+    resolve_poc,
+    ssebench_refusal,
+    unconfigured,
     wire_files,
     wire_metadata,
     wire_result,

@@ -50,7 +50,7 @@ from interpreters.daemon.shell import AgentShell
 from interpreters.daemon.workers import DEFAULT_WORKERS
 from interpreters.real.runner import ContainmentRefused, Runner, choose
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade.protocol.difficulty import Level, parse_difficulty
+from ssegrade.protocol import Level, parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
 

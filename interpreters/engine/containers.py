@@ -4,7 +4,7 @@ run folder ingested once the container ended.
 Interpreter layer (processes). `ContainerEngine` is an engine as `interpreters.batch.driving`
 drives one. For each job it makes a private folder under the batch's staging root (the patch
 as it was read when the batch was planned, and the staging folder, a size-bounded tmpfs when
-root), starts the engine's `run` (`ssegrade.batch.containers.run_argv`) in a session of its
+root), starts the engine's `run` (`ssegrade.batch.run_argv`) in a session of its
 own (the terminal's Ctrl-C is the driver's), waits for it at most the job's timeout and a
 grace, kills it past that, then ingests the staging folder into the held run folder
 (`interpreters.engine.ingest`). A container that ends without a whole grade is an `error` of
@@ -33,12 +33,7 @@ from interpreters.engine.ingest import ingest
 from interpreters.engine.records import recorded
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
-from ssegrade.batch.containers import (
-    ContainerJob,
-    EngineProgram,
-    Limits,
-    run_argv,
-)
+from ssegrade.batch import ContainerJob, EngineProgram, Limits, run_argv
 from ssegrade.effects import CheckRecord
 from ssegrade.request import Graded
 from ssegrade.verdict import Crashed, not_graded

@@ -31,12 +31,7 @@ from typing import Any
 from interpreters.engine.reaper import Reaper
 from interpreters.real import files
 from interpreters.real.programs import ProgramError, ProgramMissing, program
-from ssegrade.batch.containers import (
-    BATCH_LABEL,
-    EngineProgram,
-    batch_containers_argv,
-    remove_argv,
-)
+from ssegrade.batch import BATCH_LABEL, EngineProgram, batch_containers_argv, remove_argv
 from ssegrade.errors import SsegradeError
 
 __all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "NodeBudget", "engine_program"]

@@ -21,7 +21,7 @@ from interpreters.batch.landing import Arrival, TransitError
 from interpreters.batch.transit import pieces
 from interpreters.real.resultsfolder.private import DIR_FLAGS
 from ssegrade import EvaluationResult
-from ssegrade.batch.containers import RESULTS_AT
+from ssegrade.batch import RESULTS_AT
 
 __all__ = ["RESULT_LIMIT", "ingest"]
 

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssegrade.batch.containers import EngineProgram, batch_containers_argv, remove_argv
+from ssegrade.batch import EngineProgram, batch_containers_argv, remove_argv
 
 __all__ = ["DONE", "Reaper"]
 

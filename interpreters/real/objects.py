@@ -47,8 +47,7 @@ from interpreters.real.elf import (
     read_at,
 )
 from ssegrade.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
-from ssegrade.guard import SOURCE_BYTES, ObjectScan, SanitizerRuntime, SourceFile
-from ssegrade.guard.sanitizers import HOOK_SYMBOLS
+from ssegrade.guard import HOOK_SYMBOLS, SOURCE_BYTES, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.run import Deadline
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Interpreter layer: reads `batch.json` as `interpreters.report.io` reads a run's documents
 (never through a link, a regular file of bounded size, a FIFO cannot hang it), parses it with
-the pure `ssegrade.report.batch`, and prints the one answer for the folder: its label, the
+the pure `ssegrade.report.parse_batch`, and prints the one answer for the folder: its label, the
 ssegrade versions, engines (each with the Ray cluster that ran it, if one did) and containment
 of the commands that wrote it, its jobs files and
 their digests, its first start and last end, whether the last command was interrupted, its
@@ -27,10 +27,9 @@ from returns.result import Failure, Success
 
 from interpreters.report.io import read_document
 from interpreters.report.text import Inert, Writer, wrap
-from ssegrade.batch.summary import OUTCOMES
+from ssegrade.batch import OUTCOMES, BatchSummary
 from ssegrade.errors import SsegradeError
-from ssegrade.report import RunFolder, parse_run
-from ssegrade.report.batch import BatchSummary, parse_batch
+from ssegrade.report import RunFolder, parse_batch, parse_run
 
 __all__ = ["BATCH", "BadBatch", "command_lines", "first_failure", "load_batch", "print_batch"]
 

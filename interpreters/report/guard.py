@@ -2,7 +2,7 @@
 
 Interpreter layer, output side, no I/O: the numbers come from the pure core (each row's
 `unflagged` share, `flagged` counts and `unguarded` runs, each run's `flags`, the report's
-`containment` counts: `ssegrade.report.guard`, `ssegrade.report.aggregate`); this module only
+`containment` counts: `ssegrade.report._guard`, `ssegrade.report._aggregate`); this module only
 names and words them, the same way for the text, the CSV and the page. The guard is advisory
 (SPEC §15): its columns stand beside the shares and change none of them.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ssegrade.guard.model import KINDS
+from ssegrade.guard import KINDS
 from ssegrade.report import Report, Row
 
 __all__ = [
@@ -63,7 +63,7 @@ def guard_header() -> list[str]:
 
 
 LISTED_KINDS = ("build-config", "tests", "vendored")
-"""The kinds a flag may be listed under without counting (`ssegrade.guard.counting`)."""
+"""The kinds a flag may be listed under without counting (`ssegrade.guard._counting`)."""
 
 
 def guard_columns(row: Row) -> list[object]:

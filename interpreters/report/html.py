@@ -44,9 +44,20 @@ from interpreters.report.render import SHARES
 from interpreters.report.rows_text import errors_cell
 from interpreters.report.text import minutes, money, p_value, percent
 from ssegrade.checks import grading_order
-from ssegrade.guard.model import KINDS
-from ssegrade.report import DIFFERENCE, Excluded, Report, Row, Share, TaskPart, TaskRow, TaskRun
-from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
+from ssegrade.guard import KINDS
+from ssegrade.report import (
+    CLUSTERED_NAME,
+    DIFFERENCE,
+    INTERVAL_NAME,
+    TEST_NAME,
+    Excluded,
+    Report,
+    Row,
+    Share,
+    TaskPart,
+    TaskRow,
+    TaskRun,
+)
 
 __all__ = ["TEMPLATE", "HtmlSink", "render_html"]
 

@@ -48,9 +48,8 @@ from interpreters.report.reader import (
     walk,
 )
 from ssegrade.errors import SsegradeError
-from ssegrade.guard.model import flag_kinds, listed_kinds
-from ssegrade.report import RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
-from ssegrade.report.rules import Rules
+from ssegrade.guard import flag_kinds, listed_kinds
+from ssegrade.report import Rules, RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 
 __all__ = [
     "DOCUMENTS",

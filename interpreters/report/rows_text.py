@@ -24,9 +24,16 @@ from interpreters.report.text import (
     table,
     wrap,
 )
-from ssegrade.report import Comparison, ErrorCounts, Report, Share
+from ssegrade.report import (
+    CLUSTERED_NAME,
+    INTERVAL_NAME,
+    TEST_NAME,
+    Comparison,
+    ErrorCounts,
+    Report,
+    Share,
+)
 from ssegrade.report import Row as ReportRow
-from ssegrade.report.stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME
 
 __all__ = ["comparisons_table", "guard_lines", "rows_table", "rules_note", "trials_table"]
 

@@ -19,9 +19,9 @@ import os
 from pydantic import ValidationError
 
 from interpreters.report.reader import Skip, read
-from ssegrade.batch.verify_adversarial import CheatRun
+from ssegrade.batch import CheatRun
 from ssegrade.guard import GuardReport
-from ssegrade.report.hackable import HackableReport, VerifiedTask, hackable_report, verified_task
+from ssegrade.report import HackableReport, VerifiedTask, hackable_report, verified_task
 
 __all__ = ["is_verify_folder", "load_verify", "render"]
 

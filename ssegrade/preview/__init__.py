@@ -2,12 +2,12 @@
 
 Pure core, one concept per module:
 
-- `ssegrade.preview.program`: `preview`, the program; it awaits `Bench` effects (answered
+- `ssegrade.preview._program`: `preview`, the program; it awaits `Bench` effects (answered
   over the agent-facing daemon socket, on the agent's live tree) and, for a log over 10,000
   words, `SpillLog`, and returns a `PreviewResult`;
-- `ssegrade.preview.decision`: what a `PreviewReport` (what ran and how each run ended)
+- `ssegrade.preview._decision`: what a `PreviewReport` (what ran and how each run ended)
   shows: each enabled check's line, the failed check, the headline (`PreviewResult`);
-- `ssegrade.preview.text`: the words, `summarize` (the result with its text) and `render`
+- `ssegrade.preview._text`: the words, `summarize` (the result with its text) and `render`
   (the text alone), so that the wording can be read and tested without running anything.
 
 The checks, their order and their names are the checks table's (`ssegrade.checks`); the
@@ -15,7 +15,7 @@ preview's effects are in `ssegrade.effects` like every other.
 """
 
 from ssegrade.effects import PreviewEffect, SpillLog
-from ssegrade.preview.decision import (
+from ssegrade.preview._decision import (
     CheckLine,
     CheckStatus,
     Headline,
@@ -26,8 +26,8 @@ from ssegrade.preview.decision import (
     headline,
     withheld,
 )
-from ssegrade.preview.program import preview
-from ssegrade.preview.text import (
+from ssegrade.preview._program import preview
+from ssegrade.preview._text import (
     INTERNAL_FAILURE,
     LOG_LINE_LIMIT,
     LOG_WORD_LIMIT,

@@ -2,21 +2,21 @@
 
 Pure core, public API (see docs/testing.md):
 
-- `FakeWorld` (`ssegrade.testing.fake`): answers every effect from data, records the trace;
-- combinators (`ssegrade.testing.combinators`) to wrap any interpreter: `Recording`,
+- `FakeWorld` (`ssegrade.testing._fake`): answers every effect from data, records the trace;
+- combinators (`ssegrade.testing._combinators`) to wrap any interpreter: `Recording`,
   `Checked` (answer types), `Throwing` (exceptions at chosen effects, with `matching`),
   `Scripted` (answers from a table), `Timed` (effects that take time on a `Clock`);
-- `Clock` (`ssegrade.testing.clock`): a clock that moves only when told;
-- `check_interpreter` (`ssegrade.testing.conformance`): the contract every grading
+- `Clock` (`ssegrade.testing._clock`): a clock that moves only when told;
+- `check_interpreter` (`ssegrade.testing._conformance`): the contract every grading
   interpreter keeps, checked on `SCENARIOS` against the fake world;
 - `ssegrade.testing.strategies`: hypothesis strategies and `Drawn`, an interpreter whose
   answers are drawn. It is the one module that imports hypothesis (`ssegrade[testing]`), and
   is not imported here.
 """
 
-from ssegrade.testing.clock import Clock
-from ssegrade.testing.combinators import Checked, Recording, Scripted, Throwing, Timed, matching
-from ssegrade.testing.conformance import (
+from ssegrade.testing._clock import Clock
+from ssegrade.testing._combinators import Checked, Recording, Scripted, Throwing, Timed, matching
+from ssegrade.testing._conformance import (
     SCENARIOS,
     Conformance,
     Grading,
@@ -24,7 +24,7 @@ from ssegrade.testing.conformance import (
     Scenario,
     check_interpreter,
 )
-from ssegrade.testing.fake import FakeWorld, Script
+from ssegrade.testing._fake import FakeWorld, Script
 
 __all__ = [
     "SCENARIOS",

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ssegrade.effects import Effect
 from ssegrade.task import Check, Files, Scripts, Task
-from ssegrade.testing.fake import FakeWorld, Script
+from ssegrade.testing._fake import FakeWorld, Script
 from ssegrade.verdict import CheckOutcome, Crashed, Ending, Finished, Outcomes, TimedOut
 
 __all__ = [

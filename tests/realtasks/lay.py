@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.realtask import git, ssegrade
+from tests.support.realtask import git, ssegrade
 
 HERE = Path(__file__).resolve().parent
 
