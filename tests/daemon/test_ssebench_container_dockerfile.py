@@ -30,7 +30,7 @@ from tests.support.dockerkit import Daemon, docker_engine, python_slim
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"kvconf": "", "rle": "gcc make libc6-dev"}
 """The `PACKAGES` build argument of each example, as docs/operators.md gives it."""
 STAND_IN = """FROM {base}
