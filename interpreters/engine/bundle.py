@@ -91,10 +91,25 @@ def requirements(extras: tuple[str, ...] = EXTRAS) -> list[str]:
     return wanted
 
 
+def _site() -> list[str]:
+    """The running environment's own site-packages folders."""
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+
+
+def _ssegrade() -> importlib.metadata.Distribution:
+    """ssegrade's distribution in the running environment (its version, its metadata)."""
+    found = list(importlib.metadata.distributions(name="ssegrade", path=_site()))
+    return found[0] if found else importlib.metadata.distribution("ssegrade")
+
+
 def _pins() -> str:
-    """Every distribution of the running environment, pinned: the bundle's versions."""
+    """Every distribution of the running environment, pinned: the bundle's versions. Read from
+    the environment's own site-packages, not from `sys.path`: a `PYTHONPATH` or a folder a
+    process put on its path would change the bundle's name (and make another bundle) without
+    changing what the bundle holds."""
     names = {}
-    for distribution in importlib.metadata.distributions():
+    for distribution in importlib.metadata.distributions(path=_site()):
         name = distribution.metadata["Name"]
         if name and name.lower() != "ssegrade":
             names[name.lower()] = f"{name}=={distribution.version}"
@@ -119,7 +134,7 @@ def bundle_name() -> str:
     for name, path in _package_files():
         digest.update(f"{name}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
-    version = importlib.metadata.version("ssegrade")
+    version = _ssegrade().version
     return (
         f"ssegrade-{version}-py{sys.version_info[0]}{sys.version_info[1]}-{digest.hexdigest()[:12]}"
     )
@@ -231,7 +246,7 @@ def _install_dependencies(site: Path) -> None:
 
 def _install_ssegrade(site: Path) -> None:
     """Copy ssegrade's packages into `site`, with the metadata `--version` reads."""
-    distribution = importlib.metadata.distribution("ssegrade")
+    distribution = _ssegrade()
     info = site / f"ssegrade-{distribution.version}.dist-info"
     info.mkdir()
     metadata = distribution.metadata

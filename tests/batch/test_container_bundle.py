@@ -132,3 +132,18 @@ def test_a_bundle_that_cannot_be_made_is_one_error_line(work: Path, where: str) 
     assert done.returncode in (1, 2), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("ssegrade: error: ")
+
+
+def test_the_bundle_s_name_is_the_environment_s_whatever_the_path_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A test worker, or a PYTHONPATH, may put another distribution on the path: the bundle
+    # holds the environment's packages, so its name must not move (two builders named the same
+    # bundle, the test's worker another).
+    before = bundle.bundle_name()
+    info = tmp_path / "zz_bundle_test_extra-0.0.1.dist-info"
+    info.mkdir()
+    metadata = "Metadata-Version: 2.1\nName: zz-bundle-test-extra\nVersion: 0.0.1\n"
+    (info / "METADATA").write_text(metadata)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert bundle.bundle_name() == before
