@@ -16,7 +16,8 @@
 #    network (the Debian mirror alone).
 # 5. Docker (apt docker.io: dockerd, containerd, runc), for the tests' docker variants. No
 #    daemon is started here, nor by the package: the tests start a private dockerd for their
-#    session (tests/support/dockerkit.py). Images reach it from podman (`podman save | docker load`).
+#    session (tests/support/dockerkit.py). Images reach it from podman
+#    (`podman save | docker load`).
 #
 # The engine reads tests/containers/containers.conf (CONTAINERS_CONF), never /etc.
 set -euo pipefail
