@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from interpreters.real import git
-from ssegrade.effects import Capture
+from ssegrade.internal.effects import Capture
 
 
 def plain_env(home: Path) -> dict[str, str]:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ssegrade import Task
 from ssegrade.guard import guard
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.task import Files, Scripts
 from tests.support.exampletasks import lay_out
 from tests.support.guardkit import CASES, case_facts, case_patch, load_case
 

@@ -7,7 +7,7 @@ its user + system CPU time is read from the kernel's accounting of the finished 
 the command line is parsed, counts; the lines marked `*` give `--patch`, which starts none),
 the median kept. The target is under 0.15 s of CPU for each: none of them loads the real
 interpreter, the pydantic models (a rejected task's config is judged by
-`ssegrade.task_shape` before the task model), fastapi, rich, Jinja2 or Ray. The load
+`ssegrade.internal.task_shape` before the task model), fastapi, rich, Jinja2 or Ray. The load
 average is printed with the figures: the host is shared.
 
     .venv/bin/python benchmarks/bench_start.py [--runs 7]

@@ -3,11 +3,11 @@
 Everything here describes and decides; nothing does I/O. This root is a small face:
 the verdict, the `result.json` and task documents, the run loop, the grading program and its
 bencher layer, the effects' base, and the one exception base. Each name is loaded on first
-use (PEP 562), so `import ssegrade` loads this module alone. Everything else stays importable
-from its own module: the effects and their answers from `ssegrade.effects` and
-`ssegrade.answers`, the verdict's endings from `ssegrade.verdict`. Embed it to derive a
-status, validate a `result.json`, parse a task config, or run the grading program with your own
-interpreter. Features are reached by subpackage:
+use (PEP 562), so `import ssegrade` loads this module alone. The effects an interpreter
+answers, with their answers, are the face `ssegrade.effects`; the implementation lives in
+`ssegrade.internal`, promised to no other program. Embed it to derive a status, validate a
+`result.json`, parse a task config, or run the grading program with your own interpreter.
+Features are reached by subpackage:
 
 - `ssegrade.report`: the report and its statistics;
 - `ssegrade.batch`: batch grading's job lines and documents, and task verification;
@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 from ssegrade._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from ssegrade.bencher import BenchSession, bencher_interpreter
-    from ssegrade.effects import Effect, GradingEffect, TimeLimitReached
-    from ssegrade.errors import SsegradeError
-    from ssegrade.program import GradeOptions, grade
-    from ssegrade.result import (
+    from ssegrade.internal.bencher import BenchSession, bencher_interpreter
+    from ssegrade.internal.effects import Effect, GradingEffect, TimeLimitReached
+    from ssegrade.internal.errors import SsegradeError
+    from ssegrade.internal.program import GradeOptions, grade
+    from ssegrade.internal.result import (
         EvaluationResult,
         PatchResult,
         ResultError,
@@ -44,44 +44,54 @@ if TYPE_CHECKING:
         result_schema,
         status_of,
     )
-    from ssegrade.run import Deadline, Interpreter, Observer, run
-    from ssegrade.task import Task, TaskError, parse_task
-    from ssegrade.verdict import CheckOutcome, Ending, Finished, Outcomes, decide
+    from ssegrade.internal.run import Deadline, Interpreter, Observer, run
+    from ssegrade.internal.task import Task, TaskError, parse_task
+    from ssegrade.internal.verdict import (
+        CheckOutcome,
+        Ending,
+        Finished,
+        Outcomes,
+        decide,
+        document,
+        not_graded,
+    )
 
 _HOMES = {
     # the verdict
-    "CheckOutcome": "ssegrade.verdict",
-    "Ending": "ssegrade.verdict",
-    "Finished": "ssegrade.verdict",
-    "Outcomes": "ssegrade.verdict",
-    "decide": "ssegrade.verdict",
+    "CheckOutcome": "ssegrade.internal.verdict",
+    "Ending": "ssegrade.internal.verdict",
+    "Finished": "ssegrade.internal.verdict",
+    "Outcomes": "ssegrade.internal.verdict",
+    "decide": "ssegrade.internal.verdict",
+    "document": "ssegrade.internal.verdict",
+    "not_graded": "ssegrade.internal.verdict",
     # the documents
-    "EvaluationResult": "ssegrade.result",
-    "PatchResult": "ssegrade.result",
-    "RuntimeResult": "ssegrade.result",
-    "Status": "ssegrade.result",
-    "parse_result": "ssegrade.result",
-    "result_schema": "ssegrade.result",
-    "status_of": "ssegrade.result",
-    "Task": "ssegrade.task",
-    "TaskError": "ssegrade.task",
-    "parse_task": "ssegrade.task",
+    "EvaluationResult": "ssegrade.internal.result",
+    "PatchResult": "ssegrade.internal.result",
+    "RuntimeResult": "ssegrade.internal.result",
+    "Status": "ssegrade.internal.result",
+    "parse_result": "ssegrade.internal.result",
+    "result_schema": "ssegrade.internal.result",
+    "status_of": "ssegrade.internal.result",
+    "Task": "ssegrade.internal.task",
+    "TaskError": "ssegrade.internal.task",
+    "parse_task": "ssegrade.internal.task",
     # the run loop
-    "Deadline": "ssegrade.run",
-    "Interpreter": "ssegrade.run",
-    "Observer": "ssegrade.run",
-    "run": "ssegrade.run",
-    "Effect": "ssegrade.effects",
-    "GradingEffect": "ssegrade.effects",
-    "TimeLimitReached": "ssegrade.effects",
+    "Deadline": "ssegrade.internal.run",
+    "Interpreter": "ssegrade.internal.run",
+    "Observer": "ssegrade.internal.run",
+    "run": "ssegrade.internal.run",
+    "Effect": "ssegrade.internal.effects",
+    "GradingEffect": "ssegrade.internal.effects",
+    "TimeLimitReached": "ssegrade.internal.effects",
     # the grading program
-    "GradeOptions": "ssegrade.program",
-    "grade": "ssegrade.program",
-    "BenchSession": "ssegrade.bencher",
-    "bencher_interpreter": "ssegrade.bencher",
+    "GradeOptions": "ssegrade.internal.program",
+    "grade": "ssegrade.internal.program",
+    "BenchSession": "ssegrade.internal.bencher",
+    "bencher_interpreter": "ssegrade.internal.bencher",
     # the errors
-    "ResultError": "ssegrade.result",
-    "SsegradeError": "ssegrade.errors",
+    "ResultError": "ssegrade.internal.result",
+    "SsegradeError": "ssegrade.internal.errors",
 }
 """Each public name and the module it lives in."""
 
@@ -108,7 +118,9 @@ __all__ = [
     "TimeLimitReached",
     "bencher_interpreter",
     "decide",
+    "document",
     "grade",
+    "not_graded",
     "parse_result",
     "parse_task",
     "result_schema",

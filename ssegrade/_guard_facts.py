@@ -1,10 +1,10 @@
 """What the interpreter observes for the guard: the answers of its effects.
 
-Pure core, outside the guard: `ssegrade.effects` names them without loading it. Frozen
-dataclasses, as every effect answer (`ssegrade.answers`): the PoC files'
+Pure core, outside the guard: `ssegrade.internal.effects` names them without loading it. Frozen
+dataclasses, as every effect answer (`ssegrade.internal.answers`): the PoC files'
 bytes, the paths of the hidden test diff, and what a scan of the grading build's objects found
 (`ObjectScan`). The guard's rules read them (`ssegrade.guard._check`); the effects that ask for
-them are in `ssegrade.effects` (`ObserveGuard`, `ReadTaskFile`, `ScanObjects`).
+them are in `ssegrade.internal.effects` (`ObserveGuard`, `ReadTaskFile`, `ScanObjects`).
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ interpreter for the facts (`ObserveGuard`); then it applies the guard's rules
 
 from __future__ import annotations
 
-from ssegrade.answers import CheckRecord, Containment
-from ssegrade.effects import CheckFinished, Notify, ObserveGuard, RerunPoc, WriteGuard
 from ssegrade.guard import GuardFacts, GuardReport, guard_report
 from ssegrade.guard._facts import Rerun
 from ssegrade.guard._pinning import RERUN_LEAST, RERUN_SECONDS, pins
-from ssegrade.task import Task
+from ssegrade.internal.answers import CheckRecord, Containment
+from ssegrade.internal.effects import CheckFinished, Notify, ObserveGuard, RerunPoc, WriteGuard
+from ssegrade.internal.task import Task
 
 __all__ = ["guard_step", "rerun_pocs"]
 

@@ -36,7 +36,7 @@ def lazy_face(name: str, homes: Mapping[str, str]) -> None:
 
     >>> import ssegrade
     >>> ssegrade.decide.__module__
-    'ssegrade.verdict'
+    'ssegrade.internal.verdict'
     """
     module = sys.modules[name]
 

@@ -50,12 +50,12 @@ from ssegrade import (
     run,
 )
 from ssegrade import grade as grading_program
-from ssegrade.checks import scripts_after
-from ssegrade.effects import CheckFinished, CheckRecord, Notify, WriteGuard
-from ssegrade.guard_document import GuardReport
-from ssegrade.program import Seen
-from ssegrade.request import Graded, Limits, Request
-from ssegrade.verdict import Crashed, not_graded
+from ssegrade.internal.checks import scripts_after
+from ssegrade.internal.effects import CheckFinished, CheckRecord, Notify, WriteGuard
+from ssegrade.internal.guard_document import GuardReport
+from ssegrade.internal.program import Seen
+from ssegrade.internal.request import Graded, Limits, Request
+from ssegrade.internal.verdict import Crashed, not_graded
 
 __all__ = [
     "HeldGrade",

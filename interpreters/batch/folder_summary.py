@@ -24,8 +24,8 @@ from ssegrade.batch import (
     retry_options,
     run_state,
 )
+from ssegrade.internal.result import ErrorKind
 from ssegrade.report import parse_batch
-from ssegrade.result import ErrorKind
 
 __all__ = ["BATCH_SUMMARY", "previous_summary", "write_folder_summary"]
 

@@ -51,8 +51,8 @@ from ssegrade.batch import (
     summary_document,
 )
 from ssegrade.guard import flag_kinds
+from ssegrade.internal.result import ErrorKind
 from ssegrade.report import relative_message
-from ssegrade.result import ErrorKind
 
 __all__ = ["BatchGrader", "JobOutcome", "Retry"]
 

@@ -37,7 +37,7 @@ from ssegrade.batch import (
     parse_jobs,
     run_parts,
 )
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "BadJobs",

@@ -27,8 +27,8 @@ from interpreters.real.resultsfolder.holding import INCOMPLETE, LOCK, Hold
 from interpreters.real.resultsfolder.private import FolderRefused, open_below
 from interpreters.real.resultsfolder.runs import RUN_ENTRIES, SUMMARY
 from ssegrade import EvaluationResult, RuntimeResult
-from ssegrade.errors import SsegradeError
-from ssegrade.verdict import Crashed, not_graded
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.verdict import Crashed, not_graded
 
 __all__ = ["Arrival", "Landing", "TransitError"]
 

@@ -4,7 +4,8 @@ job that failed or errored (its verdict, run folder and why); else one line per 
 why it did not pass); quiet, only the last line.
 
 Interpreter layer; everything goes to stderr, so stdout stays free for machine-readable output,
-and every line is inert (`ssegrade.text.inert_text`): a job's names cannot drive the terminal.
+and every line is inert (`ssegrade.internal.text.inert_text`): a job's names cannot drive the
+terminal.
 The lines of each check of each grading come from the workers, and only when asked for
 (`run_batch(checks=True)`, `batch -v`).
 """
@@ -30,7 +31,7 @@ from rich.table import Column
 from rich.text import Text
 
 from ssegrade.batch import Tally
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 __all__ = ["LineProgress", "LiveProgress", "QuietProgress", "Reporter", "make_reporter"]
 

@@ -26,8 +26,8 @@ from typing import Any
 from interpreters.batch.landing import Arrival, Landing, TransitError
 from interpreters.batch.transit import IN_FLIGHT, Piece, grade_on_node
 from interpreters.batch.work import Done, GradeFunction, Work
-from ssegrade.errors import SsegradeError
-from ssegrade.verdict import Crashed, not_graded
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.verdict import Crashed, not_graded
 
 __all__ = ["NO_RAY", "EngineUnavailable", "NodeFunction", "RayEngine", "check_reachable"]
 

@@ -69,7 +69,7 @@ from ssegrade.batch import (
     engine_problems,
     ray_cluster,
 )
-from ssegrade.result import ErrorKind
+from ssegrade.internal.result import ErrorKind
 
 if TYPE_CHECKING:
     from interpreters.engine.containers import ContainerSettings

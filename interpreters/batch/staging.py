@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from interpreters.real import files
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["TaskCopyFailed", "staged_tasks"]
 

@@ -59,7 +59,7 @@ from ssegrade.batch import (
     judge,
     judge_cheats,
 )
-from ssegrade.ssebench import task_problems
+from ssegrade.internal.ssebench import task_problems
 
 __all__ = ["CheatResult", "ControlResult", "TaskVerification", "VerifyReport", "verify_tasks"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from ssegrade import EvaluationResult
 from ssegrade.batch import CheatOutcome, Control, TaskVerdict, Verification, task_verdict
-from ssegrade.effects import CheckRecord
 from ssegrade.guard import Flag
-from ssegrade.guard_document import GuardReport
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.guard_document import GuardReport
 
 __all__ = ["CheatResult", "ControlResult", "TaskVerification", "VerifyReport"]
 

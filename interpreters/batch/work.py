@@ -19,12 +19,12 @@ from interpreters.app.setup import InputError
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import EvaluationResult, RuntimeResult
-from ssegrade.answers import Containment
-from ssegrade.effects import CheckRecord
-from ssegrade.guard_document import GuardReport
-from ssegrade.program import crashed
-from ssegrade.request import Graded, Limits, Request
-from ssegrade.verdict import Crashed, not_graded
+from ssegrade.internal.answers import Containment
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.guard_document import GuardReport
+from ssegrade.internal.program import crashed
+from ssegrade.internal.request import Graded, Limits, Request
+from ssegrade.internal.verdict import Crashed, not_graded
 
 __all__ = ["Done", "Engine", "GradeFunction", "Work", "run_work"]
 

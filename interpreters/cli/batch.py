@@ -25,13 +25,13 @@ from interpreters.cli.options import (
     script_env_options,
 )
 from interpreters.real import logs
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 if TYPE_CHECKING:
     from interpreters.batch.verification import TaskVerification
     from interpreters.real.runner.options import ScriptOptions
     from ssegrade.guard import Flag
-    from ssegrade.result import ErrorKind
+    from ssegrade.internal.result import ErrorKind
 
 __all__ = ["batch", "verify"]
 
@@ -97,7 +97,8 @@ EngineName = Literal["local", "ray"]
 """`--engine`: as `interpreters.batch.engines.EngineName`."""
 
 ERROR_KINDS: tuple[ErrorKind, ...] = ("timeout", "task", "infrastructure", "grader")
-"""`--retry-kinds`' choices: the kinds of an `error` grade (`ssegrade.result.ERROR_KINDS`)."""
+"""`--retry-kinds`' choices: the kinds of an `error` grade
+(`ssegrade.internal.result.ERROR_KINDS`)."""
 
 RETRY_KINDS: frozenset[ErrorKind] = frozenset({"infrastructure", "grader"})
 """`--retry-kinds` unless given (`ssegrade.batch.RETRY_KINDS`)."""

@@ -31,13 +31,13 @@ from interpreters.cli.options import (
     verbose_option,
 )
 from interpreters.real import logs
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 if TYPE_CHECKING:  # what serves, grades or asks a daemon loads only in the command that runs
     from interpreters.app.setup import Inputs
     from interpreters.daemon.client import DaemonClient
-    from ssegrade.result import EvaluationResult, RuntimeResult
-    from ssegrade.task import Task
+    from ssegrade.internal.result import EvaluationResult, RuntimeResult
+    from ssegrade.internal.task import Task
 
 for _needed in ("fastapi", "uvicorn", "httpx"):  # the 'daemon' extra, named when missing
     if importlib.util.find_spec(_needed) is None:
@@ -244,8 +244,8 @@ def evaluate_through_daemon(
     from interpreters.daemon.client import DaemonClient  # noqa: PLC0415 - see the imports
     from interpreters.daemon.remote import RemoteGrading  # noqa: PLC0415
     from interpreters.real.resultsfolder.writer import ResultsWriter  # noqa: PLC0415
-    from ssegrade.program import GradeOptions, Seen, grade  # noqa: PLC0415
-    from ssegrade.run import Deadline, run  # noqa: PLC0415
+    from ssegrade.internal.program import GradeOptions, Seen, grade  # noqa: PLC0415
+    from ssegrade.internal.run import Deadline, run  # noqa: PLC0415
 
     with DaemonClient(admin_socket) as client:
         _preflight(client, inputs.task)
@@ -288,9 +288,9 @@ def test_patch(where: str, log_dir: Path | None) -> None:
     """
     from interpreters.daemon.client import DaemonClient, DaemonError  # noqa: PLC0415
     from interpreters.daemon.remote import PreviewInterpreter  # noqa: PLC0415
+    from ssegrade.internal.run import run  # noqa: PLC0415
     from ssegrade.preview import INTERNAL_FAILURE, preview  # noqa: PLC0415
     from ssegrade.protocol import LEVELS  # noqa: PLC0415
-    from ssegrade.run import run  # noqa: PLC0415
 
     with DaemonClient(where, timeout=60.0) as client:
         try:

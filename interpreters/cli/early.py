@@ -5,7 +5,7 @@ Interpreter layer (command line). A task folder that is missing or whose `config
 rejected, or a `--patch` that is not a regular file, is said at the cost of reading those
 files (`interpreters.real.taskfolder`, `interpreters.real.untrusted`: no git, no runner, no
 copies); the grading checks them again, as the API does for every caller. A config whose
-YAML, or a key's presence or type, is wrong is said by `ssegrade.task_shape` in the model's
+YAML, or a key's presence or type, is wrong is said by `ssegrade.internal.task_shape` in the model's
 words before the task model (pydantic) loads; the model judges the rest.
 """
 
@@ -44,12 +44,12 @@ def check_task(task_dir: Path) -> None:
 
 
 def _first_look(folder: Path) -> str | None:
-    """What `ssegrade.task_shape` finds wrong with the folder's `config.yaml`, read as
+    """What `ssegrade.internal.task_shape` finds wrong with the folder's `config.yaml`, read as
     `load_task` reads it, once no other user could replace the folder; None when it finds
     nothing or the file cannot be read (`load_task` then says why)."""
     from interpreters.real.trusted_paths import Unsafe, resolve_safe  # noqa: PLC0415
     from interpreters.real.untrusted import NotReadable, read_regular  # noqa: PLC0415
-    from ssegrade.task_shape import config_problem  # noqa: PLC0415
+    from ssegrade.internal.task_shape import config_problem  # noqa: PLC0415
 
     try:
         resolve_safe(os.path.join(os.getcwd(), folder), sticky=True, entry=False)

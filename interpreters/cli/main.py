@@ -1,7 +1,8 @@
 """The `ssegrade` command: parses arguments, picks an interpreter, runs the pure program.
 
 Bad input is one line on stderr and a non-zero exit, never a traceback. Every line printed
-that may quote a name a task, an agent or a script chose is inert (`ssegrade.text.inert_text`).
+that may quote a name a task, an agent or a script chose is inert
+(`ssegrade.internal.text.inert_text`).
 Only click and the standard library are loaded before a command runs: `--version`, `--help`
 and a usage error cost no more; each command imports what it needs in its body, and
 `evaluate` checks its task folder and patch file (`interpreters.cli.early`) before it loads
@@ -33,8 +34,8 @@ from interpreters.cli.options import (
     verbose_option,
 )
 from interpreters.real import logs
-from ssegrade.errors import SsegradeError
-from ssegrade.text import inert_text
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.text import inert_text
 
 __all__ = ["cli", "main"]
 
@@ -111,9 +112,9 @@ def schema(document: str) -> None:
     import json  # noqa: PLC0415 - each command imports its own
 
     if document == "result":
-        from ssegrade.result import result_schema as schema_of  # noqa: PLC0415
+        from ssegrade.internal.result import result_schema as schema_of  # noqa: PLC0415
     else:
-        from ssegrade.guard_document import guard_schema as schema_of  # noqa: PLC0415
+        from ssegrade.internal.guard_document import guard_schema as schema_of  # noqa: PLC0415
     click.echo(json.dumps(schema_of(), indent=2))
 
 
@@ -269,8 +270,8 @@ def evaluate(
     from interpreters.app.grading import grade  # noqa: PLC0415
     from interpreters.app.setup import InputError, not_a_diff, verdict_line  # noqa: PLC0415
     from interpreters.real.runner.options import ScriptOptions  # noqa: PLC0415
-    from ssegrade.request import Limits, Request  # noqa: PLC0415
-    from ssegrade.result import RuntimeResult  # noqa: PLC0415
+    from ssegrade.internal.request import Limits, Request  # noqa: PLC0415
+    from ssegrade.internal.result import RuntimeResult  # noqa: PLC0415
 
     scripts = ScriptOptions.of(
         script_env=script_env, clean_env=clean_env, script_memory=script_memory, **containment

@@ -3,7 +3,7 @@
 Interpreter layer, the display behind `interpreters.real.logs.StderrHandler`. On a terminal, a
 check that is running shows a live elapsed time (a 30-minute build is never silent), replaced
 by its final line when it ends; elsewhere (a log file, CI) each start and end is one plain
-line. Every line is inert (`ssegrade.text.inert_text`). Rich is loaded with the first line
+line. Every line is inert (`ssegrade.internal.text.inert_text`). Rich is loaded with the first line
 shown: a command that says nothing (`--help`, `--version`) never pays for it.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from interpreters.cli.early import Refused
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "replay_command", "too_deep"]
 

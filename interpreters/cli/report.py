@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 if TYPE_CHECKING:
     from interpreters.report.io import RunFiles

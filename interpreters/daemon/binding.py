@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from interpreters.daemon.starting import EarlyAnswers
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "DEFAULT_ADMIN_SOCKET",

@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ssegrade.effects import Action, ScriptResult
-from ssegrade.errors import SsegradeError
 from ssegrade.guard import GuardFacts
+from ssegrade.internal.effects import Action, ScriptResult
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.result import EvaluationResult
 from ssegrade.protocol import (
     PREFIX,
     AgentExitedReply,
@@ -31,7 +32,6 @@ from ssegrade.protocol import (
     ProjectView,
     VersionReply,
 )
-from ssegrade.result import EvaluationResult
 
 __all__ = ["DaemonClient", "DaemonError"]
 

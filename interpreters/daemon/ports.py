@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from ssegrade.effects import Effect, ScriptResult
-from ssegrade.errors import SsegradeError
-from ssegrade.run import Interpreter, run
+from ssegrade.internal.effects import Effect, ScriptResult
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.run import Interpreter, run
 
 __all__ = ["MAX_TASK_FILE", "Sessions", "Shell", "ShellError", "ask"]
 

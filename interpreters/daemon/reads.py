@@ -17,7 +17,7 @@ from typing import Any, assert_never
 
 from interpreters.real import git
 from interpreters.real.objects import read_start
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     CaptureTree,
     ChangedFiles,
     DaemonRead,

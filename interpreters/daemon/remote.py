@@ -30,10 +30,17 @@ from returns.result import Failure, Result, Success
 
 from interpreters.daemon.client import DaemonClient, DaemonError
 from interpreters.real.resultsfolder.private import trusted
-from ssegrade.effects import Bench, Effect, ObserveGuard, Prepared, PrepareError, PrepareGrading
+from ssegrade.internal.effects import (
+    Bench,
+    Effect,
+    ObserveGuard,
+    Prepared,
+    PrepareError,
+    PrepareGrading,
+)
+from ssegrade.internal.run import Deadline
 from ssegrade.preview import SpillLog
 from ssegrade.protocol import decode_patch, prepared_result
-from ssegrade.run import Deadline
 
 __all__ = ["PreviewInterpreter", "RemoteGrading"]
 

@@ -15,8 +15,9 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 from interpreters.daemon.asking import Asker, errors
-from ssegrade.effects import Action, ScriptResult
 from ssegrade.guard import GuardFacts
+from ssegrade.internal.effects import Action, ScriptResult
+from ssegrade.internal.result import EvaluationResult
 from ssegrade.protocol import (
     PREFIX,
     AgentExitedReply,
@@ -28,7 +29,6 @@ from ssegrade.protocol import (
     ProjectView,
     VersionReply,
 )
-from ssegrade.result import EvaluationResult
 
 __all__ = ["router"]
 

@@ -4,7 +4,8 @@ Interpreter layer. `Service` owns the two bencher sessions of a task (SPEC §9):
 phase's, whose copies come from the agent's live tree (what `test_patch` tests), and the grading
 session that `POST /prepare_grading` starts, whose copies come from the grading repo once the
 captured patch is applied. It answers the bencher's grading effects with the pure bencher
-programs (`ssegrade.bencher`) over the system interpreter of each session (`Sessions`: the real
+programs (`ssegrade.internal.bencher`) over the system interpreter of each session (`Sessions`:
+the real
 ones, `interpreters.daemon.sessions.LocalSessions`, or fakes in tests), and reads what its API
 serves as effects too (`DaemonRead`, answered by `reads`: `interpreters.daemon.reads` or a
 fake).
@@ -29,8 +30,9 @@ from returns.result import Failure, Success
 
 from interpreters.daemon.ports import MAX_TASK_FILE, Sessions, Shell, ShellError, ask
 from interpreters.daemon.turns import Session, Turns
-from ssegrade.bencher import BenchSession, bench, observe, prepare, task_path
-from ssegrade.effects import (
+from ssegrade.guard import GuardFacts
+from ssegrade.internal.bencher import BenchSession, bench, observe, prepare, task_path
+from ssegrade.internal.effects import (
     Action,
     CaptureTree,
     ChangedFiles,
@@ -39,8 +41,10 @@ from ssegrade.effects import (
     ReadTaskFile,
     ScriptResult,
 )
-from ssegrade.errors import SsegradeError
-from ssegrade.guard import GuardFacts
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.result import EvaluationResult, parse_result
+from ssegrade.internal.run import Interpreter, run
+from ssegrade.internal.task import Task
 from ssegrade.protocol import (
     ADMIN_ONLY,
     AGENT_PHASE_OVER,
@@ -67,9 +71,6 @@ from ssegrade.protocol import (
     refusal,
     resolve_poc,
 )
-from ssegrade.result import EvaluationResult, parse_result
-from ssegrade.run import Interpreter, run
-from ssegrade.task import Task
 
 __all__ = ["Refused", "Service"]
 

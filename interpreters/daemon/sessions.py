@@ -21,7 +21,7 @@ from interpreters.real import files
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.resultsfolder import AGENT_PHASE
 from interpreters.real.runner import ContainmentPolicy, EnvPolicy, Runner
-from ssegrade.run import Interpreter
+from ssegrade.internal.run import Interpreter
 
 __all__ = ["AGENT_PHASE_RESULTS", "LocalSessions"]
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from interpreters.daemon.ports import ShellError
 from interpreters.real.runner.environment import EnvPolicy, kept_environment
 from interpreters.real.runner.processes import kill_account
-from ssegrade.answers import ScriptResult
+from ssegrade.internal.answers import ScriptResult
 
 __all__ = ["DEFAULT_AGENT_USER", "MAX_OUTPUT", "AgentShell", "ShellError"]
 

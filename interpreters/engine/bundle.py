@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from interpreters.real.programs import ProgramError, program
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["BundleError", "build", "bundle_name", "requirements"]
 

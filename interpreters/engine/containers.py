@@ -34,9 +34,9 @@ from interpreters.engine.records import recorded
 from interpreters.real import files
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade.batch import ContainerJob, EngineProgram, Limits, run_argv
-from ssegrade.effects import CheckRecord
-from ssegrade.request import Graded
-from ssegrade.verdict import Crashed, not_graded
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.request import Graded
+from ssegrade.internal.verdict import Crashed, not_graded
 
 __all__ = ["GRACE", "ContainerEngine", "ContainerSettings"]
 

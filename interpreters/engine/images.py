@@ -32,7 +32,7 @@ from interpreters.engine.reaper import Reaper
 from interpreters.real import files
 from interpreters.real.programs import ProgramError, ProgramMissing, program
 from ssegrade.batch import BATCH_LABEL, EngineProgram, batch_containers_argv, remove_argv
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["ARCHIVE", "EngineFailed", "Image", "Images", "NodeBudget", "engine_program"]
 

@@ -16,8 +16,8 @@ from returns.pipeline import is_successful
 
 from interpreters.real.objects import read_start
 from interpreters.real.resultsfolder.writer import read_guard
-from ssegrade.effects import CheckRecord
-from ssegrade.guard_document import GuardReport
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.guard_document import GuardReport
 
 __all__ = ["MAX_CHECKS", "recorded"]
 

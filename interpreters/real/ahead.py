@@ -25,8 +25,8 @@ from returns.result import Result
 
 from interpreters.real import files
 from ssegrade import TimeLimitReached
-from ssegrade.effects import ApplyError
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.effects import ApplyError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["CopyMaker", "WorkAhead"]
 

@@ -40,7 +40,7 @@ from interpreters.real.support import SupportFolders
 from interpreters.real.taskview import stage_folder_of, stage_items
 from interpreters.real.workspaces import Workspaces
 from ssegrade import Deadline, Effect
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     ApplyDiff,
     ApplyError,
     Archive,
@@ -67,7 +67,7 @@ from ssegrade.effects import (
     Workspace,
     WriteArtifact,
 )
-from ssegrade.run import script_limit
+from ssegrade.internal.run import script_limit
 
 __all__ = ["LocalSystem", "Places"]
 
@@ -92,7 +92,7 @@ class LocalSystem:
     """Answers every system effect for real. Scripts run as `runner`, inside the time limits:
     the whole evaluation's `deadline` (none: no limit), each script at most `script_timeout`,
     by default its share of the time left that keeps time for the `later` scripts after it
-    (`later(label)`: how many; `ssegrade.run.script_limit`).
+    (`later(label)`: how many; `ssegrade.internal.run.script_limit`).
 
     With `ahead`, work that does not depend on a script's outcome is done in the background
     (see the module's docstring); `close` must then be called at the end.
@@ -362,7 +362,8 @@ class LocalSystem:
             self._writer.note(f"restored the support folder {path}: a script had changed it")
 
     def _limit(self, label: str) -> float:
-        """The script's time limit: its share of the time left (`ssegrade.run.script_limit`)."""
+        """The script's time limit: its share of the time left
+        (`ssegrade.internal.run.script_limit`)."""
         left = self._left()
         if left is None or self.deadline is None:
             return self.script_timeout if self.script_timeout is not None else math.inf

@@ -6,7 +6,8 @@ request served) at INFO; a record marked `running` (`RUNNING`) is a check that b
 is shown unless a handler is attached: the commands attach `StderrHandler` with `speaking`,
 an embedder attaches its own (or none: ssegrade then stays silent). Notes also go to the
 run's `logs/notes.log`, which the results writer keeps. stdout is never written here: it
-carries only the verdict or the report. Every line shown is inert (`ssegrade.text.inert_text`):
+carries only the verdict or the report. Every line shown is inert
+(`ssegrade.internal.text.inert_text`):
 a name a task, an agent or a script chose cannot drive the operator's terminal.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 
 __all__ = [
     "LOGGER",

@@ -46,9 +46,9 @@ from interpreters.real.elf import (
     elf_markers,
     read_at,
 )
-from ssegrade.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
 from ssegrade.guard import HOOK_SYMBOLS, SOURCE_BYTES, ObjectScan, SanitizerRuntime, SourceFile
-from ssegrade.run import Deadline
+from ssegrade.internal.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
+from ssegrade.internal.run import Deadline
 
 __all__ = [
     "CHUNK",

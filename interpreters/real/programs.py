@@ -22,7 +22,7 @@ import stat
 from collections.abc import Sequence
 
 from interpreters.real.trusted_paths import Unsafe, resolve_safe
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "SEARCH_PATH",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from interpreters.real import files
 from ssegrade import Task
-from ssegrade.task import support_folders
+from ssegrade.internal.task import support_folders
 
 __all__ = ["SupportFolders", "find_support_folders"]
 

@@ -23,7 +23,7 @@ from returns.pipeline import is_successful
 
 from interpreters.real import files
 from interpreters.real.taskfolder import load_task
-from ssegrade.effects import Staged, StageItem
+from ssegrade.internal.effects import Staged, StageItem
 
 __all__ = ["stage_folder_of", "stage_in_view", "stage_items"]
 

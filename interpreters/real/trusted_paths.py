@@ -23,7 +23,7 @@ import os
 import pwd
 import stat
 
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["Unsafe", "resolve_safe"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from interpreters.real.programs import ProgramError, program
 from interpreters.real.runner.account import TOOL_ENV
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["NULL_DEVICE", "Account", "NotReadable", "read_regular", "task_reader", "unreadable_by"]
 

@@ -30,7 +30,7 @@ from interpreters.real.files.views import probe as probe_views
 from interpreters.real.runner import ContainmentPolicy, ContainmentRefused, Runner, choose
 from interpreters.real.runner.account import isolated
 from ssegrade import Deadline, TimeLimitReached
-from ssegrade.effects import ApplyError, Workspace
+from ssegrade.internal.effects import ApplyError, Workspace
 
 __all__ = ["Workspaces"]
 

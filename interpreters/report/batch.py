@@ -28,7 +28,7 @@ from returns.result import Failure, Success
 from interpreters.report.io import read_document
 from interpreters.report.text import Inert, Writer, wrap
 from ssegrade.batch import OUTCOMES, BatchSummary
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 from ssegrade.report import RunFolder, parse_batch, parse_run
 
 __all__ = ["BATCH", "BadBatch", "command_lines", "first_failure", "load_batch", "print_batch"]

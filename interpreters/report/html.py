@@ -43,8 +43,8 @@ from interpreters.report.output import Ending, Reasons, Spool, write_report
 from interpreters.report.render import SHARES
 from interpreters.report.rows_text import errors_cell
 from interpreters.report.text import minutes, money, p_value, percent
-from ssegrade.checks import grading_order
 from ssegrade.guard import KINDS
+from ssegrade.internal.checks import grading_order
 from ssegrade.report import (
     CLUSTERED_NAME,
     DIFFERENCE,

@@ -47,8 +47,8 @@ from interpreters.report.reader import (
     read_frames,
     walk,
 )
-from ssegrade.errors import SsegradeError
 from ssegrade.guard import flag_kinds, listed_kinds
+from ssegrade.internal.errors import SsegradeError
 from ssegrade.report import Rules, RunFolder, RunRecord, RunsMode, Selection, Selector, parse_run
 
 __all__ = [

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Protocol, TextIO
 
 from interpreters.report.io import RunFiles
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 from ssegrade.report import Comparison, Report, TaskPart, parts_of
 
 __all__ = [

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from interpreters.report.links import RUN_FILES
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "DOCUMENTS",

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from interpreters.report.guard import UNFLAGGED, guard_columns, guard_header
 from interpreters.report.io import RunFiles
 from interpreters.report.output import Ending, Spool, write_report
-from ssegrade.checks import grading_order
+from ssegrade.internal.checks import grading_order
 from ssegrade.report import Comparison, ErrorCounts, Report, Share, TaskPart, TaskRow
 
 __all__ = ["ACTIVE", "SHARES", "CsvSink", "JsonSink", "inert", "render_csv", "render_json"]

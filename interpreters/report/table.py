@@ -28,7 +28,7 @@ from interpreters.report.rows_text import (
 )
 from interpreters.report.tasks import TASK_LIMIT, TaskLines
 from interpreters.report.text import Column, Inert, Row, Writer, fits, table, wrap
-from ssegrade.checks import CheckSpec, grading_order
+from ssegrade.internal.checks import CheckSpec, grading_order
 from ssegrade.report import (
     DIFFERENCE,
     Comparison,

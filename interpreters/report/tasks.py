@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from interpreters.report.output import Spool
 from interpreters.report.text import Writer, wrap
-from ssegrade.checks import grading_order
+from ssegrade.internal.checks import grading_order
 from ssegrade.report import TaskRow
 
 __all__ = ["SHARES", "TASK_LIMIT", "TaskLines"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ssegrade.result import ErrorKind, Status, error_kind_of
+from ssegrade.internal.result import ErrorKind, Status, error_kind_of
 
 __all__ = ["RETRY_KINDS", "earlier_attempts", "next_attempt", "retry_options"]
 

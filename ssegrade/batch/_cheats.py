@@ -35,7 +35,7 @@ from ssegrade.batch import _cheats_code as cheats_code
 from ssegrade.batch._cheats_diff import created, deleted, is_text, modified, plain_path
 from ssegrade.guard import is_test_path, parse_diff
 from ssegrade.guard._syntax import available, language_of
-from ssegrade.task import Task
+from ssegrade.internal.task import Task
 
 __all__ = [
     "CHEATS",

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from ssegrade.batch._cheats_diff import modified
 from ssegrade.guard._rules import VENDOR_FOLDERS
-from ssegrade.task import Task
+from ssegrade.internal.task import Task
 
 __all__ = [
     "CARGO_CONFIGS",

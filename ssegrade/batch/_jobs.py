@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ssegrade.batch._image_paths import IMAGE_TASK, image_job_problem
 from ssegrade.guard import GuardReport
-from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult, Status
-from ssegrade.ssebench import RunConfig, start_time, task_document
-from ssegrade.task import Task
+from ssegrade.internal.result import EvaluationResult, PatchResult, RuntimeResult, Status
+from ssegrade.internal.ssebench import RunConfig, start_time, task_document
+from ssegrade.internal.task import Task
 
 __all__ = [
     "JOB_KEYS",
@@ -51,7 +51,7 @@ def _folder_name(value: str, what: str) -> str:
 class Job(BaseModel):
     """One line of a jobs file (SPEC §14). Paths are as written: relative to the jobs file.
     `mode`, `timeout`, `difficulty`, `tool_layer`, `egress` and `plugins` are the SSEBench run
-    config the agent ran with, written in `summary.json` (`ssegrade.ssebench.RunConfig`).
+    config the agent ran with, written in `summary.json` (`ssegrade.internal.ssebench.RunConfig`).
 
     An image job (`image`: an image reference, or `docker-archive:PATH` to load) is graded in
     a container of that image: `task` (default `/ssebench`) and `repo` are then absolute paths

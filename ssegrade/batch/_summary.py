@@ -23,7 +23,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from ssegrade.batch._attempts import RETRY_KINDS, earlier_attempts, next_attempt, retry_options
 from ssegrade.guard._model import flag_kinds
-from ssegrade.result import ErrorKind, Status, error_kind_of
+from ssegrade.internal.result import ErrorKind, Status, error_kind_of
 
 __all__ = [
     "KINDS",

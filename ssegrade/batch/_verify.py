@@ -13,7 +13,7 @@ What each control must show, for the checks the task has:
 | `reference` | applies | passes | passes | passes | passes | finishes |
 
 (The checks that fail on the unfixed project are those that prove the fix, `proves_fix` in
-`ssegrade.checks`.)
+`ssegrade.internal.checks`.)
 
 A check whose outcome is the same in every repeat of a control but not the expected one is a
 problem (the task is `broken`); a check whose outcome differs between repeats is `flaky`,
@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from ssegrade.bencher import task_path
-from ssegrade.checks import Check, grading_order, spec
-from ssegrade.effects import CheckRecord
-from ssegrade.result import PatchResult
-from ssegrade.task import Task
+from ssegrade.internal.bencher import task_path
+from ssegrade.internal.checks import Check, grading_order, spec
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.result import PatchResult
+from ssegrade.internal.task import Task
 
 __all__ = [
     "CONTROLS",
@@ -103,7 +103,7 @@ def expected_outcomes(task: Task, control: Control) -> dict[str, bool]:
     it no longer triggers), for the checks the task has, plus `finished` and, with the
     reference patch, `apply`.
 
-    >>> from ssegrade.task import Scripts
+    >>> from ssegrade.internal.task import Scripts
     >>> expected_outcomes(Task(id="t", scripts=Scripts(build="b", test="t")), "empty")
     {'finished': True, 'build': True, 'function_test': True}
     """
@@ -211,7 +211,7 @@ def judge(
     `has_reference` is False for a task without `files.patch`, which is `broken` whatever its
     runs show. A control without runs is not judged.
 
-    >>> from ssegrade.task import Scripts
+    >>> from ssegrade.internal.task import Scripts
     >>> task = Task(id="t", scripts=Scripts(test="t.sh"))
     >>> ok = PatchResult(status="passed", func_test_success=True)
     >>> judge(task, "/t", [ControlRun("empty", 1, ok), ControlRun("reference", 1, ok)]).verdict

@@ -14,8 +14,8 @@ Pure core, advisory: nothing here is read by the verdict. One concept per module
 - `ssegrade.guard._model`: a `Flag` and `guard.json` (`GuardReport`), with its JSON Schema;
 - `ssegrade.guard._check`: the guard itself (`guard`, `guard_report`).
 
-The grading program awaits the facts (`ssegrade.effects.ObserveGuard`) after the checks and
-writes `guard.json` (`ssegrade.effects.WriteGuard`); see `ssegrade._guarding`.
+The grading program awaits the facts (`ssegrade.internal.effects.ObserveGuard`) after the checks and
+writes `guard.json` (`ssegrade.internal.effects.WriteGuard`); see `ssegrade._guarding`.
 """
 
 from ssegrade.guard._check import guard, guard_report, is_test_path

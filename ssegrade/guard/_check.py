@@ -3,7 +3,7 @@
 Pure core. `guard` applies every row of `ssegrade.guard._rules.RULES` to the parsed patch and
 returns one flag per rule that fired, with the paths where it fired and one sentence saying
 what was seen. `guard_report` wraps the flags into `guard.json`. Neither ever sees the verdict,
-and nothing here is read by `ssegrade.verdict.decide`: the guard is advisory.
+and nothing here is read by `ssegrade.internal.verdict.decide`: the guard is advisory.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ssegrade.guard._rules import (
 )
 from ssegrade.guard._sanitizers import runtimes_for
 from ssegrade.guard._syntax import available
-from ssegrade.task import Task
+from ssegrade.internal.task import Task
 
 __all__ = ["MAX_PATHS", "guard", "guard_report", "is_test_path", "path_matches"]
 

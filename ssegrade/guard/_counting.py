@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 
 from ssegrade.guard._diff import FileChange
 from ssegrade.guard._syntax import language_of
-from ssegrade.guard_document import ALWAYS, counts
-from ssegrade.task import Task
+from ssegrade.internal.guard_document import ALWAYS, counts
+from ssegrade.internal.task import Task
 
 __all__ = ["ALWAYS", "NOT_BUILT", "counts", "touch_counts"]
 
@@ -58,7 +58,7 @@ def touch_counts(
     runs, for `kind` `tests` (the project's tests by convention), `build-config` or
     `vendored`; `build_file(path)` says whether a path is a build file.
 
-    >>> from ssegrade.task import Scripts
+    >>> from ssegrade.internal.task import Scripts
     >>> task = Task(id="t", scripts=Scripts(build="b.sh", test="t.sh"))
     >>> added = [FileChange(None, "tests/test_new.c")]
     >>> touch_counts("tests", ["tests/test_new.c"], task, added, bool)

@@ -1,8 +1,8 @@
 """What the interpreter observes for the guard, the answers of its effects.
 
 Pure core. They live in `ssegrade._guard_facts`, a module of their own outside the guard, so that
-the effect vocabulary (`ssegrade.effects`) names them without loading the guard; the guard and its
-readers import them from here or from there alike.
+the effect vocabulary (`ssegrade.internal.effects`) names them without loading the guard; the
+guard and its readers import them from here or from there alike.
 """
 
 from ssegrade._guard_facts import (

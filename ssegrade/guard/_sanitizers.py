@@ -5,7 +5,7 @@ its build enables. `sanitizers_named` reads that value (`address`, `asan`, `addr
 …) into canonical names; `runtimes_for` gives, for each, the string-table entries an object
 built with it carries (a symbol the instrumented code calls, or the runtime library it links):
 the interpreter looks for them in the ELF files the grading build produced
-(`ssegrade.effects.ScanObjects`). An unknown name is not checked.
+(`ssegrade.internal.effects.ScanObjects`). An unknown name is not checked.
 """
 
 from __future__ import annotations

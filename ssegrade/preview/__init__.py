@@ -10,11 +10,11 @@ Pure core, one concept per module:
 - `ssegrade.preview._text`: the words, `summarize` (the result with its text) and `render`
   (the text alone), so that the wording can be read and tested without running anything.
 
-The checks, their order and their names are the checks table's (`ssegrade.checks`); the
-preview's effects are in `ssegrade.effects` like every other.
+The checks, their order and their names are the checks table's (`ssegrade.internal.checks`); the
+preview's effects are in `ssegrade.internal.effects` like every other.
 """
 
-from ssegrade.effects import PreviewEffect, SpillLog
+from ssegrade.internal.effects import PreviewEffect, SpillLog
 from ssegrade.preview._decision import (
     CheckLine,
     CheckStatus,

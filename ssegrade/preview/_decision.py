@@ -2,7 +2,7 @@
 
 Pure core: the preview's decision, from a `PreviewReport` of what ran and how each run ended.
 The checks, their run order and the precedence of a failure are the checks table's
-(`ssegrade.checks`); `ssegrade.preview._text` puts the decision into words.
+(`ssegrade.internal.checks`); `ssegrade.preview._text` puts the decision into words.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Literal
 
 from returns.result import Result
 
-from ssegrade.checks import Check, preview_order, preview_precedence, spec
-from ssegrade.effects import ScriptResult
+from ssegrade.internal.checks import Check, preview_order, preview_precedence, spec
+from ssegrade.internal.effects import ScriptResult
 from ssegrade.protocol._difficulty import Level, allowed
 
 __all__ = [

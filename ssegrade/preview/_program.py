@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ssegrade.checks import Check, preview_order, spec
-from ssegrade.effects import Bench, ScriptResult, SpillLog
+from ssegrade.internal.checks import Check, preview_order, spec
+from ssegrade.internal.effects import Bench, ScriptResult, SpillLog
 from ssegrade.preview._decision import (
     PreviewReport,
     PreviewResult,
@@ -67,7 +67,7 @@ async def preview(level: Level, has: frozenset[Check], pocs: tuple[str, ...]) ->
     failure (`INTERNAL_FAILURE` alone).
 
     >>> from ssegrade.protocol._difficulty import LEVELS
-    >>> from ssegrade.run import run
+    >>> from ssegrade.internal.run import run
     >>> asked = []
     >>> def interpret(effect):
     ...     asked.append(effect)

@@ -2,7 +2,7 @@
 
 Pure core: `summarize` puts the decision of `ssegrade.preview._decision` into words and returns
 it with the text; `render` is the text alone. The fixed sentences are module constants; each
-check's name and failure reason are the checks table's (`ssegrade.checks`).
+check's name and failure reason are the checks table's (`ssegrade.internal.checks`).
 `docs/test-patch.md` shows the text at every difficulty level, and a test keeps its examples
 equal to `render`'s output.
 """
@@ -14,8 +14,8 @@ from typing import Final
 
 from returns.result import Success
 
-from ssegrade.checks import Check, spec
-from ssegrade.effects import ScriptResult
+from ssegrade.internal.checks import Check, spec
+from ssegrade.internal.effects import ScriptResult
 from ssegrade.preview._decision import (
     CheckLine,
     Headline,

@@ -8,7 +8,7 @@ Pure core, one concept per module:
 
 - `ssegrade.protocol._documents`: ssegrade's own documents (under `/ssegrade`), which the
   evaluator's remote interpreter and `test-patch` speak; a bencher reply is
-  `ssegrade.effects.ScriptResult` itself;
+  `ssegrade.internal.effects.ScriptResult` itself;
 - `ssegrade.protocol._wire`: SSEBench's own daemon wire, key for key (what its SDK, MCP server,
   evaluator and entrypoint read), and the replies built for it;
 - `ssegrade.protocol._calls`: SSEBench's tool calls read, with its 500 texts;

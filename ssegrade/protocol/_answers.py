@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import ApplyError, CaptureError, Prepared, PrepareError, ScriptResult
+from ssegrade.internal.effects import ApplyError, CaptureError, Prepared, PrepareError, ScriptResult
 from ssegrade.protocol._documents import (
     DiffText,
     Listener,

@@ -12,9 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from returns.result import Failure, Result, Success
 
-from ssegrade.checks import Action
+from ssegrade.internal.checks import Action
+from ssegrade.internal.task import Task
 from ssegrade.protocol._difficulty import ACTIONS
-from ssegrade.task import Task
 
 __all__ = ["TOOLS", "ToolCall", "parse_tool_call", "unconfigured"]
 

@@ -1,7 +1,7 @@
 """Difficulty levels: which bencher actions the agent may call before grading (SPEC §9).
 
 Pure core: each level withholds one more check, as the gate column of the checks table
-(`ssegrade.checks`) says; parsing `SSE_DIFFICULTY` is a function of its text.
+(`ssegrade.internal.checks`) says; parsing `SSE_DIFFICULTY` is a function of its text.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.checks import Action, grading_order
+from ssegrade.internal.checks import Action, grading_order
 
 __all__ = ["ACTIONS", "DEFAULT_LEVEL", "LEVELS", "Level", "allowed", "parse_difficulty"]
 

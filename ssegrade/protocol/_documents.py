@@ -6,7 +6,7 @@ Pure core. The daemon server and ssegrade's clients (the evaluator's remote inte
 from them. Replies start with the field names of SSEBench's daemon (`can_build`…, `diff`,
 `code`/`stdout`/`stderr`) and add ssegrade's own; SSEBench's clients read the root routes
 instead (`ssegrade.protocol._wire`), which carry the original's keys only. A bencher reply is
-the `Bench` answer itself, `ssegrade.effects.ScriptResult`: one model for one document.
+the `Bench` answer itself, `ssegrade.internal.effects.ScriptResult`: one model for one document.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ssegrade.checks import Action, Check
+from ssegrade.internal.checks import Action, Check
 
 __all__ = [
     "API_VERSION",

@@ -11,11 +11,11 @@ from typing import Literal
 
 from returns.result import Failure, Result, Success
 
-from ssegrade.bencher import task_path
-from ssegrade.checks import Action, Check, grading_order
+from ssegrade.internal.bencher import task_path
+from ssegrade.internal.checks import Action, Check, grading_order
+from ssegrade.internal.task import Task
 from ssegrade.protocol._difficulty import ACTIONS, Level, allowed
 from ssegrade.protocol._documents import Capabilities, Listener, ProjectScripts, ProjectView
-from ssegrade.task import Task
 
 __all__ = [
     "ADMIN_ONLY",

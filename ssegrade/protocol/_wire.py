@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
-from ssegrade.answers import ScriptResult
-from ssegrade.bencher import task_path
+from ssegrade.internal.answers import ScriptResult
+from ssegrade.internal.bencher import task_path
+from ssegrade.internal.result import PatchResult, patch_result_model
+from ssegrade.internal.task import Task
 from ssegrade.protocol._documents import ChangedFile
-from ssegrade.result import PatchResult, patch_result_model
-from ssegrade.task import Task
 
 __all__ = [
     "I64_MAX",

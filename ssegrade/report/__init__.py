@@ -3,7 +3,7 @@
 Pure core, one concept per module; other tools import this package alone:
 
 - `ssegrade.report._summary`: one `summary.json`/`result.json` → a small `RunRecord`
-  (`parse_run`), its grade read as `ssegrade.result.PatchResult`;
+  (`parse_run`), its grade read as `ssegrade.internal.result.PatchResult`;
 - `ssegrade.report._select`: which runs count, folded one run at a time (`Selector`);
 - `ssegrade.report._rules`: ssegrade's rules and SSEBench's report's (`--rules ssebench`);
 - `ssegrade.report._aggregate`: shares, pass@k, intervals → the `Report` (`summarize`,

@@ -28,7 +28,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ssegrade.checks import grading_order
+from ssegrade.internal.checks import grading_order
+from ssegrade.internal.result import error_kind_of
+from ssegrade.internal.task import Check
 from ssegrade.report._compare import Outcomes
 from ssegrade.report._guard import flagged_why
 from ssegrade.report._model import (
@@ -46,8 +48,6 @@ from ssegrade.report._rules import Rules, is_error
 from ssegrade.report._select import Selection, Selector
 from ssegrade.report._summary import RunRecord
 from ssegrade.report._tally import RowTally, new_counts
-from ssegrade.result import error_kind_of
-from ssegrade.task import Check
 
 __all__ = ["Fold", "TaskPart", "aggregate", "parts_of", "summarize"]
 
@@ -65,7 +65,7 @@ def aggregate(
     agent); tasks by (task, model, agent, trial); excluded runs by (task, model, agent, run id).
 
     >>> from datetime import UTC, datetime
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.result import PatchResult
     >>> def rec(run_id, status, when=None, **fields):
     ...     at = None if when is None else datetime(2025, 1, when, tzinfo=UTC)
     ...     grade = PatchResult(status=status, **fields)

@@ -107,7 +107,7 @@ def row_guard(kept: Sequence[RunRecord]) -> RowGuard:
     """The guard columns of the runs of one row (or one task): `unflagged` is None when no
     run carries a guard record.
 
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.result import PatchResult
     >>> ok = PatchResult(status="passed")
     >>> runs = [RunRecord("t", "m", "a", "1", ok, flags=()),
     ...         RunRecord("t", "m", "a", "2", ok, flags=("sanitizer", "build-config")),

@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ssegrade.internal.result import ErrorKind, Status
+from ssegrade.internal.task import Check
 from ssegrade.report._rules import Rules
 from ssegrade.report._stats import CLUSTERED_NAME, INTERVAL_NAME, TEST_NAME, wilson
-from ssegrade.result import ErrorKind, Status
-from ssegrade.task import Check
 
 __all__ = [
     "Comparison",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ssegrade.checks import spec
+from ssegrade.internal.checks import spec
 
 __all__ = ["relative_message"]
 

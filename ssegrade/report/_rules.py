@@ -24,9 +24,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from ssegrade.checks import CheckSpec
+from ssegrade.internal.checks import CheckSpec
+from ssegrade.internal.task import Check
 from ssegrade.report._summary import RunRecord, poc_passed
-from ssegrade.task import Check
 
 __all__ = ["DIFFERENCE", "Rules", "counted", "is_error", "ssebench_order"]
 
@@ -46,7 +46,7 @@ def ssebench_order(rec: RunRecord) -> tuple[datetime, str]:
     """SSEBench's order of the runs of one group: start time (none: the oldest), then run id
     compared as text (`run-9` after `run-10`).
 
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.result import PatchResult
     >>> def run(run_id):
     ...     return RunRecord("t", "m", "a", run_id, PatchResult(status="passed"))
     >>> sorted(["run-9", "run-10"], key=lambda r: ssebench_order(run(r)))
@@ -78,8 +78,8 @@ def counted(
 ) -> tuple[bool, bool]:
     """(whether the run is in the check's denominator, whether it passed the check).
 
-    >>> from ssegrade.checks import grading_order
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.checks import grading_order
+    >>> from ssegrade.internal.result import PatchResult
     >>> poc = next(c for c in grading_order() if c.name == "poc")
     >>> grade = PatchResult(status="failed", build_success=False)
     >>> built_no_poc = RunRecord("t", "m", "a", "r", grade)

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ssegrade.checks import grading_order
+from ssegrade.internal.checks import grading_order
+from ssegrade.internal.task import Check
 from ssegrade.report._model import RunsMode
 from ssegrade.report._rules import Rules, is_error, ssebench_order
 from ssegrade.report._summary import RunRecord
-from ssegrade.task import Check
 
 __all__ = ["Selection", "Selector", "natural_key", "newer", "run_order"]
 
@@ -79,7 +79,7 @@ def newer(rec: RunRecord, than: RunRecord) -> bool:
     """Whether `rec` comes after `than` in `run_order` (cheaper: run ids are compared only
     when the times do not decide).
 
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.result import PatchResult
     >>> passed = PatchResult(status="passed")
     >>> newer(RunRecord("t", "m", "a", "run-10", passed), RunRecord("t", "m", "a", "run-9", passed))
     True
@@ -117,7 +117,7 @@ class Selection:
 class Selector:
     """The streaming selection: `add` every run once (a run is a folder), then `result`.
 
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.result import PatchResult
     >>> s = Selector("latest")
     >>> for rid, status in [("run-9", "passed"), ("run-10", "error")]:
     ...     s.add(RunRecord("t", "m", "a", rid, PatchResult(status=status)))

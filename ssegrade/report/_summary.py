@@ -17,7 +17,7 @@ The shapes read (SPEC §11, facts of the SSEBench runner):
 The task, model and agent a document names must be its folder's; a bare grade in
 `<task>/<empty|reference>/<n>/` is a run of `ssegrade verify`: both are left out (SPEC §16).
 
-`patch_result` is read as `ssegrade.result.PatchResult`, without its `error_log`
+`patch_result` is read as `ssegrade.internal.result.PatchResult`, without its `error_log`
 (`WITHOUT_LOG`); a document that does not read so, such as one without a `status`, is read
 again with `PatchResult.lenient`, which decides.
 """
@@ -35,10 +35,10 @@ from typing_extensions import TypedDict
 
 from ssegrade.guard._counting import counts
 from ssegrade.guard._model import KINDS, flag_kinds, listed_kinds
+from ssegrade.internal.result import WITHOUT_LOG, PatchResult
+from ssegrade.internal.ssebench import summary_problem
+from ssegrade.internal.task import Check, checks_of
 from ssegrade.report._paths import relative_message
-from ssegrade.result import WITHOUT_LOG, PatchResult
-from ssegrade.ssebench import summary_problem
-from ssegrade.task import Check, checks_of
 
 __all__ = [
     "CONTROLS",
@@ -178,7 +178,7 @@ class RunRecord(NamedTuple):
     against the run (empty: none), None when the run carries no guard record; `listed` the
     kinds it raised only as touches that change nothing a check runs (listed, not counted).
     `error_kind` is `runtime_result.error_kind` as
-    written (None: not said; `ssegrade.result.error_kind_of` reads it with the grade).
+    written (None: not said; `ssegrade.internal.result.error_kind_of` reads it with the grade).
     `attempts` is how many attempts a batch made of its grade (1 when its summary does not
     say).
     """
@@ -331,7 +331,7 @@ def parse_run(
     `ssegrade verify` (both: `left_out`). The run id is the folder's name. A missing `status`
     is derived with the status rule (`PatchResult.lenient`); a missing time zone on
     `started_at` means UTC. With `ssebench`, a summary SSEBench's run summary model would
-    refuse is not a run (`ssegrade.ssebench.summary_problem`).
+    refuse is not a run (`ssegrade.internal.ssebench.summary_problem`).
 
     >>> folder = RunFolder("t", "openai/gpt-5", "a", "r1")
     >>> doc = b'{"config": {"model": "openai/gpt-5", "mode": "sandbox", "timeout": 3600},'

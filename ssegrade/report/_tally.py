@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 from ssegrade.batch._attempts import next_attempt
-from ssegrade.checks import grading_order
+from ssegrade.internal.checks import grading_order
+from ssegrade.internal.result import error_kind_of
+from ssegrade.internal.task import Check
 from ssegrade.report._guard import GuardTally
 from ssegrade.report._model import ErrorCounts, Interval, Row, RowKey, Share
 from ssegrade.report._rules import Rules, counted
 from ssegrade.report._stats import clustered_wilson, pass_at_k, pass_hat_k
 from ssegrade.report._summary import RunRecord
-from ssegrade.result import error_kind_of
-from ssegrade.task import Check
 
 __all__ = ["CheckCounts", "ExactSum", "RowTally", "count_checks", "new_counts"]
 

@@ -15,7 +15,7 @@ __all__ = ["Clock"]
 class Clock:
     """The time is `now`, in seconds; it changes when a test moves it.
 
-    >>> from ssegrade.run import Deadline
+    >>> from ssegrade.internal.run import Deadline
     >>> clock = Clock()
     >>> deadline = Deadline.starting(10, clock)
     >>> clock.advance(9.5)

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from ssegrade.effects import Effect
-from ssegrade.run import Interpreter
+from ssegrade.internal.effects import Effect
+from ssegrade.internal.run import Interpreter
 from ssegrade.testing._clock import Clock
 from ssegrade.trace._codec import check_answer
 
@@ -36,7 +36,7 @@ def matching(*kinds: type[Effect[Any]], **fields: object) -> Callable[[Effect[An
     """A test of effects: of one of `kinds` (any kind when none is given), with each field
     named in `fields` equal to the value given.
 
-    >>> from ssegrade.effects import Bench, Notify
+    >>> from ssegrade.internal.effects import Bench, Notify
     >>> builds = matching(Bench, action="build")
     >>> builds(Bench("build")), builds(Bench("run_poc", "pocs/a")), builds(Notify("x"))
     (True, False, False)

@@ -16,13 +16,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ssegrade.bencher import bencher_interpreter
-from ssegrade.effects import Bench, Effect, WriteResult
-from ssegrade.errors import SsegradeError
-from ssegrade.program import GradeOptions, grade
-from ssegrade.result import EvaluationResult
-from ssegrade.run import Deadline, Interpreter, run
-from ssegrade.task import Files, Scripts, Task
+from ssegrade.internal.bencher import bencher_interpreter
+from ssegrade.internal.effects import Bench, Effect, WriteResult
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.program import GradeOptions, grade
+from ssegrade.internal.result import EvaluationResult
+from ssegrade.internal.run import Deadline, Interpreter, run
+from ssegrade.internal.task import Files, Scripts, Task
 from ssegrade.testing._combinators import Checked, Recording
 from ssegrade.testing._fake import FakeWorld, Script
 

@@ -25,7 +25,10 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import (
+from ssegrade.guard import SourceFile
+from ssegrade.guard._facts import ObjectScan
+from ssegrade.guard._model import GuardReport
+from ssegrade.internal.effects import (
     ApplyDiff,
     ApplyError,
     Archive,
@@ -65,10 +68,7 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard import SourceFile
-from ssegrade.guard._facts import ObjectScan
-from ssegrade.guard._model import GuardReport
-from ssegrade.run import Interpreter
+from ssegrade.internal.run import Interpreter
 
 __all__ = ["FakeWorld", "Script"]
 

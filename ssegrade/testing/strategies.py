@@ -14,10 +14,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ssegrade.effects import Effect
-from ssegrade.task import Check, Files, Scripts, Task
+from ssegrade.internal.effects import Effect
+from ssegrade.internal.task import Check, Files, Scripts, Task
+from ssegrade.internal.verdict import CheckOutcome, Crashed, Ending, Finished, Outcomes, TimedOut
 from ssegrade.testing._fake import FakeWorld, Script
-from ssegrade.verdict import CheckOutcome, Crashed, Ending, Finished, Outcomes, TimedOut
 
 __all__ = [
     "CHECKS",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from ssegrade.result import EvaluationResult
+from ssegrade.internal.result import EvaluationResult
 
 __all__ = ["verdict_changes"]
 
@@ -23,7 +23,7 @@ def verdict_changes(recorded: EvaluationResult, replayed: EvaluationResult) -> t
     """The fields of `result.json` that differ, as `name: old → new`. The `error_log` of an
     `Exception:` error is a traceback, which names code lines, and is not compared.
 
-    >>> from ssegrade.result import PatchResult
+    >>> from ssegrade.internal.result import PatchResult
     >>> old = EvaluationResult(patch_result=PatchResult(status="passed", pov_passed=2))
     >>> new = EvaluationResult(patch_result=PatchResult(status="failed", pov_passed=1))
     >>> verdict_changes(old, new)

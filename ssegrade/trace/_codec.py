@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, create_model
 from pydantic_core import CoreSchema, core_schema
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import Effect
+from ssegrade.internal.effects import Effect
 
 __all__ = ["RECORD_CONFIG", "answer_type", "check_answer", "wire_type"]
 
@@ -32,7 +32,7 @@ RECORD_CONFIG = ConfigDict(
 def answer_type(effect: type[Effect[Any]]) -> Any:
     """The answer type `A` an effect class declares by subclassing `Effect[A]`.
 
-    >>> from ssegrade.effects import Bench, Notify
+    >>> from ssegrade.internal.effects import Bench, Notify
     >>> answer_type(Bench).__name__, answer_type(Notify)
     ('ScriptResult', <class 'NoneType'>)
     """
@@ -156,7 +156,7 @@ def check_answer(effect: Effect[Any], answer: object) -> None:
     """Check an interpreter's answer against the type its effect declares, dataclass fields
     included; raises pydantic's `ValidationError` when it does not fit.
 
-    >>> from ssegrade.effects import Archive
+    >>> from ssegrade.internal.effects import Archive
     >>> check_answer(Archive(), Success(None))
     >>> check_answer(Archive(), None)
     Traceback (most recent call last):

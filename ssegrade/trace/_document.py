@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import GradingEffect
-from ssegrade.errors import SsegradeError
-from ssegrade.program import GradeOptions
-from ssegrade.result import EvaluationResult
+from ssegrade.internal.effects import GradingEffect
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.program import GradeOptions
+from ssegrade.internal.result import EvaluationResult
 from ssegrade.trace._raised import Raised
 from ssegrade.trace._records import TRACE_FORMAT, TRACE_VERSION, TraceEnd, TraceHeader, formats
 

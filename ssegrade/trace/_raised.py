@@ -13,9 +13,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from ssegrade.effects import ScriptNotStarted, TimeLimitReached
-from ssegrade.errors import SsegradeError
-from ssegrade.program import SignalArrived
+from ssegrade.internal.effects import ScriptNotStarted, TimeLimitReached
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.program import SignalArrived
 from ssegrade.trace._codec import RECORD_CONFIG
 
 __all__ = [

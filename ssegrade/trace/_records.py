@@ -24,9 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from ssegrade.effects import Effect, GradingEffect
-from ssegrade.program import GradeOptions
-from ssegrade.result import EvaluationResult
+from ssegrade.internal.effects import Effect, GradingEffect
+from ssegrade.internal.program import GradeOptions
+from ssegrade.internal.result import EvaluationResult
 from ssegrade.trace._codec import RECORD_CONFIG, answer_type, wire_type
 from ssegrade.trace._raised import Raised
 

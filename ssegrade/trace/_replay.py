@@ -13,16 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ssegrade.effects import Effect, MayRunAhead, ObserveGuard, RerunPoc, WriteGuard
 from ssegrade.guard._facts import GuardFacts
-from ssegrade.program import Seen, crashed, grade
-from ssegrade.result import EvaluationResult, RuntimeResult
-from ssegrade.run import run
+from ssegrade.internal.effects import Effect, MayRunAhead, ObserveGuard, RerunPoc, WriteGuard
+from ssegrade.internal.program import Seen, crashed, grade
+from ssegrade.internal.result import EvaluationResult, RuntimeResult
+from ssegrade.internal.run import run
+from ssegrade.internal.verdict import Crashed, Signalled, not_graded
 from ssegrade.trace._changes import verdict_changes
 from ssegrade.trace._codec import answer_type
 from ssegrade.trace._document import Trace
 from ssegrade.trace._raised import InterruptRaised, Raised, exception_of, raised_of
-from ssegrade.verdict import Crashed, Signalled, not_graded
 
 __all__ = ["Diverged", "Replay", "Replayed", "replay"]
 

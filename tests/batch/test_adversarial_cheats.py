@@ -17,7 +17,7 @@ from ssegrade.batch import wanted_paths, write_cheats
 from ssegrade.batch._cheats import PREFIX
 from ssegrade.batch._cheats_diff import created, deleted, modified
 from ssegrade.guard import Flag, guard, parse_diff
-from ssegrade.task import Files, Task
+from ssegrade.internal.task import Files, Task
 from tests.support.cheatkit import applies, cheats_of
 from tests.support.exampletasks import EXAMPLES
 

@@ -31,7 +31,7 @@ from interpreters.real.resultsfolder.holding import Hold
 from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner.guardian import owner_tag
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult
-from ssegrade.request import Graded, Request
+from ssegrade.internal.request import Graded, Request
 from tests.support.waiting import wait_until
 
 TOKEN = "0123456789abcdef"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from interpreters.batch import BadJobs, run_batch
-from ssegrade.guard_document import GuardReport
+from ssegrade.internal.guard_document import GuardReport
+from ssegrade.internal.request import Graded, Request
 from ssegrade.report import RunFolder, parse_run
-from ssegrade.request import Graded, Request
 from tests.support.batchkit import Quiet, saying, verdict_grade
 from tests.support.realtask import make_task
 

@@ -22,7 +22,7 @@ import pytest
 
 from ssegrade.batch import Cheat, write_cheats
 from ssegrade.guard import guard
-from ssegrade.task import Scripts, Task
+from ssegrade.internal.task import Scripts, Task
 from tests.realtasks.lay import Laid, apply, grade, lay_out_rust, toolchain_path
 from tests.support.cheatkit import applies, cheats_of
 from tests.support.exampletasks import lay_out

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from ssegrade.batch import Job, parse_jobs, summary_document
 from ssegrade.guard import Flag, GuardReport
-from ssegrade.result import EvaluationResult, PatchResult, RuntimeResult
-from ssegrade.ssebench import summary_problem, task_document, task_problems
-from ssegrade.task import Task, parse_task
-from ssegrade.verdict import Outcomes, TimedOut, document
+from ssegrade.internal.result import EvaluationResult, PatchResult, RuntimeResult
+from ssegrade.internal.ssebench import summary_problem, task_document, task_problems
+from ssegrade.internal.task import Task, parse_task
+from ssegrade.internal.verdict import Outcomes, TimedOut, document
 from tests.support.ssebench_models import RUN_CONFIG_FIELDS, TASK_FIELDS, RunSummary, TaskModel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

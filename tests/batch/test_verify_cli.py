@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from interpreters.real.resultsfolder.writer import ResultsWriter
-from ssegrade.effects import CheckFinished, CheckRecord
+from ssegrade.internal.effects import CheckFinished, CheckRecord
 from tests.support.realtask import FIX, shell_task, ssegrade
 
 pytestmark = pytest.mark.slow

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from ssegrade import PatchResult, Task, status_of
 from ssegrade.batch import CONTROLS, Control, ControlRun, expected_outcomes, judge
-from ssegrade.bencher import task_path
-from ssegrade.effects import CheckRecord
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.bencher import task_path
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.task import Files, Scripts
 
 FOLDER = "/ssebench"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ssegrade.task import Files, Scripts, Task, TaskDescription
+from ssegrade.internal.task import Files, Scripts, Task, TaskDescription
 from tests.support.realtask import git
 
 TOP = Path(__file__).resolve().parents[2]

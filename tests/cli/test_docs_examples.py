@@ -84,7 +84,7 @@ import time
 
 from ssegrade.testing import FakeWorld
 from ssegrade import BenchSession, Deadline, GradeOptions, Task, bencher_interpreter, grade, run
-from ssegrade.task import Scripts
+from ssegrade.internal.task import Scripts
 
 task = Task(id="t", scripts=Scripts(build="build.sh", test="test.sh"))
 system = FakeWorld(patch=b"--- a/x\\n+++ b/x\\n")

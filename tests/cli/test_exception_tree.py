@@ -73,7 +73,7 @@ def test_the_errors_keep_their_other_bases() -> None:
     """Behaviour stays: a caller catching `ValueError` or `OSError` still catches these."""
     from interpreters.app.setup.errors import InputError
     from interpreters.real.runner.output import LogWriteError
-    from ssegrade.result import ResultError
+    from ssegrade.internal.result import ResultError
 
     assert issubclass(InputError, ValueError)
     assert issubclass(ResultError, ValueError)

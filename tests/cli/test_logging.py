@@ -12,7 +12,7 @@ import pytest
 from interpreters.cli.progress import CheckProgress
 from interpreters.real.logs import RUNNING, level_of, speaking
 from interpreters.real.resultsfolder.writer import ResultsWriter
-from ssegrade.effects import CheckFinished, CheckRecord, CheckStarted, Notify
+from ssegrade.internal.effects import CheckFinished, CheckRecord, CheckStarted, Notify
 
 
 def _writer(tmp_path: Path) -> ResultsWriter:

@@ -1,6 +1,6 @@
 """Every name a task, an agent or a script chose reaches the operator's terminal inert: its
 control characters (C0, DEL, C1, Unicode format controls) written as escapes, in every log
-line, progress line, verdict line and one-line error (`ssegrade.text.inert_text`).
+line, progress line, verdict line and one-line error (`ssegrade.internal.text.inert_text`).
 
 The attack as it was found: a PoC file named `poc\\x1b[2K\\rpassed` made `evaluate` print
 `failed: PoC failed: …/poc` and then erase the line and write `passed` over it.
@@ -27,7 +27,7 @@ from interpreters.cli.main import main
 from interpreters.cli.progress import CheckProgress
 from interpreters.real import logs
 from ssegrade.batch import Tally
-from ssegrade.text import inert_text
+from ssegrade.internal.text import inert_text
 from tests.support.realtask import evaluating, make_task
 
 CONTROL = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})

@@ -52,12 +52,12 @@ def test_importing_the_core_loads_its_face_alone() -> None:
 
 def test_a_public_name_loads_its_module_on_first_use() -> None:
     loaded = _loaded_by("from ssegrade import decide")
-    assert "ssegrade.verdict" in loaded
+    assert "ssegrade.internal.verdict" in loaded
     assert "ssegrade.report" not in loaded
 
 
 def test_the_effect_vocabulary_does_not_load_the_guard() -> None:
-    loaded = _loaded_by("import ssegrade.effects")
+    loaded = _loaded_by("import ssegrade.internal.effects")
     assert [name for name in loaded if name.startswith("ssegrade.guard.")] == []
     assert "ssegrade.guard" not in loaded
 
@@ -67,9 +67,9 @@ def test_a_name_outside_the_face_is_not_served_by_the_root() -> None:
         ssegrade.Action  # type: ignore[attr-defined]  # noqa: B018 - the point of the test
     with pytest.raises(ImportError):
         exec("from ssegrade import ObserveGuard", {})
-    from ssegrade.effects import ObserveGuard  # its own module still serves it
+    from ssegrade.internal.effects import ObserveGuard  # its own module still serves it
 
-    assert ObserveGuard.__module__ == "ssegrade.effects"
+    assert ObserveGuard.__module__ == "ssegrade.internal.effects"
 
 
 def test_dir_lists_the_face() -> None:
@@ -141,7 +141,9 @@ PUBLIC = [
     "TimeLimitReached",
     "bencher_interpreter",
     "decide",
+    "document",
     "grade",
+    "not_graded",
     "parse_result",
     "parse_task",
     "result_schema",
@@ -162,7 +164,29 @@ def test_the_architecture_document_lists_every_public_name() -> None:
 
 
 def test_the_run_loop_stays_the_public_run_once_its_module_is_imported() -> None:
-    """`ssegrade.run` is both a module and the run loop: the loop is the public name."""
-    code = "import ssegrade.program, ssegrade.run; from ssegrade import run; print(callable(run))"
+    """`ssegrade.internal.run` is the run loop's module: the loop is the public name."""
+    code = "import ssegrade.internal.run; from ssegrade import run; print(callable(run))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True"
+
+
+def test_the_effect_vocabulary_face_serves_every_effect_and_answer() -> None:
+    """`ssegrade.effects` is the vocabulary's whole list, served from `ssegrade.internal`."""
+    import ssegrade.effects as face
+    import ssegrade.internal.effects as vocabulary
+
+    assert face.__all__ == vocabulary.__all__
+    assert [
+        name for name in face.__all__ if getattr(face, name) is not getattr(vocabulary, name)
+    ] == []
+    assert {"RunScript", "ScriptResult", "MayRunAhead", "Effect"} <= set(face.__all__)
+
+
+def test_the_grading_entry_face_serves_every_name() -> None:
+    """`interpreters` names the grading entry (`grade`, `Request`, …) and serves each name."""
+    import interpreters
+
+    assert [name for name in interpreters.__all__ if not hasattr(interpreters, name)] == []
+    assert {"grade", "Request", "Limits", "ScriptOptions", "read_patch", "Graded"} <= set(
+        interpreters.__all__
+    )

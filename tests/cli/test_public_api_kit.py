@@ -18,7 +18,7 @@ from returns.result import Failure, Success
 
 import ssegrade.testing
 from ssegrade import Deadline, Effect, GradeOptions, TimeLimitReached, bencher_interpreter, run
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     Bench,
     CaptureError,
     ChangedFiles,
@@ -30,8 +30,8 @@ from ssegrade.effects import (
     WriteArtifact,
     WriteResult,
 )
+from ssegrade.internal.program import SignalArrived
 from ssegrade.preview import preview
-from ssegrade.program import SignalArrived
 from ssegrade.protocol import LEVELS
 from ssegrade.testing import (
     SCENARIOS,

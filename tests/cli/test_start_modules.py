@@ -23,8 +23,9 @@ HEAVY |= {"hypothesis", "sh", "yaml", "returns"}
 LIGHT = {
     "ssegrade",
     "ssegrade._lazy",
-    "ssegrade.errors",
-    "ssegrade.text",
+    "ssegrade.internal",  # the package alone: it loads none of its modules
+    "ssegrade.internal.errors",
+    "ssegrade.internal.text",
     "interpreters",
     "interpreters.real",
     "interpreters.real.logs",
@@ -114,17 +115,17 @@ REJECTED = {
 @pytest.mark.parametrize("config", list(REJECTED.values()), ids=list(REJECTED))
 def test_a_rejected_task_is_said_before_the_task_model_loads(config: str, tmp_path: Path) -> None:
     """A config.yaml whose YAML or a key's presence or type is wrong is refused by the first
-    look (`ssegrade.task_shape`): pydantic and the task model never load (YAML does, and
+    look (`ssegrade.internal.task_shape`): pydantic and the task model never load (YAML does, and
     `returns` with the safe reader, as for a missing file)."""
     task = tmp_path / "task"
     task.mkdir()
     (task / "config.yaml").write_text(config)
     for patch in (["--patch", "/dev/null"], []):
         loaded = _loaded(["evaluate", "--task", str(task), *patch], tmp_path)
-        assert "ssegrade.task_shape" in loaded
+        assert "ssegrade.internal.task_shape" in loaded
         light = HEAVY - {"yaml", "returns"}
         assert [name for name in loaded if name.partition(".")[0] in light] == []
-        assert "ssegrade.task" not in loaded
+        assert "ssegrade.internal.task" not in loaded
 
 
 def test_a_task_only_the_model_rejects_loads_the_task_model_and_no_more(tmp_path: Path) -> None:
@@ -134,11 +135,11 @@ def test_a_task_only_the_model_rejects_loads_the_task_model_and_no_more(tmp_path
     task.mkdir()
     (task / "config.yaml").write_text("id: t\nfiles: {poc: !!set {p}}\n")
     loaded = _loaded(["evaluate", "--task", str(task), "--patch", "/dev/null"], tmp_path)
-    assert "ssegrade.task" in loaded  # the config was read, by the real model
+    assert "ssegrade.internal.task" in loaded  # the config was read, by the real model
     never = ("fastapi", "uvicorn", "httpx", "rich", "jinja2", "ray", "sh")
     assert [name for name in loaded if name.partition(".")[0] in never] == []
     grading = {"interpreters.real.local", "interpreters.app.grading", "interpreters.real.git"}
-    grading |= {"ssegrade.effects", "ssegrade.program", "ssegrade.guard"}
+    grading |= {"ssegrade.internal.effects", "ssegrade.internal.program", "ssegrade.guard"}
     assert loaded & grading == set()
 
 
@@ -163,7 +164,7 @@ def test_a_missing_file_loads_its_safe_reader_and_no_more(
     heavy = [name for name in loaded if name.partition(".")[0] in HEAVY - {"returns"}]
     assert heavy == []
     grading = {"interpreters.app.setup", "interpreters.real.local", "interpreters.real.git"}
-    grading |= {"ssegrade.trace", "ssegrade.effects", "ssegrade.task"}
+    grading |= {"ssegrade.trace", "ssegrade.internal.effects", "ssegrade.internal.task"}
     assert loaded & grading == set()
 
 
@@ -174,7 +175,7 @@ def test_the_help_shows_the_real_defaults() -> None:
     from interpreters.real.runner.policy import DEFAULT_TMP_SIZE
     from ssegrade.batch import RETRY_KINDS
     from ssegrade.guard import KINDS
-    from ssegrade.result import ERROR_KINDS
+    from ssegrade.internal.result import ERROR_KINDS
 
     assert str(DEFAULT_RESULTS) == options.DEFAULT_RESULTS
     assert script_options.DEFAULT_TMP_SIZE == DEFAULT_TMP_SIZE

@@ -1,4 +1,5 @@
-"""The checks table (`ssegrade.checks`) is the one source of what the core says about a check.
+"""The checks table (`ssegrade.internal.checks`) is the one source of what the core says about a
+check.
 
 Three kinds of test: the table says what SPEC §3, §9, §10 and §11 say (expectations written
 here by hand); changing a row of the table changes the verdict, the grading order and the
@@ -20,17 +21,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Success
 
-from ssegrade import checks
-from ssegrade.checks import CHECKS, CheckSpec, grading_order, spec, spec_of_action
-from ssegrade.effects import Archive, Bench, Effect, Prepared, PrepareGrading, ScriptResult
+from ssegrade.internal import checks
+from ssegrade.internal.checks import CHECKS, CheckSpec, grading_order, spec, spec_of_action
+from ssegrade.internal.effects import Archive, Bench, Effect, Prepared, PrepareGrading, ScriptResult
+from ssegrade.internal.program import GradeOptions, grade
+from ssegrade.internal.result import PatchResult
+from ssegrade.internal.run import run
+from ssegrade.internal.task import Files, Scripts, Task
+from ssegrade.internal.verdict import CheckOutcome, Outcomes, decide
 from ssegrade.preview import preview
-from ssegrade.program import GradeOptions, grade
 from ssegrade.protocol import ACTIONS, LEVELS
 from ssegrade.report import Excluded, Row, TaskRow, TaskRun
-from ssegrade.result import PatchResult
-from ssegrade.run import run
-from ssegrade.task import Files, Scripts, Task
-from ssegrade.verdict import CheckOutcome, Outcomes, decide
 
 FULL = Task(
     id="t",
@@ -224,8 +225,8 @@ def _strings(path: Path) -> Iterator[tuple[int, str]]:
 
 def test_no_other_module_writes_a_checks_words() -> None:
     """Every failure message, `test_patch` name and reason and report title of a check is
-    written in `ssegrade/checks.py` only (no other string of the code is one of them): the
-    other modules read it from there. Sentences that speak of checks in passing ("covered
+    written in `ssegrade/internal/checks.py` only (no other string of the code is one of them):
+    the other modules read it from there. Sentences that speak of checks in passing ("covered
     by the intent tests") are the modules' own."""
     words = {
         word
@@ -243,7 +244,7 @@ def test_no_other_module_writes_a_checks_words() -> None:
         f"{path.relative_to(TOP)}:{line}: {text!r}"
         for folder in ("ssegrade", "interpreters")
         for path in sorted((TOP / folder).rglob("*.py"))
-        if path != TOP / "ssegrade" / "checks.py"
+        if path != TOP / "ssegrade" / "internal" / "checks.py"
         for line, text in _strings(path)
         if text.strip() in words
     ]

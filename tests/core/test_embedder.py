@@ -1,6 +1,6 @@
-"""An embedder builds the whole `result.json` from outcomes with the core alone: parse the
-task, build `Outcomes`, call `document`; the bytes are those `ssegrade evaluate` writes from
-the same outcomes (a real example graded, then rebuilt from its `checks.jsonl`)."""
+"""An embedder builds the whole `result.json` from outcomes with the core's face alone: parse
+the task, build `Outcomes`, call `document`; the bytes are those `ssegrade evaluate` writes
+from the same outcomes (a real example graded, then rebuilt from its `checks.jsonl`)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,8 @@ pytestmark = pytest.mark.slow
 
 EMBEDDER = """
 import json, re, sys
-from pathlib import Path
-from ssegrade import CheckOutcome, Outcomes, RuntimeResult, parse_task
-from ssegrade.bencher import task_path
-from ssegrade.verdict import document
+from pathlib import Path, PurePosixPath
+from ssegrade import CheckOutcome, Outcomes, RuntimeResult, document, parse_task
 
 def output(log):  # a script's stdout, a newline, its stderr, as its log file holds them
     data = Path(log).read_bytes()
@@ -32,7 +30,7 @@ folder, checks = Path(sys.argv[1]), [json.loads(line) for line in open(sys.argv[
 task = parse_task((folder / "config.yaml").read_bytes()).unwrap()
 runs = tuple(CheckOutcome(c["name"], c["passed"], output(c["log_file"]), c["poc"])
              for c in checks if c["name"] in task.checks)
-pocs = tuple(task_path(str(folder), poc) for poc in task.files.poc)
+pocs = tuple(str(PurePosixPath(folder, poc)) for poc in task.files.poc)  # SPEC §3
 sys.stdout.buffer.write(document(Outcomes(task.checks, pocs, runs), RuntimeResult()).to_json())
 """
 

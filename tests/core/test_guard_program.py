@@ -25,7 +25,8 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import (
+from ssegrade.guard import GuardFacts, ObjectScan, PocFile
+from ssegrade.internal.effects import (
     ApplyError,
     Archive,
     ArchiveError,
@@ -42,10 +43,9 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard import GuardFacts, ObjectScan, PocFile
-from ssegrade.program import SignalArrived
-from ssegrade.run import Interpreter
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.program import SignalArrived
+from ssegrade.internal.run import Interpreter
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Recording, Script
 from ssegrade.testing.strategies import Drawn, tasks
 from ssegrade.trace import Trace, replay

@@ -21,7 +21,8 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import (
+from ssegrade.guard._pinning import pins
+from ssegrade.internal.effects import (
     CheckFinished,
     RerunPoc,
     RunScript,
@@ -29,8 +30,7 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard._pinning import pins
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
 from ssegrade.trace import Trace, replay
 

@@ -10,10 +10,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ssegrade import Task
-from ssegrade.checks import Check
-from ssegrade.testing import FakeWorld
-from ssegrade.testing.strategies import outcomes, tasks, worlds
-from ssegrade.verdict import (
+from ssegrade.internal.checks import Check
+from ssegrade.internal.verdict import (
     ApplyFailed,
     CheckOutcome,
     Crashed,
@@ -21,6 +19,8 @@ from ssegrade.verdict import (
     OutcomesRefused,
     TimedOut,
 )
+from ssegrade.testing import FakeWorld
+from ssegrade.testing.strategies import outcomes, tasks, worlds
 
 
 def _poc_runs(o: Outcomes) -> list[int]:

@@ -17,8 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
-from ssegrade.checks import spec
-from ssegrade.effects import Action, Bench, Effect, ScriptResult, TimeLimitReached
+from ssegrade.internal.checks import spec
+from ssegrade.internal.effects import Action, Bench, Effect, ScriptResult, TimeLimitReached
+from ssegrade.internal.run import run
+from ssegrade.internal.task import Check
 from ssegrade.preview import (
     INTERNAL_FAILURE,
     PreviewReport,
@@ -30,8 +32,6 @@ from ssegrade.preview import (
     word_count,
 )
 from ssegrade.protocol import LEVELS, Level
-from ssegrade.run import run
-from ssegrade.task import Check
 from ssegrade.testing import Recording, Scripted, Throwing
 from ssegrade.testing.strategies import Drawn
 

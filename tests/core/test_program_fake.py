@@ -6,8 +6,8 @@ import pytest
 from returns.result import Success
 
 from ssegrade import Task, run
-from ssegrade.bencher import bench, prepare
-from ssegrade.effects import (
+from ssegrade.internal.bencher import bench, prepare
+from ssegrade.internal.effects import (
     ApplyDiff,
     CheckPatch,
     Discard,
@@ -16,7 +16,7 @@ from ssegrade.effects import (
     StageFiles,
     Unstage,
 )
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script
 
 FULL = Task(

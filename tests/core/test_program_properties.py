@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from ssegrade import Effect, GradeOptions, Task, TimeLimitReached, grade, run
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     ApplyError,
     Archive,
     ArchiveError,

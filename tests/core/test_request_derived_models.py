@@ -9,21 +9,21 @@ import sys
 import pytest
 from pydantic import ValidationError
 
+from ssegrade.internal.result import PatchResult
+from ssegrade.internal.ssebench import _Grade
 from ssegrade.protocol._wire import WirePatchResult
-from ssegrade.result import PatchResult
-from ssegrade.ssebench import _Grade
 
 ADDED = """
 import importlib
-import ssegrade.result
-from ssegrade.result import PatchResult
+import ssegrade.internal.result
+from ssegrade.internal.result import PatchResult
 
 class Grown(PatchResult):
     reviewed: bool | None = None
 
-ssegrade.result.PatchResult = Grown  # as if the field had been written in PatchResult
+ssegrade.internal.result.PatchResult = Grown  # as if the field had been written in PatchResult
 import ssegrade.protocol._wire as wire
-import ssegrade.ssebench as ssebench
+import ssegrade.internal.ssebench as ssebench
 wire, ssebench = importlib.reload(wire), importlib.reload(ssebench)
 print(list(wire.WirePatchResult.model_fields))
 print(list(ssebench._Grade.model_fields))

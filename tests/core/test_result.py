@@ -15,7 +15,7 @@ from ssegrade import (
     result_schema,
     status_of,
 )
-from ssegrade.result import WITHOUT_LOG
+from ssegrade.internal.result import WITHOUT_LOG
 
 flags = st.none() | st.booleans()
 

@@ -10,8 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ssegrade import Deadline, Effect, Task, TimeLimitReached, run
-from ssegrade.effects import Notify
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.effects import Notify
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.testing import Clock, FakeWorld, Recording, Script, Timed
 
 FULL = Task(

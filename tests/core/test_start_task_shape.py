@@ -1,4 +1,4 @@
-"""The light first look at `config.yaml` (`ssegrade.task_shape`) refuses a config exactly
+"""The light first look at `config.yaml` (`ssegrade.internal.task_shape`) refuses a config exactly
 as the task model does, with the model's message, and never refuses one the model takes.
 
 `evaluate` says a rejected config before the model loads (a fast start, SPEC §8): were the
@@ -18,8 +18,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from returns.pipeline import is_successful
 
-from ssegrade.task import parse_task
-from ssegrade.task_shape import config_problem
+from ssegrade.internal.task import parse_task
+from ssegrade.internal.task_shape import config_problem
 
 PATHS = ["build.sh", "", "/abs/x.sh", "a/../b", "../x", "x\x00y", "pocs/p.bin", " ", "a..b"]
 IDS = ["t", "tlv-001", "a__b", "a.b", "-x", "x_", "a b", "x" * 129, "é"]

@@ -25,7 +25,7 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     Bench,
     CheckFinished,
     Notify,
@@ -33,8 +33,8 @@ from ssegrade.effects import (
     ScriptResult,
     WriteResult,
 )
-from ssegrade.program import SignalArrived
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.program import SignalArrived
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Throwing
 from ssegrade.testing.strategies import tasks, worlds
 from ssegrade.trace import (

@@ -8,8 +8,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ssegrade import PatchResult, RuntimeResult, decide
-from ssegrade.testing.strategies import endings, outcomes
-from ssegrade.verdict import (
+from ssegrade.internal.verdict import (
     ApplyFailed,
     CheckOutcome,
     Crashed,
@@ -26,6 +25,7 @@ from ssegrade.verdict import (
     kind_of,
     not_graded,
 )
+from ssegrade.testing.strategies import endings, outcomes
 
 any_ending: st.SearchStrategy[Ending] = st.one_of(
     endings,

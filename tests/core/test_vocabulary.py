@@ -7,8 +7,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, get_args
 
-from ssegrade import effects
-from ssegrade.effects import (
+from ssegrade.internal import effects
+from ssegrade.internal.effects import (
     BenchEffect,
     DaemonRead,
     Effect,

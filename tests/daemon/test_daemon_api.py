@@ -18,9 +18,9 @@ import pytest
 
 from interpreters.daemon.app import MAX_BODY, create_app, openapi_document
 from interpreters.daemon.service import Service
-from ssegrade.effects import Action, RunScript
+from ssegrade.internal.effects import Action, RunScript
+from ssegrade.internal.task import Task
 from ssegrade.protocol import ACTIONS, LEVELS, PREFIX, DiffText, Level, decode_patch, public_project
-from ssegrade.task import Task
 from ssegrade.testing import FakeWorld, Script
 from tests.support.fakedaemon import FOLDER, TASK, Api, FakeBackend, InProcess, make_api
 from tests.support.ssebench_wire import REFERENCE_LOCKED

@@ -18,10 +18,10 @@ from interpreters.daemon.app import create_app
 from interpreters.daemon.client import DaemonClient
 from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
-from ssegrade.program import GradeOptions, grade
+from ssegrade.internal.program import GradeOptions, grade
+from ssegrade.internal.result import EvaluationResult
+from ssegrade.internal.run import Deadline, run
 from ssegrade.protocol import LEVELS
-from ssegrade.result import EvaluationResult
-from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld, Script
 from tests.support.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 

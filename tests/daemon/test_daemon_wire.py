@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from ssegrade.internal.task import Task
 from ssegrade.protocol import ACTIONS, LEVELS
-from ssegrade.task import Task
 from ssegrade.testing import Script
 from tests.support.fakedaemon import Api, FakeBackend, make_api
 from tests.support.ssebench_wire import (

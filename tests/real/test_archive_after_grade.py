@@ -29,12 +29,12 @@ from interpreters.daemon.remote import RemoteGrading
 from interpreters.daemon.service import Service
 from interpreters.real.resultsfolder.writer import ResultsWriter
 from ssegrade import EvaluationResult, RuntimeResult, TimeLimitReached
-from ssegrade.effects import Archive, WriteResult
-from ssegrade.program import GradeOptions, grade
+from ssegrade.internal.effects import Archive, WriteResult
+from ssegrade.internal.program import GradeOptions, grade
+from ssegrade.internal.run import Deadline, run
+from ssegrade.internal.verdict import Crashed, escaped
 from ssegrade.protocol import LEVELS
-from ssegrade.run import Deadline, run
 from ssegrade.testing import FakeWorld
-from ssegrade.verdict import Crashed, escaped
 from tests.support.fakedaemon import FOLDER, TASK, FakeBackend, SyncASGI
 from tests.support.realtask import git, make_task, ssegrade
 from tests.support.waiting import wait_until

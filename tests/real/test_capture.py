@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from returns.result import Failure, Success
 
 from interpreters.real import git
-from ssegrade.effects import ApplyError, Capture
+from ssegrade.internal.effects import ApplyError, Capture
 from tests.support.gittrees import (
     Entry,
     capture_ok,

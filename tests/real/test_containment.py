@@ -16,7 +16,7 @@ import pytest
 
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import ContainmentPolicy, Runner, probe, resolve_runner, run_script
-from ssegrade.effects import ScriptResult
+from ssegrade.internal.effects import ScriptResult
 from tests.support.processes import TEST_RUNNER, live_with, unique, write_script
 
 CONTAINED = os.geteuid() == 0 and probe().namespaces

@@ -34,7 +34,7 @@ from ssegrade import (
     GradingEffect,
     bencher_interpreter,
 )
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     Archive,
     Bench,
     CaptureTree,

@@ -19,7 +19,7 @@ from interpreters.real import files, git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
 from ssegrade import Deadline, TimeLimitReached
-from ssegrade.effects import CaptureTree
+from ssegrade.internal.effects import CaptureTree
 from tests.support.realtask import RealTask, make_task
 
 pytestmark = pytest.mark.slow

@@ -31,9 +31,9 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import WriteResult
-from ssegrade.program import Seen
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.effects import WriteResult
+from ssegrade.internal.program import Seen
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.testing import FakeWorld, Script, Throwing, matching
 from tests.support.realtask import CLI, RealTask, fix_to, make_task
 

@@ -16,7 +16,7 @@ from interpreters.real import git
 from interpreters.real.local import LocalSystem, Places
 from interpreters.real.runner import resolve_runner
 from ssegrade import Deadline
-from ssegrade.effects import (
+from ssegrade.internal.effects import (
     FreshCopy,
     RunScript,
     ScriptResult,

@@ -21,7 +21,7 @@ import pytest
 CHILD = """
 import signal, subprocess, sys
 from interpreters.app.setup import interrupts_raise
-from ssegrade.program import SignalArrived
+from ssegrade.internal.program import SignalArrived
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # between two gradings
 caught = 0

@@ -33,12 +33,12 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import Archive, RunScript, WriteResult
-from ssegrade.program import SignalArrived
-from ssegrade.task import Files, Scripts
+from ssegrade.internal.effects import Archive, RunScript, WriteResult
+from ssegrade.internal.program import SignalArrived
+from ssegrade.internal.task import Files, Scripts
+from ssegrade.internal.verdict import Outcomes, Signalled, decide
 from ssegrade.testing import FakeWorld, Throwing, matching
 from ssegrade.testing.strategies import outcomes
-from ssegrade.verdict import Outcomes, Signalled, decide
 from tests.support.processes import live_with, unique
 from tests.support.realtask import RealTask, git, make_task
 from tests.support.waiting import wait_until

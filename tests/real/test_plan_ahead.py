@@ -31,10 +31,10 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import FreshCopy, MayRunAhead, PrepareGrading
-from ssegrade.program import plan
-from ssegrade.run import Interpreter
-from ssegrade.task import Files, Scripts, Task
+from ssegrade.internal.effects import FreshCopy, MayRunAhead, PrepareGrading
+from ssegrade.internal.program import plan
+from ssegrade.internal.run import Interpreter
+from ssegrade.internal.task import Files, Scripts, Task
 from ssegrade.testing import SCENARIOS, FakeWorld, Recording, Scenario
 from tests.support.realtask import make_task, scenario_scripts
 

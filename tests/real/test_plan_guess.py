@@ -21,7 +21,7 @@ from interpreters.app.setup import Sources, grading_setup, hold_results, load_in
 from interpreters.real import git as realgit
 from interpreters.real.local import LocalSystem
 from ssegrade import BenchSession, Deadline, bencher_interpreter
-from ssegrade.effects import PrepareGrading
+from ssegrade.internal.effects import PrepareGrading
 from tests.support.realtask import make_task
 
 pytestmark = pytest.mark.slow

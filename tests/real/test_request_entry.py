@@ -17,9 +17,9 @@ from interpreters.batch.transit import grade_on_node
 from interpreters.batch.work import Done, Work
 from interpreters.real.runner.options import ScriptOptions
 from ssegrade import RuntimeResult
-from ssegrade.effects import CheckRecord
-from ssegrade.guard_document import GuardReport
-from ssegrade.request import Graded, Limits, Request
+from ssegrade.internal.effects import CheckRecord
+from ssegrade.internal.guard_document import GuardReport
+from ssegrade.internal.request import Graded, Limits, Request
 from tests.support.batchkit import Quiet, saying, verdict_grade
 from tests.support.realtask import FIX, make_task
 

@@ -35,7 +35,7 @@ from interpreters.real.runner import (
     run_script,
 )
 from interpreters.real.runner.output import KEPT_HEAD, KEPT_TAIL, LOG_HEAD, LOG_TAIL
-from ssegrade.effects import ScriptResult
+from ssegrade.internal.effects import ScriptResult
 from tests.support.processes import TEST_RUNNER, live_with, unique, write_script
 
 ROOT = os.geteuid() == 0

@@ -20,7 +20,7 @@ from ssegrade import (
     grade,
     run,
 )
-from ssegrade.effects import Bench, Notify, RunScript, Workspace
+from ssegrade.internal.effects import Bench, Notify, RunScript, Workspace
 from ssegrade.testing import FakeWorld
 from ssegrade.trace import TimeLimitRaised, TraceStep, parse_trace
 

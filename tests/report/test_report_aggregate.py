@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ssegrade.internal.result import PatchResult, status_of
+from ssegrade.internal.task import Check
 from ssegrade.report import (
     ErrorCounts,
     Report,
@@ -27,8 +29,6 @@ from ssegrade.report import (
     parse_run,
     poc_passed,
 )
-from ssegrade.result import PatchResult, status_of
-from ssegrade.task import Check
 from ssegrade.testing.strategies import CHECKS
 from tests.support.reportruns import BASE, MODES, TASKS, patches, records, run_lists
 

@@ -20,10 +20,10 @@ from interpreters.cli.report import report
 from ssegrade import Task
 from ssegrade.guard import KINDS, Flag, flag_kinds, guard, listed_kinds
 from ssegrade.guard._counting import ALWAYS, counts
+from ssegrade.internal.result import PatchResult
+from ssegrade.internal.task import Files, Scripts
 from ssegrade.report import RunRecord, Selection, exclude_flagged, flagged_as_failed, row_guard
 from ssegrade.report._summary import guard_flags, guard_listed
-from ssegrade.result import PatchResult
-from ssegrade.task import Files, Scripts
 from tests.support.guardkit import CASES, Case, case_facts, case_patch, load_case
 from tests.support.runfolders import summary, write_run
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ssegrade.internal.result import PatchResult
 from ssegrade.report import RunRecord, row_guard
-from ssegrade.result import PatchResult
 from tests.support.reportcommand import invoke
 from tests.support.runfolders import summary, write_run
 

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssegrade.checks import grading_order
 from ssegrade.guard import KINDS
+from ssegrade.internal.checks import grading_order
+from ssegrade.internal.result import PatchResult
 from ssegrade.report import (
     ErrorCounts,
     Fold,
@@ -37,7 +38,6 @@ from ssegrade.report import (
 )
 from ssegrade.report._rules import counted, is_error
 from ssegrade.report._tally import ExactSum
-from ssegrade.result import PatchResult
 from tests.support.reportruns import MODES, TASKS, run_lists
 
 RULES: tuple[Rules, ...] = ("ssegrade", "ssebench")

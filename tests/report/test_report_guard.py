@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from interpreters.cli.report import report
 from ssegrade.guard import KINDS
+from ssegrade.internal.result import PatchResult, Status
 from ssegrade.report import Rules, RunRecord, Selector, aggregate, exclude_flagged, summarize
-from ssegrade.result import PatchResult, Status
 from tests.support.runfolders import summary, write_run
 from tests.support.ssebench_report import as_ssebench, same, ssebench_report
 from tests.support.ssebench_report import runs as tree_runs

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.report.runs import per_run_rows
+from ssegrade.internal.result import error_kind_of
 from ssegrade.report import RunRecord, aggregate
-from ssegrade.result import error_kind_of
 from tests.support.reportcommand import invoke
 from tests.support.reportruns import MODES, records
 from tests.support.runfolders import summary, write_run

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from interpreters.report.table import DETAIL_LIMIT, render_table
 from interpreters.report.tasks import TASK_LIMIT
 from interpreters.report.text import Column, Row, table, wrap
+from ssegrade.internal.result import PatchResult
 from ssegrade.report import Report, RunRecord, aggregate, compare_all
-from ssegrade.result import PatchResult
 from tests.support.reportruns import MODES, run_lists
 
 LONG_MODEL = "organisation-with-a-long-name/team/very-long-model-name-2025-preview"

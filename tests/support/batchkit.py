@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ssegrade import EvaluationResult, PatchResult, RuntimeResult, Status
-from ssegrade.request import Graded, Request
-from ssegrade.verdict import Outcomes, TimedOut, document
+from ssegrade.internal.request import Graded, Request
+from ssegrade.internal.verdict import Outcomes, TimedOut, document
 from tests.support.realtask import BUILD, RealTask, fix_to, make_task
 from tests.support.scriptmarks import mark
 

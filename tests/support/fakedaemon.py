@@ -20,8 +20,8 @@ from returns.result import Failure, Result, Success
 from interpreters.daemon.app import create_app
 from interpreters.daemon.service import Service
 from interpreters.daemon.shell import ShellError
-from ssegrade.bencher import task_path
-from ssegrade.effects import (
+from ssegrade.internal.bencher import task_path
+from ssegrade.internal.effects import (
     Capture,
     CaptureError,
     CaptureTree,
@@ -32,9 +32,9 @@ from ssegrade.effects import (
     ReadTaskFile,
     ScriptResult,
 )
+from ssegrade.internal.run import Interpreter
+from ssegrade.internal.task import Task
 from ssegrade.protocol import LEVELS, PREFIX, Level
-from ssegrade.run import Interpreter
-from ssegrade.task import Task
 from ssegrade.testing import FakeWorld
 
 TASK = Task.model_validate(

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from interpreters.real import git
-from ssegrade.effects import Capture
+from ssegrade.internal.effects import Capture
 
 Entry = tuple[str, bytes, bool]
 """("file", content, executable) or ("link", target, False)."""

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import strategies as st
 
 from ssegrade.guard import KINDS
+from ssegrade.internal.result import PatchResult, status_of
+from ssegrade.internal.task import Check
 from ssegrade.report import (
     Report,
     RunRecord,
     RunsMode,
     Share,
 )
-from ssegrade.result import PatchResult, status_of
-from ssegrade.task import Check
 from ssegrade.testing.strategies import CHECKS
 
 

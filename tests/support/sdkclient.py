@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from ssegrade.result import status_of
+from ssegrade.internal.result import status_of
 from tests.support.ssebench_wire import Capabilities, ScriptResult
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["InputError", "Interrupted", "NotWritten"]
 

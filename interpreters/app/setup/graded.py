@@ -19,8 +19,9 @@ from typing import Any
 from interpreters.app.setup.errors import Interrupted, NotWritten
 from interpreters.real.resultsfolder import holding, write_result
 from interpreters.real.unraisable import signal_again, unraisable_here
-from ssegrade import EvaluationResult, RuntimeResult, verdict
-from ssegrade.program import Seen, SignalArrived, crashed
+from ssegrade import EvaluationResult, RuntimeResult
+from ssegrade.internal import verdict
+from ssegrade.internal.program import Seen, SignalArrived, crashed
 
 __all__ = ["graded", "interrupts_raise", "verdict_line"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from interpreters.real.git.command import GitError, Ids, lay_out, scratch, why
-from ssegrade.effects import ApplyError
-from ssegrade.run import Deadline
+from ssegrade.internal.effects import ApplyError
+from ssegrade.internal.run import Deadline
 
 
 def _neutral_apply(

@@ -25,8 +25,8 @@ from interpreters.real.git.command import (
 )
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import split_z, stage
-from ssegrade.effects import Capture, CaptureError
-from ssegrade.run import Deadline
+from ssegrade.internal.effects import Capture, CaptureError
+from ssegrade.internal.run import Deadline
 
 DIFF_OPTIONS = (
     "-p",

@@ -14,7 +14,7 @@ from returns.result import Failure, Result, Success
 from interpreters.real.git.command import GitError, check_apart, lay_out, reader_of, scratch, why
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import stage
-from ssegrade.effects import CaptureError
+from ssegrade.internal.effects import CaptureError
 
 
 def changed_files(source: Path, baseline: Baseline) -> Result[bytes, CaptureError]:

@@ -31,8 +31,8 @@ import sh
 
 from interpreters.real.programs import program, search_path
 from interpreters.real.runner.guarding import scratch_folder
-from ssegrade.errors import SsegradeError
-from ssegrade.run import Deadline
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.run import Deadline
 
 ATTRIBUTES = b"* -text -eol -crlf -ident -filter -working-tree-encoding !diff -merge -whitespace\n"
 """`info/attributes` of every private repository: no `.gitattributes` can change recorded bytes."""

@@ -27,8 +27,8 @@ from interpreters.real.git.staging import split_z
 from interpreters.real.git.trees import TREE, Unusual, ancestors, canonical, compose
 from interpreters.real.git.trees import Entry as TreeEntry
 from interpreters.real.git.trees import parse_tree as parse
-from ssegrade.effects import CaptureError
-from ssegrade.run import Deadline
+from ssegrade.internal.effects import CaptureError
+from ssegrade.internal.run import Deadline
 
 _APPLY = ("apply", "--cached", "--binary", "--whitespace=nowarn", "--allow-empty")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "TREE",

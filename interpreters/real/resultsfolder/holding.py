@@ -33,7 +33,7 @@ from pathlib import Path
 
 from interpreters.real import files
 from interpreters.real.resultsfolder.private import trusted
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "FIRST_CLEARED",

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "DIR_FLAGS",

@@ -23,7 +23,7 @@ from interpreters.real import files
 from interpreters.real.resultsfolder import holding
 from interpreters.real.resultsfolder.holding import FolderHeld, Hold
 from interpreters.real.resultsfolder.private import FolderRefused, make_private
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "AGENT_PHASE",

@@ -36,7 +36,7 @@ from interpreters.real.resultsfolder.private import (
 )
 from interpreters.real.resultsfolder.ready import AGENT_PHASE, RESULTS_ENTRIES
 from ssegrade import Status
-from ssegrade.result import ErrorKind, error_kind_of
+from ssegrade.internal.result import ErrorKind, error_kind_of
 
 __all__ = [
     "RUN_ENTRIES",

@@ -32,7 +32,8 @@ from interpreters.real.logs import running
 from interpreters.real.objects import read_start
 from interpreters.real.resultsfolder.ready import write_result
 from ssegrade import Effect, TimeLimitReached
-from ssegrade.effects import (
+from ssegrade.guard import GuardReport
+from ssegrade.internal.effects import (
     Archive,
     ArchiveError,
     CheckFinished,
@@ -44,8 +45,7 @@ from ssegrade.effects import (
     WriteGuard,
     WriteResult,
 )
-from ssegrade.guard import GuardReport
-from ssegrade.program import SignalArrived
+from ssegrade.internal.program import SignalArrived
 
 __all__ = [
     "ARCHIVE_NAME",

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import IO
 
-from ssegrade.answers import ScriptResult
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.answers import ScriptResult
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "KEPT_HEAD",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interpreters.real.runner.cgroups import Cgroups
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = [
     "DEFAULT_PIDS",

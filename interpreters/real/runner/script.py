@@ -41,7 +41,7 @@ from interpreters.real.runner.policy import (
 )
 from interpreters.real.runner.probe import choose
 from interpreters.real.runner.processes import ensure_subreaper
-from ssegrade.effects import ScriptResult
+from ssegrade.internal.effects import ScriptResult
 
 __all__ = ["run_script"]
 

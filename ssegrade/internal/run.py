@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ssegrade.effects import Effect, TimeLimitReached
+from ssegrade.internal.effects import Effect, TimeLimitReached
 
 __all__ = ["RESERVE", "Deadline", "Interpreter", "Observer", "run", "script_limit"]
 
@@ -101,7 +101,7 @@ def run(
     """Run `program` to its end, answering each effect it awaits with `interpret`, within
     `deadline` if one is given; `observe` sees every step as the program saw it.
 
-    >>> from ssegrade.effects import Notify
+    >>> from ssegrade.internal.effects import Notify
     >>> async def hello() -> str:
     ...     await Notify("hi")
     ...     return "done"

@@ -14,7 +14,16 @@ from typing import Any
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
-from ssegrade.effects import (
+from ssegrade.guard import (
+    POC_BYTES,
+    SOURCE_BYTES,
+    GuardFacts,
+    PocFile,
+    diff_paths,
+    runtimes_for,
+    source_paths,
+)
+from ssegrade.internal.effects import (
     Action,
     ApplyDiff,
     Bench,
@@ -43,17 +52,8 @@ from ssegrade.effects import (
     Workspace,
     WriteArtifact,
 )
-from ssegrade.guard import (
-    POC_BYTES,
-    SOURCE_BYTES,
-    GuardFacts,
-    PocFile,
-    diff_paths,
-    runtimes_for,
-    source_paths,
-)
-from ssegrade.run import Deadline, Interpreter, run
-from ssegrade.task import Task, poc_folder
+from ssegrade.internal.run import Deadline, Interpreter, run
+from ssegrade.internal.task import Task, poc_folder
 
 __all__ = [
     "BenchSession",
@@ -237,10 +237,10 @@ async def _run_staged(
 def fresh_copies(task: Task) -> int:
     """How many fresh copies a whole grading of `task` asks for: one for the build and the
     PoCs, one for the functional tests, one for the intent tests (fewer when it stops early).
-    Read by the grading program's plan alone (`ssegrade.program.plan`, `MayRunAhead`): an
+    Read by the grading program's plan alone (`ssegrade.internal.program.plan`, `MayRunAhead`): an
     interpreter learns it from the plan, never beside it.
 
-    >>> from ssegrade.task import Files, Scripts
+    >>> from ssegrade.internal.task import Files, Scripts
     >>> fresh_copies(Task(id="t", scripts=Scripts(build="b", run="r", test="t"),
     ...                   files=Files(poc=("p",), future_test="f.diff")))
     3

@@ -3,7 +3,7 @@
 Pure core. Frozen dataclasses an interpreter gives back to a program (how a script run ended,
 a workspace, staged files, a capture, a prepared patch, the errors of a patch, a capture or
 an archive) and `CheckRecord`, one line of `checks.jsonl`. `ScriptResult` is also the daemon's
-bencher reply. The effects that ask for them are in `ssegrade.effects`.
+bencher reply. The effects that ask for them are in `ssegrade.internal.effects`.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ssegrade.result import PatchResult, Status, patch_result_model
-from ssegrade.task import Task
+from ssegrade.internal.result import PatchResult, Status, patch_result_model
+from ssegrade.internal.task import Task
 
 __all__ = [
     "LANGUAGES",

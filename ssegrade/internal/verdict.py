@@ -8,9 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ssegrade.checks import Check, grading_order, spec
-from ssegrade.errors import SsegradeError
-from ssegrade.result import ErrorKind, EvaluationResult, PatchResult, RuntimeResult, status_of
+from ssegrade.internal.checks import Check, grading_order, spec
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.result import (
+    ErrorKind,
+    EvaluationResult,
+    PatchResult,
+    RuntimeResult,
+    status_of,
+)
 
 __all__ = [
     "ApplyFailed",
@@ -98,9 +104,11 @@ class Outcomes:
     `pocs`, none runs twice, and a grading that ran to its end (`Finished`, the patch
     applied, the build not failed) ran every one, so that `decide` can trust them.
 
-    >>> Outcomes(frozenset({"poc"}), ("/t/a",), (CheckOutcome("poc", True, "", "/t/b"),))
-    Traceback (most recent call last):
-    ssegrade.verdict.OutcomesRefused: a PoC run names /t/b, which is not one of the task's PoCs
+    >>> try:
+    ...     Outcomes(frozenset({"poc"}), ("/t/a",), (CheckOutcome("poc", True, "", "/t/b"),))
+    ... except OutcomesRefused as refused:
+    ...     print(refused)
+    a PoC run names /t/b, which is not one of the task's PoCs
     """
 
     has: frozenset[Check]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Generic, TypeVar
 
-from ssegrade.answers import CheckRecord, Containment
 from ssegrade.guard._model import GuardReport
-from ssegrade.result import EvaluationResult, RuntimeResult
+from ssegrade.internal.answers import CheckRecord, Containment
+from ssegrade.internal.result import EvaluationResult, RuntimeResult
 
 __all__ = ["Graded", "Limits", "Request"]
 
@@ -77,7 +77,7 @@ class Graded:
         """The containment the grading's scripts ran in: the weakest when they differ, None
         when no script ran.
 
-        >>> from ssegrade.result import PatchResult
+        >>> from ssegrade.internal.result import PatchResult
         >>> run = CheckRecord("build", None, 0, 1.0, False, None, True, containment="full")
         >>> weak = CheckRecord("poc", "/t/p", 0, 1.0, False, None, True, containment="weak")
         >>> doc = EvaluationResult(patch_result=PatchResult(status="passed"))

@@ -1,6 +1,6 @@
 """The grading program (SPEC §3): prepare, then the checks in grading order (build, PoCs,
-functional and intent tests, as `ssegrade.checks` orders them), archive, write `result.json`;
-then the patch guard (SPEC §15), which only writes `guard.json` beside it.
+functional and intent tests, as `ssegrade.internal.checks` orders them), archive, write
+`result.json`; then the patch guard (SPEC §15), which only writes `guard.json` beside it.
 
 Pure core: it speaks only in grading effects; `decide` turns what it observed into the grade.
 """
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from returns.pipeline import is_successful
 
 from ssegrade._guarding import guard_step
-from ssegrade.bencher import fresh_copies, task_path
-from ssegrade.checks import Check, CheckSpec, grading_order
-from ssegrade.effects import (
+from ssegrade.internal.bencher import fresh_copies, task_path
+from ssegrade.internal.checks import Check, CheckSpec, grading_order
+from ssegrade.internal.effects import (
     ApplyError,
     Archive,
     Bench,
@@ -30,10 +30,10 @@ from ssegrade.effects import (
     TimeLimitReached,
     WriteResult,
 )
-from ssegrade.errors import SsegradeError
-from ssegrade.result import ErrorKind, EvaluationResult, RuntimeResult
-from ssegrade.task import Task
-from ssegrade.verdict import (
+from ssegrade.internal.errors import SsegradeError
+from ssegrade.internal.result import ErrorKind, EvaluationResult, RuntimeResult
+from ssegrade.internal.task import Task
+from ssegrade.internal.verdict import (
     ApplyFailed,
     CheckOutcome,
     Crashed,
@@ -72,7 +72,7 @@ class GradeOptions:
 class Seen:
     """What a grading has observed so far, kept by whoever runs it: when an exception escapes
     the grading program (so that it returns no document), the checks that finished still
-    decide the grade (`ssegrade.verdict.not_graded`)."""
+    decide the grade (`ssegrade.internal.verdict.not_graded`)."""
 
     has: frozenset[Check] = frozenset()
     pocs: tuple[str, ...] = ()
@@ -188,9 +188,9 @@ async def _say_end(result: EvaluationResult, ending: Ending) -> None:
 
 def plan(task: Task) -> MayRunAhead:
     """What grading `task` lets an interpreter start ahead: the fresh copies its checks ask
-    for (`ssegrade.bencher.fresh_copies`), the patch check, the archive (always written).
+    for (`ssegrade.internal.bencher.fresh_copies`), the patch check, the archive (always written).
 
-    >>> from ssegrade.task import Files, Scripts
+    >>> from ssegrade.internal.task import Files, Scripts
     >>> plan(Task(id="t", scripts=Scripts(run="r"), files=Files(poc=("p",))))
     MayRunAhead(fresh_copies=1, patch_check=True, archive=True)
     """

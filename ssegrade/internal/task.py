@@ -17,7 +17,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from returns.result import Failure, Result, Success
 
-from ssegrade.checks import Check
+from ssegrade.internal.checks import Check
 
 __all__ = [
     "Check",

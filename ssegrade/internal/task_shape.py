@@ -1,11 +1,11 @@
 """A light first look at `config.yaml`: the YAML, and each key's presence and type, judged
 without the task model, so that a rejected config is said before pydantic loads.
 
-Pure core. `config_problem` answers the message `ssegrade.task.parse_task` would give for
+Pure core. `config_problem` answers the message `ssegrade.internal.task.parse_task` would give for
 the config's first problem, or None when it sees none, or when the first value it cannot
 judge as surely as the model comes before any problem (a set, bytes, a key that is not a
 string): the model then decides. It never refuses a config the model takes. Its rules are
-the model's (`ssegrade.task`), walked in the model's field order, as the model reports its
+the model's (`ssegrade.internal.task`), walked in the model's field order, as the model reports its
 first error; `tests/core/test_start_task_shape.py` holds the two messages equal.
 """
 
@@ -20,12 +20,12 @@ from typing import Final
 
 import yaml
 
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["config_problem"]
 
 _ID = re.compile(r"^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$")
-"""`ssegrade.task`'s task id (the same pattern)."""
+"""`ssegrade.internal.task`'s task id (the same pattern)."""
 
 
 class _Unsure(SsegradeError):
@@ -42,7 +42,7 @@ def _plain(value: object) -> None:
 
 
 def _inside(path: str) -> str | None:
-    """`ssegrade.task._inside`'s complaint about a path, or None."""
+    """`ssegrade.internal.task._inside`'s complaint about a path, or None."""
     if not path:
         return "must not be empty"
     if "\x00" in path:
@@ -174,11 +174,11 @@ _TASK: Final[dict[str, Rule]] = {
     "task_description": _null_is_empty(_DESCRIPTION),
     "sanitizer": _one(_blank_is_none),
 }
-"""`ssegrade.task.Task`'s fields, in its order."""
+"""`ssegrade.internal.task.Task`'s fields, in its order."""
 
 
 def config_problem(data: bytes) -> str | None:
-    """The one line `ssegrade.task.parse_task` would refuse `config.yaml`'s bytes with, or
+    """The one line `ssegrade.internal.task.parse_task` would refuse `config.yaml`'s bytes with, or
     None (no problem seen, or one only the model judges).
 
     >>> config_problem(b"id: t\\nscripts: {build: 3}")

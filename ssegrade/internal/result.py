@@ -20,7 +20,7 @@ from pydantic import (
 )
 from returns.result import Failure, Result, Success
 
-from ssegrade.errors import SsegradeError
+from ssegrade.internal.errors import SsegradeError
 
 Status = Literal["passed", "failed", "error"]
 ErrorKind = Literal["timeout", "task", "infrastructure", "grader"]
