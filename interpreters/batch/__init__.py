@@ -2,7 +2,7 @@
 
 Interpreter layer. `jobs` reads and checks a batch, `engines` runs gradings (local worker
 processes or Ray), `run` is `run_batch`, `verification` verifies tasks and `progress` speaks
-while they run; their two commands are `interpreters.cli.batch`'s.
+while they run; their commands are `interpreters.cli.batch` and `interpreters.cli.verify`.
 """
 
 from interpreters.batch.engines import EngineUnavailable, GradeFunction

@@ -25,7 +25,7 @@ class LazyGroup(click.Group):
         "report": "interpreters.cli.report:report",
         "daemon": "interpreters.cli.daemon:daemon",
         "test-patch": "interpreters.cli.daemon:test_patch",
-        "verify": "interpreters.cli.batch:verify",
+        "verify": "interpreters.cli.verify:verify",
         "batch": "interpreters.cli.batch:batch",
         "replay": "interpreters.cli.replay:replay_command",
         "bundle": "interpreters.cli.bundle:bundle",

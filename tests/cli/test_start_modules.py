@@ -170,7 +170,7 @@ def test_a_missing_file_loads_its_safe_reader_and_no_more(
 
 def test_the_help_shows_the_real_defaults() -> None:
     """The defaults the command line shows without loading the real interpreter are its."""
-    from interpreters.cli import batch, options, report, script_options
+    from interpreters.cli import batch, options, report, script_options, verify
     from interpreters.real.resultsfolder import DEFAULT_RESULTS
     from interpreters.real.runner.policy import DEFAULT_TMP_SIZE
     from ssegrade.batch import RETRY_KINDS
@@ -183,7 +183,7 @@ def test_the_help_shows_the_real_defaults() -> None:
     assert batch.RETRY_KINDS == RETRY_KINDS
     from ssegrade.batch import CHEATS
 
-    assert batch.CHEATS == CHEATS
+    assert verify.CHEATS == CHEATS
     from interpreters.cli import container_options
     from ssegrade.batch import Limits
 
