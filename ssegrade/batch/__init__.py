@@ -30,16 +30,12 @@ from ssegrade.batch._jobs import (
     JOB_KEYS,
     Job,
     JobProblem,
-    Tally,
-    cached_result,
     describe_invalid,
     duplicate_problems,
-    job_digest,
     nested_problems,
     parse_jobs,
-    run_parts,
-    summary_document,
 )
+from ssegrade.batch._runs import Tally, cached_result, job_digest, run_parts, summary_document
 from ssegrade.batch._summary import (
     KINDS,
     OUTCOMES,

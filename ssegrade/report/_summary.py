@@ -33,11 +33,10 @@ from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler,
 from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
-from ssegrade.guard._counting import counts
-from ssegrade.guard._model import KINDS, flag_kinds, listed_kinds
 from ssegrade.internal.result import WITHOUT_LOG, PatchResult
 from ssegrade.internal.ssebench import summary_problem
 from ssegrade.internal.task import Check, checks_of
+from ssegrade.report._flags import guard_flags, guard_listed
 from ssegrade.report._paths import relative_message
 
 __all__ = [
@@ -201,67 +200,6 @@ class RunRecord(NamedTuple):
     error_kind: object = None
     listed: tuple[str, ...] = ()
     attempts: int = 1
-
-
-_KNOWN = frozenset(KINDS)
-
-
-def guard_flags(doc: object) -> tuple[str, ...] | None:
-    """`ssegrade.guard._model.flag_kinds` of a summary's `guard` as JSON parsing gave it (the
-    kinds that count against the run), the common shapes (no record; checked, with flags of
-    string kinds) read directly instead of validated again: the same answer, for each of
-    100,000 runs.
-
-    >>> guard_flags({"checked": True, "flags": [{"kind": "tests"}, {"kind": "sanitizer"}]})
-    ('sanitizer', 'tests')
-    >>> guard_flags({"checked": True, "flags": [{"kind": "tests", "counts": False}]})
-    ()
-    >>> guard_flags(None), guard_flags({"checked": True, "flags": []})
-    (None, ())
-    """
-    read = _direct(doc)
-    if read is None:
-        return None if doc is None else flag_kinds(doc)
-    return read[0]
-
-
-def guard_listed(doc: object) -> tuple[str, ...]:
-    """`ssegrade.guard._model.listed_kinds` of a summary's `guard`, read as `guard_flags` reads
-    it: the kinds raised only as touches no check runs.
-
-    >>> guard_listed({"checked": True, "flags": [{"kind": "tests", "counts": False}]})
-    ('tests',)
-    """
-    read = _direct(doc)
-    if read is None:
-        return () if doc is None else listed_kinds(doc)
-    return read[1]
-
-
-def _ordered(raised: set[str]) -> tuple[str, ...]:
-    return tuple(kind for kind in KINDS if kind in raised) + tuple(sorted(raised - _KNOWN))
-
-
-def _direct(doc: object) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(counted kinds, listed kinds) of a guard document of the common shape; None for any
-    other (read by the model instead)."""
-    if doc.__class__ is not dict:
-        return None
-    flags = doc.get("flags")
-    if doc.get("checked") is not True or flags.__class__ is not list:
-        return None
-    counted: set[str] = set()
-    raised: set[str] = set()
-    for flag in flags:
-        kind = flag.get("kind") if flag.__class__ is dict else None
-        if kind.__class__ is not str:
-            return None
-        raised.add(kind)
-        if counts(flag):
-            counted.add(kind)
-    if not raised:
-        return (), ()
-    return _ordered(counted), _ordered(raised - counted)
 
 
 def poc_passed(patch: PatchResult) -> bool:

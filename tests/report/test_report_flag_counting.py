@@ -23,7 +23,7 @@ from ssegrade.guard._counting import ALWAYS, counts
 from ssegrade.internal.result import PatchResult
 from ssegrade.internal.task import Files, Scripts
 from ssegrade.report import RunRecord, Selection, exclude_flagged, flagged_as_failed, row_guard
-from ssegrade.report._summary import guard_flags, guard_listed
+from ssegrade.report._flags import guard_flags, guard_listed
 from tests.support.guardkit import CASES, Case, case_facts, case_patch, load_case
 from tests.support.runfolders import summary, write_run
 

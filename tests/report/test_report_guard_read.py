@@ -1,4 +1,4 @@
-"""A summary's patch guard record as the report reads it (`ssegrade.report._summary.guard_flags`):
+"""A summary's patch guard record as the report reads it (`ssegrade.report._flags.guard_flags`):
 the common shapes read directly, every other one as the guard's own reader reads it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssegrade.guard import KINDS, flag_kinds
-from ssegrade.report._summary import guard_flags
+from ssegrade.report._flags import guard_flags
 
 scalars = st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["true", "x", ""])
 kinds = st.sampled_from([*KINDS, "odd-kind", "=cmd"]) | scalars
