@@ -1,11 +1,11 @@
 """The report as one self-contained HTML page, from a Jinja2 template with autoescape.
 
 Interpreter layer, output side. The template (`interpreters/report/templates/report.html.j2`,
-shipped as package data) holds the markup, the style and a few lines of script; this module computes
-what it shows: the geometry of the inline SVG chart and, as each task's part is read
-(`HtmlSink`), the lines of the long tables (per task, the task × row grid, every run), written
-into spools by hand with every value escaped, and streamed into the page at the end. Names of
-tasks, models, agents and every message are escaped (autoescape in the template,
+shipped as package data) holds the markup, the style and a few lines of script; this module
+computes what it shows (the chart's geometry is `interpreters.report.chart`'s): as each task's
+part is read (`HtmlSink`), the lines of the long tables (per task, the task × row grid, every
+run), written into spools by hand with every value escaped, and streamed into the page at the
+end. Names of tasks, models, agents and every message are escaped (autoescape in the template,
 `markupsafe.escape` in the lines), so they cannot inject markup.
 
 The page fetches nothing: style inline, chart as inline SVG, a short inline script that sorts
@@ -25,11 +25,12 @@ import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import cache, lru_cache
-from typing import Any, TextIO
+from typing import TextIO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from interpreters.report.chart import charts
 from interpreters.report.guard import (
     UNFLAGGED,
     containment_text,
@@ -52,7 +53,6 @@ from ssegrade.report import (
     TEST_NAME,
     Excluded,
     Report,
-    Row,
     Share,
     TaskPart,
     TaskRow,
@@ -67,20 +67,6 @@ TEMPLATE = "report.html.j2"
 REASONS = 10
 """The first failures the page lists, most frequent first."""
 
-_COLOURS = {
-    "passed": "#3b4cc0",
-    "build": "#4e79a7",
-    "poc": "#d1495b",
-    "func": "#2a9d8f",
-    "intent": "#e9a23b",
-    "unflagged": "#6a4c93",
-}
-_BAR_H = 16
-_GAP = 10
-_LABEL_W = 270
-_PLOT_W = 250
-_TEXT_W = 110
-
 
 @cache
 def _environment() -> Environment:
@@ -91,58 +77,6 @@ def _environment() -> Environment:
         trim_blocks=False,
         keep_trailing_newline=True,
     )
-
-
-def _chart(title: str, key: str, rows: Sequence[Row]) -> dict[str, Any]:
-    """The geometry of one SVG panel: a bar per row for share `key`, with its interval."""
-    height = 30 + len(rows) * (_BAR_H + _GAP) + 18
-    bars = []
-    for i, row in enumerate(rows):
-        share: Share = getattr(row, key) or Share.of_counts(0, 0)
-        y = 30 + i * (_BAR_H + _GAP)
-        mid = y + _BAR_H / 2
-        bar: dict[str, Any] = {
-            "label": row.label,
-            "short": row.label if len(row.label) <= 42 else "…" + row.label[-41:],
-            "y": y,
-            "mid": mid,
-            "text_y": f"{mid + 4:.1f}",
-            "share": share.share,
-        }
-        if share.share is not None and share.low is not None and share.high is not None:
-            bar["w"] = f"{_PLOT_W * share.share:.1f}"
-            bar["lo"] = f"{_LABEL_W + _PLOT_W * share.low:.1f}"
-            bar["hi"] = f"{_LABEL_W + _PLOT_W * share.high:.1f}"
-            bar["counts"] = f"{share.passed}/{share.of}"
-            bar["tip"] = (
-                f"{row.label}: {share.passed}/{share.of} = {percent(share.share)}, "
-                f"95% interval {percent(share.low)}–{percent(share.high)}"
-            )
-        bars.append(bar)
-    return {
-        "title": title,
-        "width": _LABEL_W + _PLOT_W + _TEXT_W,
-        "height": height,
-        "top": 30,
-        "bottom": height - 18,
-        "label_w": _LABEL_W,
-        "plot_w": _PLOT_W,
-        "bar_h": _BAR_H,
-        "colour": _COLOURS[key],
-        "ticks": [
-            {"x": f"{_LABEL_W + _PLOT_W * t / 100:.1f}", "label": t} for t in range(0, 101, 25)
-        ],
-        "bars": bars,
-    }
-
-
-def _charts(report: Report) -> list[dict[str, Any]]:
-    """A panel per share, the patch guard's unflagged share beside the pass share when a run
-    carries a guard record."""
-    shown = list(SHARES)
-    if any(row.unflagged is not None for row in report.rows):
-        shown.insert(1, UNFLAGGED)
-    return [_chart(name, key, report.rows) for key, name in shown]
 
 
 @lru_cache(maxsize=256)
@@ -340,7 +274,7 @@ class HtmlSink:
             "kinds": KINDS,
             "containment": containment_text(report),
             "check_titles": [check.title for check in grading_order()],
-            "charts": _charts(report),
+            "charts": charts(report),
             "repeated": [r for r in report.rows if r.trials > 1 or r.clustered is not None],
             "comparisons": list(ending.comparisons),
             "reasons": top,
