@@ -41,7 +41,7 @@ from interpreters.batch.engines import (
     make_container_engine,
 )
 from interpreters.batch.folder_summary import BATCH_SUMMARY, write_folder_summary
-from interpreters.batch.grader import BatchGrader, JobOutcome, Retry
+from interpreters.batch.grader import BatchGrader
 from interpreters.batch.jobs import (
     JobProblem,
     Planned,
@@ -53,6 +53,7 @@ from interpreters.batch.jobs import (
     ssegrade_version,
     validate_jobs,
 )
+from interpreters.batch.outcomes import JobOutcome, Retry
 from interpreters.batch.progress import Reporter, make_reporter
 from interpreters.real.resultsfolder.holding import INCOMPLETE
 from interpreters.real.resultsfolder.private import FolderRefused

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from interpreters.batch.grader import _verdict
+from interpreters.batch.outcomes import job_verdict
 from interpreters.batch.progress import LiveProgress
 from ssegrade.batch import Tally
 from tests.support.batchkit import SCRIPT_ENV, holding_task
@@ -208,8 +208,8 @@ def test_a_job_line_names_the_guard_flags_of_a_pass_and_why_a_job_did_not_pass()
         "patch_result": {"status": "passed"},
         "guard": {"checked": True, "flags": [{"kind": "sanitizer"}, {"kind": "tests"}]},
     }
-    assert _verdict("passed", flagged) == ("passed, flagged sanitizer tests", "")
-    assert _verdict("passed", {"guard": {"checked": True, "flags": []}}) == ("passed", "")
+    assert job_verdict("passed", flagged) == ("passed, flagged sanitizer tests", "")
+    assert job_verdict("passed", {"guard": {"checked": True, "flags": []}}) == ("passed", "")
     timeout = {"patch_result": {"status": "error", "error_msg": "Timeout (3s)"}}
-    assert _verdict("error", timeout) == ("error", ": Timeout (3s)")
-    assert _verdict("failed", {"patch_result": "junk"}) == ("failed", "")
+    assert job_verdict("error", timeout) == ("error", ": Timeout (3s)")
+    assert job_verdict("failed", {"patch_result": "junk"}) == ("failed", "")
