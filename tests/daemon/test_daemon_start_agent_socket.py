@@ -12,7 +12,9 @@ window between the bind and the serving is as long as the test needs, not a race
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -21,8 +23,25 @@ from pathlib import Path
 
 import pytest
 
+from interpreters.daemon.console import version
 from interpreters.daemon.starting import HELD_LIMIT, READ_SECONDS, STARTING, EarlyAnswers
+from tests.support.daemons import TOP, RunningDaemon, daemon_command
+from tests.support.realtask import make_task
+from tests.support.ssebench_wire import REFERENCE_LOCKED
 from tests.support.waiting import wait_until
+
+_GATED = """\
+import importlib.abc, os, sys, time
+class Gate(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "interpreters.daemon.serving":
+            while not os.path.exists(os.environ["SSE_TEST_GATE"]):
+                time.sleep(0.01)
+        return None
+sys.meta_path.insert(0, Gate())
+from interpreters.cli.entry import main; main()
+"""
+"""`ssegrade daemon` whose serving part loads only once the file `SSE_TEST_GATE` exists."""
 
 
 @pytest.fixture
@@ -53,8 +72,56 @@ def _reply(conn: socket.socket) -> bytes:
     return reply
 
 
+def _answered_within(conn: socket.socket, seconds: float) -> bool:
+    conn.settimeout(seconds)
+    try:
+        return conn.recv(1, socket.MSG_PEEK) != b""
+    except TimeoutError:
+        return False
+    finally:
+        conn.settimeout(60)
+
+
 def _body(reply: bytes) -> object:
     return json.loads(reply.partition(b"\r\n\r\n")[2])
+
+
+@pytest.mark.slow
+def test_held_agent_requests_meet_the_difficulty_gate_once_the_server_serves(
+    workdir: Path,
+) -> None:
+    made = make_task(workdir / "t")
+    gate = workdir / "serve-now"
+    folder = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
+    folder.chmod(0o755)
+    agent, admin, log = folder / "agent.sock", folder / "admin" / "admin.sock", folder / "log"
+    command = daemon_command(made.task, made.source, made.results)
+    command[2] = _GATED
+    command += ["--agent-socket", str(agent), "--admin-socket", str(admin)]
+    env = {**os.environ, "SSE_DIFFICULTY": "0", "SSE_TEST_GATE": str(gate)}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(command, cwd=TOP, env=env, stdout=out, stderr=subprocess.STDOUT)
+    running = RunningDaemon(proc, folder, agent, admin, log)
+    try:
+        wait_until(lambda: agent.exists() or proc.poll() is not None, "the agent socket", 120)
+        assert proc.poll() is None, running.output()
+        early = _reply(_send(str(agent), _get("/version")))
+        assert early.startswith(b"HTTP/1.1 200 "), early
+        assert _body(early) == {"version": version()}
+        exited = b"POST /admin/agent_exited HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\n\r\n{}"
+        held = [_send(str(agent), exited), _send(str(agent), _get("/reference/patch"))]
+        for conn in held:
+            assert not _answered_within(conn, 0.5)  # held: the server is not loaded yet
+        gate.touch()
+        unlock, reference = (_reply(conn) for conn in held)
+        assert unlock.startswith(b"HTTP/1.1 403 "), unlock  # the admin's route, refused
+        assert reference.startswith(b"HTTP/1.1 403 "), reference
+        assert _body(reference) == {"error": REFERENCE_LOCKED}
+        again = _reply(_send(str(agent), _get("/reference/patch")))
+        assert _body(again) == {"error": REFERENCE_LOCKED}  # the agent phase never ended
+    finally:
+        gate.touch()
+        running.cleanup()
 
 
 def _listening_unix(path: Path) -> socket.socket:
