@@ -22,7 +22,7 @@ from interpreters.daemon.service import Service
 from interpreters.daemon.sessions import LocalSessions
 from interpreters.daemon.settings import Settings
 from interpreters.daemon.shell import AgentShell
-from interpreters.real.local import Places
+from interpreters.real.places import Places
 from ssegrade.protocol import Level
 
 __all__ = ["serve_task"]
