@@ -31,9 +31,12 @@ from tests.support.ssebench_wire import REFERENCE_LOCKED
 from tests.support.waiting import wait_until
 
 _GATED = """\
-import importlib.abc, os, sys, time
+import contextlib, importlib.abc, os, sys, time
 class Gate(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
+        if name == "fastapi.applications":
+            with contextlib.suppress(FileExistsError):
+                open(os.environ["SSE_TEST_GATE"] + ".fastapi", "x").close()
         if name == "interpreters.daemon.serving":
             while not os.path.exists(os.environ["SSE_TEST_GATE"]):
                 time.sleep(0.01)
@@ -41,7 +44,9 @@ class Gate(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Gate())
 from interpreters.cli.entry import main; main()
 """
-"""`ssegrade daemon` whose serving part loads only once the file `SSE_TEST_GATE` exists."""
+"""`ssegrade daemon` whose serving part loads only once the file `SSE_TEST_GATE` exists, and
+that marks when it first imports FastAPI (`SSE_TEST_GATE.fastapi`; its top module is only
+looked for by the command line, to name a missing extra)."""
 
 
 @pytest.fixture
@@ -90,6 +95,9 @@ def _body(reply: bytes) -> object:
 def test_held_agent_requests_meet_the_difficulty_gate_once_the_server_serves(
     workdir: Path,
 ) -> None:
+    """Also: the server's libraries load only once the agent-facing socket exists, never
+    beside the set-up (whose Python would wait for the interpreter lock between its git
+    commands)."""
     made = make_task(workdir / "t")
     gate = workdir / "serve-now"
     folder = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
@@ -119,6 +127,9 @@ def test_held_agent_requests_meet_the_difficulty_gate_once_the_server_serves(
         assert _body(reference) == {"error": REFERENCE_LOCKED}
         again = _reply(_send(str(agent), _get("/reference/patch")))
         assert _body(again) == {"error": REFERENCE_LOCKED}  # the agent phase never ended
+        loaded = Path(f"{gate}.fastapi")
+        assert loaded.exists()
+        assert os.lstat(agent).st_ctime_ns <= os.lstat(loaded).st_ctime_ns
     finally:
         gate.touch()
         running.cleanup()
