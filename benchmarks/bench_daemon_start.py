@@ -2,19 +2,23 @@
 
 The daemon is started N times (default 5) for a small shell task (`tests.support.realtask`: a
 source tree at one commit, five scripts), exactly as an entrypoint starts it (the console
-script `ssegrade daemon`, root or not). For each socket, two times from the process's start:
+script `ssegrade daemon`, root or not). Times from the process's start:
 
 - **connects**: the socket exists and takes a connection;
-- **answers**: `GET /version` has its reply (200).
+- **answers**: `GET /version`, asked at once, has its reply (200);
+- **serves** (agent-facing socket): `GET /ssegrade/version`, asked at once, has its reply,
+  which only the server gives.
 
 The admin socket is bound first, before the daemon's libraries are loaded and before the
-baseline is recorded, and answers `GET /version` at once (503 for what needs the grading set
-up) until the server takes it; the agent-facing socket only once the baseline is recorded
-(SPEC §9: an entrypoint starts the agent once that socket exists, and the agent's tree cannot
-change before the baseline), so its times include the baseline; the server's libraries load
-meanwhile. `--files` adds files to the source tree, for a baseline that takes longer. The
-floor, measured in the same run, is what any Python program costs to start here (`python -c
-pass`), and the load average is printed with the figures: the host is shared.
+baseline is recorded; the agent-facing socket only once the baseline is recorded (SPEC §9: an
+entrypoint starts the agent once that socket exists, and the agent's tree cannot change before
+the baseline), so its times include the baseline. Each answers `GET /version` the moment it
+is bound and holds the rest until the server takes it; the server's libraries load only once
+the agent-facing socket is bound, so **serves** follows **answers** by their import.
+`--files` adds files to the source tree, for a baseline that takes longer. The floor, measured
+in the same run, is what any Python program costs to start here (`python -c pass`), and the
+load average is printed with the figures: the host is shared. Run against other code (the
+start-up before a change) with `PYTHONPATH` naming that tree: the daemon inherits it.
 
     .venv/bin/python benchmarks/bench_daemon_start.py [--runs 5] [--files 0]
 """
@@ -36,8 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.realtask import make_task
 
-_REQUEST = b"GET /version HTTP/1.1\r\nHost: daemon\r\nConnection: close\r\n\r\n"
-
 
 def _connects(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -49,12 +51,22 @@ def _connects(path: Path) -> socket.socket | None:
     return sock
 
 
+_PROBES = (
+    ("admin", "answers", "/version"),
+    ("agent", "answers", "/version"),
+    ("agent", "serves", "/ssegrade/version"),
+)
+"""What is asked on each socket the moment it takes a connection: `GET /version` (answered at
+once), and on the agent-facing one also ssegrade's own `/ssegrade/version`, which only the
+server answers (held meanwhile)."""
+
+
 def _one_start(task: Path, source: Path, results: Path, folder: Path) -> dict[str, float]:
-    agent, admin = folder / "agent.sock", folder / "admin" / "admin.sock"
+    sockets = {"agent": folder / "agent.sock", "admin": folder / "admin" / "admin.sock"}
     ssegrade = Path(sys.executable).parent / "ssegrade"
     command = [str(ssegrade), "daemon", "--task", str(task), "--source", str(source)]
-    command += ["--results", str(results), "--agent-socket", str(agent)]
-    command += ["--admin-socket", str(admin), "-q"]
+    command += ["--results", str(results), "--agent-socket", str(sockets["agent"])]
+    command += ["--admin-socket", str(sockets["admin"]), "-q"]
     env = {**os.environ, "SSE_DIFFICULTY": "2"}
     started = time.monotonic()
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -62,37 +74,51 @@ def _one_start(task: Path, source: Path, results: Path, folder: Path) -> dict[st
     held: dict[str, socket.socket] = {}
     reply: dict[str, bytes] = {}
     try:
-        while len(seen) < 4:
+        while len(seen) < 2 + len(_PROBES):
             if proc.poll() is not None:
                 raise SystemExit(
                     f"the daemon exited: {proc.stderr.read().decode() if proc.stderr else ''}"
                 )
             now = time.monotonic() - started
-            for name, path in (("admin", admin), ("agent", agent)):
-                if name not in held:
-                    made = _connects(path)
-                    if made is not None:
-                        seen[f"{name} connects"] = now
-                        made.sendall(_REQUEST)
-                        made.setblocking(False)
-                        held[name] = made
-                        reply[name] = b""
-                elif f"{name} answers" not in seen:
-                    try:
-                        chunk = held[name].recv(4096)
-                    except BlockingIOError:
-                        continue
-                    reply[name] += chunk
-                    if b"\r\n\r\n" in reply[name] or not chunk:
-                        assert reply[name].startswith(b"HTTP/1.1 200"), reply[name]
-                        seen[f"{name} answers"] = time.monotonic() - started
+            for name, path in sockets.items():
+                if f"{name} connects" in seen:
+                    continue
+                made = _connects(path)
+                if made is None:
+                    continue
+                seen[f"{name} connects"] = now
+                made.close()
+                for probe, what, asked in _PROBES:
+                    if probe == name:
+                        held[f"{name} {what}"] = _ask(path, asked)
+                        reply[f"{name} {what}"] = b""
+            for event, conn in held.items():
+                if event in seen:
+                    continue
+                try:
+                    chunk = conn.recv(4096)
+                except BlockingIOError:
+                    continue
+                reply[event] += chunk
+                if b"\r\n\r\n" in reply[event] or not chunk:
+                    assert reply[event].startswith(b"HTTP/1.1 200"), reply[event]
+                    seen[event] = time.monotonic() - started
             time.sleep(0.002)
     finally:
-        for made in held.values():
-            made.close()
+        for conn in held.values():
+            conn.close()
         proc.terminate()
         proc.wait(60)
     return seen
+
+
+def _ask(path: Path, target: str) -> socket.socket:
+    """A connection to `path` that has asked `GET target`, set to be read without waiting."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(path))
+    conn.sendall(f"GET {target} HTTP/1.1\r\nHost: daemon\r\nConnection: close\r\n\r\n".encode())
+    conn.setblocking(False)
+    return conn
 
 
 def _add_files(source: Path, count: int) -> None:
@@ -143,7 +169,8 @@ def main() -> None:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"ssegrade daemon start, median of {runs} runs (load average {load})")
         print(f"  floor (python -c pass)   {floor * 1000:7.0f} ms")
-        for name in ("admin connects", "admin answers", "agent connects", "agent answers"):
+        names = ("admin connects", "admin answers", "agent connects", "agent answers")
+        for name in (*names, "agent serves"):
             value = statistics.median(measured[name])
             print(f"  {name:<24} {value * 1000:7.0f} ms   ({value / floor:4.1f}x the floor)")
     finally:

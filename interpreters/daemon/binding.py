@@ -1,5 +1,5 @@
 """The daemon's sockets, bound with their modes before anyone can connect; the admin socket
-bound first thing (`bind_early`).
+bound first thing (`bind_early`); each answering early (`answer_early`) until the server serves.
 
 Interpreter layer, standard library only: `ssegrade daemon` binds its admin socket here before
 it loads anything else (`interpreters.cli.entry` calls `bind_early` for it), so that the socket
@@ -10,9 +10,9 @@ until the daemon serves (`stop_early_answers`); a connection then waits in the k
 backlog for the server. The admin socket is root's (mode 0600 in a folder of mode 0700 only its
 user can enter), so binding it before the baseline is recorded gives the agent nothing; the
 agent-facing socket is bound only once the baseline is recorded (SPEC §9: an entrypoint starts
-the agent once that socket exists, so it cannot exist sooner, however it answers). An early
-binding that the daemon does not take (bad input, a usage error) is closed and its socket
-removed at exit.
+the agent once that socket exists, so it cannot exist sooner, however it answers), and answers
+the same way at once (`answer_early`) while the daemon loads its server. An early binding that
+the daemon does not take (bad input, a usage error) is closed and its socket removed at exit.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = [
     "Listening",
     "SocketError",
     "adopt_early",
+    "answer_early",
     "bind_early",
     "bind_tcp",
     "bind_unix",
@@ -174,7 +175,7 @@ def remove_socket(path: Path | None) -> None:
 
 _early: dict[Path, Listening] = {}
 _answering: list[EarlyAnswers] = []
-"""What answers on the sockets `bind_early` bound, until the daemon serves."""
+"""What answers on the sockets bound so far (`answer_early`), until the daemon serves."""
 _made: list[Path] = []
 """The folders `bind_early` made for the admin socket, innermost first."""
 
@@ -233,13 +234,20 @@ def bind_early(argv: Sequence[str], environ: Mapping[str, str]) -> None:
         return
     _made.extend(missing)
     atexit.register(_discard_early)
-    answers = EarlyAnswers(_early[path].sock)
+    answer_early(_early[path])
+
+
+def answer_early(listening: Listening) -> None:
+    """Answer on `listening` from now on until `stop_early_answers`: `GET /version` at once,
+    the rest held for the server (`interpreters.daemon.starting`)."""
+    answers = EarlyAnswers(listening.sock)
     answers.start()
     _answering.append(answers)
 
 
 def stop_early_answers() -> None:
-    """Stop answering on the sockets `bind_early` bound (the server takes them now)."""
+    """Stop answering on every socket `answer_early` answers (the server takes them now);
+    each held request then goes to the server."""
     while _answering:
         _answering.pop().stop()
 

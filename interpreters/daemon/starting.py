@@ -9,10 +9,15 @@ once the answers stop (`EarlyAnswers.stop`, before the real server takes the soc
 passed to the real server through the same socket, its reply relayed back: a client that asks
 early (SSEBench's own SDK test waits a fixed 2 s) waits as it would on a slow daemon, never
 sees an error. A request that cannot be held (too large, chunked, the daemon stopped before it
-served) is answered 503 with SSEBench's error body and `Retry-After`. A connection not yet
-accepted waits in the kernel's backlog for the real server. The
-agent-facing socket has no such answers: it is bound only once the baseline is recorded (SPEC
-§9; an entrypoint starts the agent once that socket exists).
+served, more than `HELD_LIMIT` held at once) is answered 503 with SSEBench's error body and
+`Retry-After`. A connection not yet accepted waits in the kernel's backlog for the real server.
+
+The agent-facing socket has the same answers from the moment it is bound, once the baseline is
+recorded (SPEC §9: an entrypoint starts the agent once that socket exists, so it cannot exist
+sooner), while the daemon loads its server; the held requests then meet the server's rules,
+the difficulty gate included. Its client is hostile, so no client holds the answers longer
+than `READ_SECONDS` (a request dribbled byte by byte is cut off, answered 503), and what is
+held is bounded (`HELD_LIMIT` requests of at most `BODY_LIMIT` bytes).
 """
 
 from __future__ import annotations
@@ -24,16 +29,24 @@ import select
 import socket
 import sys
 import threading
+import time
 
-__all__ = ["STARTING", "EarlyAnswers"]
+__all__ = ["BODY_LIMIT", "HELD_LIMIT", "READ_SECONDS", "STARTING", "EarlyAnswers"]
 
-STARTING = "the daemon is starting (recording the baseline): ask again in a moment"
-"""The error of every request but `GET /version` before the daemon serves."""
+STARTING = "the daemon is starting: ask again in a moment"
+"""The error of a request that cannot be held before the daemon serves."""
 
 _HEAD_LIMIT = 8192
-_BODY_LIMIT = 16 << 20
-"""The largest request body held for the real server (the admin API's are small)."""
-_READ_SECONDS = 2.0
+BODY_LIMIT = 1 << 20
+"""The largest request body held for the real server (the server takes no larger one:
+`interpreters.daemon.app.MAX_BODY`)."""
+HELD_LIMIT = 64
+"""The most requests held at once on one socket (the server's agent-facing listener holds as
+many connections: `interpreters.daemon.server.CONNECTIONS`)."""
+READ_SECONDS = 2.0
+"""The longest one client may take to send its request (and to be answered): the answers
+serve one connection at a time, and the daemon waits for the one in hand before it serves."""
+_DRAIN_SECONDS = 0.2
 _RELAY_SECONDS = 3600.0
 """How long a held request waits for the real server's reply (a grading action may be long)."""
 
@@ -82,9 +95,23 @@ def _reply(status: str, body: dict[str, str], extra: tuple[str, ...] = ()) -> by
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
-def _held_request(head: bytes, conn: socket.socket) -> bytes | None:
-    """The whole request `head` starts (its body read from `conn` by `content-length`), with
-    `connection: close` so that the real server ends the reply; None when it cannot be held."""
+def _receive(conn: socket.socket, size: int, until: float) -> bytes:
+    """Up to `size` bytes from `conn` before the monotonic time `until`; b"" when the client
+    has ended, fails, or is not done by then."""
+    left = until - time.monotonic()
+    if left <= 0:
+        return b""
+    conn.settimeout(left)
+    try:
+        return conn.recv(size)
+    except OSError:
+        return b""
+
+
+def _held_request(head: bytes, conn: socket.socket, until: float) -> bytes | None:
+    """The whole request `head` starts (its body read from `conn` by `content-length` before
+    `until`), with `connection: close` so that the real server ends the reply; None when it
+    cannot be held."""
     top, _, rest = head.partition(b"\r\n\r\n")
     lines = top.split(b"\r\n")
     kept, length = [lines[0]], 0
@@ -94,31 +121,30 @@ def _held_request(head: bytes, conn: socket.socket) -> bytes | None:
         if key == b"transfer-encoding":
             return None
         if key == b"content-length":
-            if not value.strip().isdigit() or int(value) > _BODY_LIMIT:
+            if not value.strip().isdigit() or int(value) > BODY_LIMIT:
                 return None
             length = int(value)
         if key not in (b"connection", b"keep-alive"):
             kept.append(line)
     body = rest
-    with contextlib.suppress(OSError):
-        while len(body) < length:
-            chunk = conn.recv(min(65536, length - len(body)))
-            if not chunk:
-                break
-            body += chunk
+    while len(body) < length:
+        chunk = _receive(conn, min(65536, length - len(body)), until)
+        if not chunk:
+            break
+        body += chunk
     if len(body) != length:
         return None
     return b"\r\n".join([*kept, b"connection: close"]) + b"\r\n\r\n" + body
 
 
-def _relay(path: str, request: bytes, conn: socket.socket) -> None:
-    """Send `request` to the server listening at `path`, its reply back on `conn`; 503 when
-    no server answers there."""
+def _relay(listening: socket.socket, request: bytes, conn: socket.socket) -> None:
+    """Send `request` to the server that takes the `listening` socket (a Unix one or TCP), its
+    reply back on `conn`; 503 when no server answers there."""
     with conn:
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            with socket.socket(listening.family, socket.SOCK_STREAM) as server:
                 server.settimeout(_RELAY_SECONDS)
-                server.connect(path)
+                server.connect(listening.getsockname())
                 server.sendall(request)
                 answered = False
                 while chunk := server.recv(65536):
@@ -170,10 +196,9 @@ class EarlyAnswers:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._wake_read = self._wake_write = -1
-        path = self._sock.getsockname()
         for conn, request in self._held:
             relay = threading.Thread(
-                target=_relay, args=(path, request, conn), name="early-held", daemon=True
+                target=_relay, args=(self._sock, request, conn), name="early-held", daemon=True
             )
             relay.start()
         self._held.clear()
@@ -196,30 +221,36 @@ class EarlyAnswers:
                 conn.close()
 
     def _answer(self, conn: socket.socket) -> bool:
-        """Answer `conn`'s request, or hold it for the real server (True: `conn` is held)."""
-        conn.settimeout(_READ_SECONDS)
+        """Answer `conn`'s request, or hold it for the real server (True: `conn` is held);
+        within `READ_SECONDS` however slowly the client sends."""
+        until = time.monotonic() + READ_SECONDS
         head = b""
-        with contextlib.suppress(OSError):
-            while b"\r\n\r\n" not in head and len(head) < _HEAD_LIMIT:
-                chunk = conn.recv(_HEAD_LIMIT)
-                if not chunk:
-                    break
-                head += chunk
+        while b"\r\n\r\n" not in head and len(head) < _HEAD_LIMIT:
+            chunk = _receive(conn, _HEAD_LIMIT, until)
+            if not chunk:
+                break
+            head += chunk
         method, path = _target(head)
         if method == "GET" and path == "/version":
             if not self._version:
                 self._version = _version()
             reply = _reply("200 OK", {"version": self._version})
-        elif method and (request := _held_request(head, conn)) is not None:
+        elif (
+            method
+            and len(self._held) < HELD_LIMIT
+            and (request := _held_request(head, conn, until)) is not None
+        ):
             conn.settimeout(None)
             self._held.append((conn, request))
             return True
         else:
             reply = _reply("503 Service Unavailable", {"error": STARTING}, _RETRY)
         with contextlib.suppress(OSError):
+            conn.settimeout(READ_SECONDS)
             conn.sendall(reply)
             conn.shutdown(socket.SHUT_WR)
-            conn.settimeout(0.2)  # let the client's unread body go, not reset the reply
-            while conn.recv(65536):
+            # let the client's unread body go (not reset the reply), a short while at most
+            end = max(until, time.monotonic()) + _DRAIN_SECONDS
+            while _receive(conn, 65536, min(end, time.monotonic() + _DRAIN_SECONDS)):
                 pass
         return False

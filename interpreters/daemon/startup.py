@@ -6,20 +6,21 @@ folder, admin socket folder), then the grading is set up as every grading is
 (`interpreters.app.setup.grading_setup`: the hidden material locked, the baseline recorded before
 the agent runs, the grading repo), and only then does any agent-facing listener bind. The admin
 socket, bound first thing (`binding.bind_early`), answers `GET /version` meanwhile and holds the
-rest for the server (`interpreters.daemon.starting`), until the server takes it. The daemon's
-private state (the baseline unless `--baseline` keeps it, the pristine grading repo when none is
-given, the sessions' scratch folders) lives in the set-up's scratch folder, removed at exit.
+rest for the server (`interpreters.daemon.starting`); the agent-facing listeners answer the same
+way from the moment they are bound (`binding.answer_early`), and only then do the server and
+the service load (`interpreters.daemon.serving`): nothing competes with the set-up for this
+process (its Python waits on git's), and nothing that only serving needs is imported before
+the agent's socket exists. The daemon's private state (the baseline unless `--baseline` keeps
+it, the pristine grading repo when none is given, the sessions' scratch folders) lives in the
+set-up's scratch folder, removed at exit.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import pwd
-import threading
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from returns.result import Failure
@@ -36,45 +37,20 @@ from interpreters.daemon.binding import (
     Listening,
     SocketError,
     adopt_early,
+    answer_early,
     bind_tcp,
     bind_unix,
     check_admin_folder,
     remove_socket,
     stop_early_answers,
 )
-from interpreters.daemon.console import version
-from interpreters.daemon.reads import DaemonReads
-from interpreters.daemon.service import Service
-from interpreters.daemon.sessions import LocalSessions
-from interpreters.daemon.shell import AgentShell
-from interpreters.daemon.workers import DEFAULT_WORKERS
+from interpreters.daemon.settings import Settings
 from interpreters.real.runner import ContainmentRefused, Runner, choose
-from interpreters.real.runner.options import ScriptOptions
 from ssegrade.protocol import Level, parse_difficulty
 
 __all__ = ["Settings", "run_daemon"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """The daemon's options, as the command line and the environment gave them."""
-
-    task_dir: Path
-    source: Path | None
-    repo: Path | None
-    results: Path
-    agent_socket: Path
-    admin_socket: Path
-    http_port: int | None
-    baseline_dir: Path | None
-    script_timeout: float
-    runner_user: str | None
-    agent_user: str = "model"
-    archive: Path | None = None
-    workers: int = DEFAULT_WORKERS
-    scripts: ScriptOptions = field(default_factory=ScriptOptions)
 
 
 def _admin_listener(admin: Path) -> Listening:
@@ -158,13 +134,6 @@ def run_daemon(settings: Settings) -> None:
     _log.info("stopped")
 
 
-def _load_server() -> None:
-    """Import the server and its libraries (FastAPI, uvicorn); a failure is met again, and
-    said, where the server is imported for good."""
-    with contextlib.suppress(Exception):
-        importlib.import_module("interpreters.daemon.server")
-
-
 def _set_up_and_serve(
     settings: Settings,
     inputs: Inputs,
@@ -173,45 +142,21 @@ def _set_up_and_serve(
     admin: Listening,
     contained: str,
 ) -> None:
-    """Record the baseline, then bind the agent-facing listeners and serve: the agent's
-    socket exists only once its tree cannot change the baseline (SPEC §9)."""
-    source = inputs.source
-    assert source is not None  # checked by the caller
-    scripts = settings.scripts
-    admin_socket = settings.admin_socket.absolute()
+    """Record the baseline, then bind the agent-facing listeners, answer on them at once, and
+    serve: the agent's socket exists only once its tree cannot change the baseline (SPEC §9)."""
     where = Sources(repo=settings.repo, baseline=settings.baseline_dir)
-    # The server's libraries load while the baseline is recorded (git's work, mostly in other
-    # processes), so that the agent-facing socket answers as soon as it exists.
-    threading.Thread(target=_load_server, name="load-server", daemon=True).start()
     with grading_setup(inputs, where, results, before_agent=True, kind="daemon") as ready:
-        places, base = ready.places, ready.places.baseline
-        assert base is not None  # recorded before the agent runs
+        assert ready.places.baseline is not None  # recorded before the agent runs
         listening = _listeners(admin, settings.agent_socket.absolute(), settings.http_port)
-        hidden = (str(admin_socket.parent),)
-        service = Service(
-            task=inputs.task,
-            folder=str(inputs.task_dir),
-            level=level,
-            sessions=LocalSessions(
-                places,
-                inputs.runner,
-                env=replace(scripts.env, hidden=hidden),
-                memory=scripts.memory,
-                containment=scripts.containment,
-            ),
-            reads=DaemonReads(source, base, results, settings.archive),
-            version=version(),
-            shell=AgentShell(
-                source,
-                settings.agent_user,
-                replace(scripts.env, hidden=(*hidden, str(results), str(base.path))),
-            ),
-            source=str(source),
-            script_timeout=settings.script_timeout,
-        )
-        _log.info(contained.replace("containment: ", "scripts: containment ", 1))
-        _log.info("task %s, difficulty level %d (%s)", inputs.task.id, level.number, level.name)
-        from interpreters.daemon.server import serve  # noqa: PLC0415 - see _load_server
+        try:
+            for item in listening[1:]:
+                answer_early(item)
+            # Loaded only now: the server's libraries, and what only serving needs.
+            from interpreters.daemon.serving import serve_task  # noqa: PLC0415
 
-        stop_early_answers()  # the server answers from now on
-        serve(service, listening, workers=settings.workers)
+            serve_task(settings, inputs, level, ready.places, listening, contained)
+        finally:
+            stop_early_answers()
+            for item in listening[1:]:
+                item.sock.close()
+                remove_socket(item.path)

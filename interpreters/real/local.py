@@ -26,6 +26,7 @@ from returns.result import Failure, Result
 from interpreters.real import archive, files, git
 from interpreters.real.ahead import WorkAhead
 from interpreters.real.objects import answer_observation
+from interpreters.real.places import Places
 from interpreters.real.resultsfolder.writer import ResultsWriter
 from interpreters.real.runner import (
     EnvPolicy,
@@ -70,21 +71,6 @@ from ssegrade.internal.effects import (
 from ssegrade.internal.run import script_limit
 
 __all__ = ["LocalSystem", "Places"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Places:
-    """Where a grading works, each named: the task, the agent's tree and its baseline (none
-    when a recorded patch is graded), the grading repo, the results folder, a scratch folder
-    for copies and staged files, and the task's support folders."""
-
-    task: Path
-    source: Path | None
-    baseline: git.Baseline | None
-    repo: Path
-    results: Path
-    scratch: Path
-    support: tuple[Path, ...] = ()
 
 
 @dataclass(slots=True)

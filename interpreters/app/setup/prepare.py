@@ -36,7 +36,7 @@ from interpreters.app.setup.baselines import (
 from interpreters.app.setup.errors import InputError
 from interpreters.app.setup.inputs import Inputs, lock_task
 from interpreters.real import files, git
-from interpreters.real.local import Places
+from interpreters.real.places import Places
 from interpreters.real.runner import ContainmentRefused, release_scratch, scratch_folder
 from interpreters.real.runner.turns import container_turn
 from interpreters.real.support import find_support_folders
