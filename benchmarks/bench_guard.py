@@ -100,7 +100,7 @@ def labelled(runs: int, work: Path) -> None:
     )
 
 
-PARTS = ("reruns", "reading", "objects", "analysis")
+PARTS = ("reruns", "reading", "objects", "analysis", "analysis_cpu")
 
 
 @dataclass
@@ -178,6 +178,7 @@ def graded(work: Path, runs: int) -> None:
             parts = ", ".join(
                 f"{part} {statistics.median(getattr(c, part) for c in costs) * 1e3:.0f} ms"
                 for part in PARTS
+                if hasattr(costs[0], part)  # an older log has fewer
             )
             contained = statistics.median(g.contained for g in done) * 1e3
             print(f"  guard {total * 1e3:.0f} ms = {share:.1%} of the grading: {parts}")

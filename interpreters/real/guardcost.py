@@ -44,14 +44,17 @@ _RERUN = (StageFiles, RunScript, Unstage, CheckFinished)
 class GuardCost:
     """What the guard's step cost, in seconds: the pinned re-runs whole (staging, the contained
     runs, their records), reading the task's and the grading repo's files, the scan of the
-    build's objects, the rules (from the last fact observed to `guard.json`), and all of it
-    (from `result.json` written to `guard.json`)."""
+    build's objects, the rules (from the last fact observed to `guard.json`), all of it
+    (from `result.json` written to `guard.json`), and the rules' CPU."""
 
     reruns: float = 0.0
     reading: float = 0.0
     objects: float = 0.0
     analysis: float = 0.0
     total: float = 0.0
+    analysis_cpu: float = 0.0
+    """The CPU the rules took (the grading's thread), which the machine's load does not
+    stretch as it does their wall time."""
 
     def log_text(self) -> str:
         """The log's text: a header line, then one `part: seconds` line each.
@@ -63,6 +66,7 @@ class GuardCost:
         objects: 0.000
         analysis: 0.000
         total: 0.120
+        analysis_cpu: 0.000
         """
         parts = "".join(f"{name}: {value:.3f}\n" for name, value in asdict(self).items())
         return f"{_HEADER}\n{parts}"
@@ -71,8 +75,9 @@ class GuardCost:
 def read_cost(text: str) -> GuardCost | None:
     """The cost a log's text holds, or None when it is not such a log.
 
-    >>> read_cost(GuardCost(objects=0.002).log_text())
-    GuardCost(reruns=0.0, reading=0.0, objects=0.002, analysis=0.0, total=0.0)
+    >>> read_cost(GuardCost(objects=0.002).log_text())  # doctest: +NORMALIZE_WHITESPACE
+    GuardCost(reruns=0.0, reading=0.0, objects=0.002, analysis=0.0, total=0.0,
+              analysis_cpu=0.0)
     >>> read_cost("something else")
     """
     lines = text.splitlines()
@@ -96,10 +101,13 @@ class GuardClock:
     around each); `cost` says what it cost when `WriteGuard` arrives."""
 
     clock: Callable[[], float] = time.monotonic
+    cpu: Callable[[], float] = time.thread_time
+    """The CPU of the thread that answers the effects, which also runs the program."""
     _began: float | None = None
     """When `result.json` was last written: the guard's step begins then."""
     _last: float | None = None
     """When the last effect answered since then ended."""
+    _last_cpu: float = 0.0
     _parts: dict[str, float] = field(default_factory=dict)
 
     def started(self) -> float:
@@ -110,11 +118,11 @@ class GuardClock:
         """Count the effect answered since `started` in its part of the guard's time."""
         now = self.clock()
         if isinstance(effect, WriteResult):
-            self._began, self._last, self._parts = now, now, {}
+            self._began, self._last, self._last_cpu, self._parts = now, now, self.cpu(), {}
             return
         if self._began is None:
             return
-        self._last = now
+        self._last, self._last_cpu = now, self.cpu()
         part = _part(effect)
         if part is not None:
             self._parts[part] = self._parts.get(part, 0.0) + (now - started)
@@ -131,6 +139,7 @@ class GuardClock:
             objects=_ms(self._parts.get("objects", 0.0)),
             analysis=_ms(now - self._last),
             total=_ms(now - self._began),
+            analysis_cpu=_ms(self.cpu() - self._last_cpu),
         )
 
 

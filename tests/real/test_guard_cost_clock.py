@@ -30,9 +30,9 @@ def _ticks(times: list[float]) -> Iterator[float]:
     yield from times
 
 
-def _clock(times: list[float]) -> GuardClock:
-    ticks = _ticks(times)
-    return GuardClock(clock=lambda: next(ticks))
+def _clock(times: list[float], cpu: list[float] | None = None) -> GuardClock:
+    ticks, spent = _ticks(times), _ticks(cpu or [])
+    return GuardClock(clock=lambda: next(ticks), cpu=lambda: next(spent))
 
 
 def _answer(clock: GuardClock, effect: object) -> None:
@@ -43,7 +43,7 @@ def test_each_part_is_the_time_of_its_own_effects() -> None:
     where = Workspace("/w")
     record = CheckRecord("guard", "/t/p", 0, 0.1, False, None, passed=True)
     ticks = [0.0, 1.0, 1.0, 5.0, 5.0, 5.2, 5.2, 5.25, 5.3, 5.3, 5.31, 5.32, 5.33, 5.33, 5.4]
-    clock = _clock(ticks)
+    clock = _clock(ticks, [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.508])  # the thread's, at each end
     _answer(clock, Archive())  # before result.json: not the guard's
     _answer(clock, WriteResult(_RESULT))  # the guard's step: 5.0
     _answer(clock, RunScript("/t/run.sh", ("/t/p",), where, "guard-poc-1"))  # 0.2
@@ -54,7 +54,7 @@ def test_each_part_is_the_time_of_its_own_effects() -> None:
     cost = clock.cost()  # as WriteGuard arrives
     assert cost is not None
     assert (cost.reruns, cost.reading, cost.objects) == (0.25, 0.0, 0.01), cost
-    assert (cost.analysis, cost.total) == (0.07, 0.4), cost
+    assert (cost.analysis, cost.total, cost.analysis_cpu) == (0.07, 0.4, 0.008), cost
 
 
 def test_a_guard_before_result_json_is_not_timed() -> None:
