@@ -25,6 +25,7 @@ from returns.result import Failure, Result
 
 from interpreters.real import archive, files, git
 from interpreters.real.ahead import WorkAhead
+from interpreters.real.guardcost import LOG_LABEL, GuardClock
 from interpreters.real.objects import answer_observation
 from interpreters.real.places import Places
 from interpreters.real.resultsfolder.writer import ResultsWriter
@@ -67,6 +68,7 @@ from ssegrade.internal.effects import (
     WorkEffect,
     Workspace,
     WriteArtifact,
+    WriteGuard,
 )
 from ssegrade.internal.run import script_limit
 
@@ -106,6 +108,8 @@ class LocalSystem:
     _trees: Workspaces = field(init=False)
     _plan: MayRunAhead = field(init=False, default_factory=MayRunAhead)
     """What the program said may run ahead: nothing until it says."""
+    _guard: GuardClock = field(init=False, default_factory=GuardClock)
+    """What the patch guard's step costs, timed on the effects answered (its log)."""
 
     def __post_init__(self) -> None:
         baseline = self.places.baseline
@@ -213,6 +217,14 @@ class LocalSystem:
         files.atomic_write(path, f"$ {command}\n{text}".encode())
         return str(path)
 
+    def _log_guard_cost(self) -> None:
+        """`logs/NN-guard-cost.log`: what the guard's step cost (`GuardClock`); advisory, so
+        a log that cannot be written is left out."""
+        cost = self._guard.cost()
+        if cost is not None:
+            with contextlib.suppress(OSError):
+                files.atomic_write(self._log_path(LOG_LABEL), cost.log_text().encode())
+
     def _remove(self, path: Path) -> None:
         """Remove a scratch tree: in the background when working ahead."""
         if self._ahead is None:
@@ -224,7 +236,16 @@ class LocalSystem:
 
     def __call__(self, effect: Effect[Any]) -> object:
         """Answer one system effect: the plan here, the results' with its `ResultsWriter`, the
-        others here."""
+        others here; before `guard.json`, what the guard's step cost is logged."""
+        if isinstance(effect, WriteGuard):
+            self._log_guard_cost()
+        started = self._guard.started()
+        try:
+            return self._call(effect)
+        finally:
+            self._guard.ended(effect, started)
+
+    def _call(self, effect: Effect[Any]) -> object:
         if isinstance(effect, MayRunAhead):
             self._follow(effect)
             return None

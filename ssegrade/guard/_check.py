@@ -9,7 +9,7 @@ and nothing here is read by `ssegrade.internal.verdict.decide`: the guard is adv
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -33,7 +33,15 @@ from ssegrade.guard._sanitizers import runtimes_for
 from ssegrade.guard._syntax import available
 from ssegrade.internal.task import Task
 
-__all__ = ["MAX_PATHS", "guard", "guard_report", "is_test_path", "path_matches"]
+__all__ = [
+    "MAX_PATHS",
+    "glob_matcher",
+    "glob_regex",
+    "guard",
+    "guard_report",
+    "is_test_path",
+    "path_matches",
+]
 
 MAX_PATHS = 50
 """The most paths one flag lists (its sentence says how many more there are)."""
@@ -42,13 +50,37 @@ _COMMENT = re.compile(rb"^\s*(?://|/\*|\*|#(?:\s|!|$)|--\s|;)")
 _SNIPPET = 120
 
 
-@cache
-def _glob(pattern: str) -> re.Pattern[str]:
-    """A shell-style glob as a regex: `*` and `?` never cross a `/`."""
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A shell-style glob as a regex: `*` and `?` never cross a `/`, every other character
+    stands for itself."""
     parts = (
         "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) for char in pattern
     )
     return re.compile("".join(parts))
+
+
+@cache
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a whole string matches the glob `pattern` (as `glob_regex` reads it). A
+    pattern with no `?` and at most one `*` (a name, `*.mk`, `Makefile*`: nearly all the
+    table's) is matched with string operations, so the table costs no regex to compile.
+
+    >>> glob_matcher("*.mk")("rules.mk"), glob_matcher("*.mk")("a/b.mk")
+    (True, False)
+    """
+    if "?" in pattern or pattern.count("*") > 1:
+        regex = glob_regex(pattern)
+        return lambda text: regex.fullmatch(text) is not None
+    if "*" not in pattern:
+        return lambda text: text == pattern
+    head, tail = pattern.split("*")
+
+    def matches(text: str) -> bool:
+        if len(text) < len(head) + len(tail) or not text.startswith(head):
+            return False
+        return text.endswith(tail) and "/" not in text[len(head) : len(text) - len(tail)]
+
+    return matches
 
 
 def path_matches(paths: Paths, path: str) -> bool:
@@ -61,12 +93,12 @@ def path_matches(paths: Paths, path: str) -> bool:
     (False, True)
     """
     parts = path.split("/")
-    if any(_glob(name).fullmatch(parts[-1]) for name in paths.names):
+    if any(glob_matcher(name)(parts[-1]) for name in paths.names):
         return True
     if any(part in paths.folders for part in parts[:-1]):
         return True
     return any(
-        _glob(suffix).fullmatch("/".join(parts[i:]))
+        glob_matcher(suffix)("/".join(parts[i:]))
         for suffix in paths.suffixes
         for i in range(len(parts))
     )

@@ -14,6 +14,7 @@ token-pasted name (`J(__as, an_default_options)`) is read as the name it builds.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -58,26 +59,28 @@ def language_of(path: str) -> str | None:
     return LANGUAGES.get(PurePosixPath(path).suffix.lower())
 
 
+_GRAMMARS = {language: f"tree_sitter_{language}" for language in sorted(set(LANGUAGES.values()))}
+"""Each language's grammar module (the `guard` extra)."""
+
+
 @cache
 def _parser(language: str) -> Any:
+    """The parser of `language`, made once per process, on first use: a grading loads the
+    grammars of the languages its patch changes, no other."""
     import tree_sitter  # noqa: PLC0415 - the `guard` extra, imported on first use
 
-    module = {"c": "tree_sitter_c", "cpp": "tree_sitter_cpp", "go": "tree_sitter_go"}.get(
-        language, f"tree_sitter_{language}"
-    )
-    grammar = importlib.import_module(module)
+    grammar = importlib.import_module(_GRAMMARS[language])
     return tree_sitter.Parser(tree_sitter.Language(grammar.language()))
 
 
 @cache
 def available() -> bool:
-    """Whether the parsers (the `guard` extra) are installed."""
+    """Whether the parsers (the `guard` extra) are installed: tree-sitter and every grammar
+    found, none loaded (`_parser` loads each when a file of its language is read)."""
     try:
-        for language in ("c", "cpp", "go", "rust", "python"):
-            _parser(language)
-    except ImportError:
+        return all(importlib.util.find_spec(name) for name in ("tree_sitter", *_GRAMMARS.values()))
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 def parse(language: str, data: bytes) -> Node:

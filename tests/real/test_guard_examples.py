@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from interpreters.real.guardcost import read_cost
 from tests.support.exampletasks import lay_out
 from tests.support.realtask import ssegrade
 
@@ -60,3 +61,14 @@ def test_a_token_pasted_sanitizer_hook_is_flagged_in_a_real_grading(work: Path) 
     assert ("sanitizer", "pattern") in seen, report
     where = [f["where"] for f in report["flags"] if f["confidence"] == "pattern"]
     assert any(w and w.startswith("src/rledump.c:") for w in where), report
+    logs = list((results / "logs").glob("*-guard-cost.log"))  # each part timed where it ran
+    assert len(logs) == 1, logs
+    cost = read_cost(logs[0].read_text())
+    assert cost is not None, logs[0].read_text()
+    parts = cost.reruns + cost.reading + cost.objects + cost.analysis
+    assert min(parts, cost.analysis) >= 0, cost
+    assert parts <= cost.total + 0.005, cost
+    records = [json.loads(line) for line in (results / "checks.jsonl").read_text().splitlines()]
+    rerun = [r["seconds"] for r in records if r["name"] == "guard" and r["poc"]]
+    assert len(rerun) == 1, records
+    assert 0 < rerun[0] <= cost.reruns + 0.001, (rerun, cost)
