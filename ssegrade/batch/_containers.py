@@ -104,7 +104,7 @@ def run_argv(engine: EngineProgram, job: ContainerJob) -> list[str]:
     """
     network = "bridge" if job.script_network == "host" else "none"
     argv = ["run", "--rm", "--name", job.name, "--label", f"{BATCH_LABEL}={job.batch}"]
-    argv += ["--label", f"ssegrade.internal.run={job.run_id}", "--network", network]
+    argv += ["--label", f"ssegrade.run={job.run_id}", "--network", network]
     if job.containment == "full":
         for capability in FULL_CAPABILITIES:
             argv += ["--cap-add", capability]

@@ -72,7 +72,7 @@ def test_docker_grades_image_jobs_as_podman_and_the_host(
     jobs = _jobs(work, kvconf, ids)
     _batch("docker", jobs, work / "d", {"DOCKER_HOST": docker_engine.host})
     for run_id in ids.values():
-        label = f"label=ssegrade.internal.run={run_id}"
+        label = f"label=ssegrade.run={run_id}"
         left = docker_engine.docker("ps", "--all", "--quiet", "--filter", label)
         assert left.returncode == 0, left.stderr
         assert left.stdout == ""

@@ -98,11 +98,11 @@ def test_the_reaper_reaches_docker_after_kill_9_of_the_driver(
     try:
         deadline = time.monotonic() + 60
         while (
-            not _left(docker_engine, f"ssegrade.internal.run={run_id}")
+            not _left(docker_engine, f"ssegrade.run={run_id}")
             and time.monotonic() < deadline
         ):
             time.sleep(0.2)
-        (container,) = _left(docker_engine, f"ssegrade.internal.run={run_id}")
+        (container,) = _left(docker_engine, f"ssegrade.run={run_id}")
         labels = docker_engine.docker("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")

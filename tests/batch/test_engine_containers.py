@@ -103,7 +103,7 @@ def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Pat
     assert len(each) == 2
     assert float(whole) < sum(each), done.stderr
     for run_id in ids.values():
-        assert left_with(f"ssegrade.internal.run={run_id}") == []
+        assert left_with(f"ssegrade.run={run_id}") == []
     example = lay_out(work / "host", "kvconf", "diffs/patch.diff", baseline=False)
     toolchain = work / "toolchain"
     shutil.copytree(EXAMPLES / "kvconf" / "toolchain", toolchain)
@@ -207,9 +207,9 @@ def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
         wait_until(
-            lambda: left_with(f"ssegrade.internal.run={run_id}"), "the job's container", 60, 0.2
+            lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2
         )
-        (container,) = left_with(f"ssegrade.internal.run={run_id}")
+        (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
@@ -253,7 +253,7 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
     try:
         firsts = {lines[0]["run_id"]: images, lines[2]["run_id"]: images[::-1]}
         started = wait_until(
-            lambda: [run for run in firsts if left_with(f"ssegrade.internal.run={run}")],
+            lambda: [run for run in firsts if left_with(f"ssegrade.run={run}")],
             "a job to start",
             120,
             0.2,
@@ -262,7 +262,7 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
         ran, then = firsts[started[0]]
         other = next(run for run in firsts if run != started[0])
         wait_until(
-            lambda: left_with(f"ssegrade.internal.run={other}"),
+            lambda: left_with(f"ssegrade.run={other}"),
             "the other image's first job",
             120,
             0.2,
@@ -296,15 +296,15 @@ def test_a_second_ctrl_c_removes_the_running_containers(
     driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
     try:
         wait_until(
-            lambda: left_with(f"ssegrade.internal.run={run_id}"), "the job's container", 60, 0.2
+            lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2
         )
-        (container,) = left_with(f"ssegrade.internal.run={run_id}")
+        (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
         driver.send_signal(signal.SIGINT)
         time.sleep(1)
-        assert left_with(f"ssegrade.internal.run={run_id}") == [container]  # the first waits for it
+        assert left_with(f"ssegrade.run={run_id}") == [container]  # the first waits for it
         driver.send_signal(signal.SIGINT)
         assert driver.wait(60) == 130
         assert left_with(f"{BATCH_LABEL}={batch}") == []

@@ -109,7 +109,7 @@ def test_a_batch_on_ray_grades_as_the_local_container_engine(
     assert json.loads((remote / "summary.json").read_text())["containment"] == "container"
     for record in (remote / "checks.jsonl").read_text().splitlines():
         assert json.loads(record)["log_file"].startswith(f"{remote}/")
-    assert left_with(f"ssegrade.internal.run={ids['fix']}") == []
+    assert left_with(f"ssegrade.run={ids['fix']}") == []
     assert list(node_tmp.glob("ssegrade-image-*.lock"))  # the node prepared the image
     assert _left_on_node(node_tmp) == []
 
@@ -129,9 +129,9 @@ def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
     driver = subprocess.Popen(argv, env=env, stdout=quiet, stderr=quiet)
     try:
         wait_until(
-            lambda: left_with(f"ssegrade.internal.run={run_id}"), "the job's container", 60, 0.2
+            lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2
         )
-        (container,) = left_with(f"ssegrade.internal.run={run_id}")
+        (container,) = left_with(f"ssegrade.run={run_id}")
         labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
         batch = json.loads(labels.stdout)[BATCH_LABEL]
         assert _left_on_node(node_tmp)  # the job's staging and run folders, on the node

@@ -264,4 +264,4 @@ def check_hostile_staging(
         assert result["runtime_result"]["error_kind"] == "infrastructure"
         assert why in result["patch_result"]["error_msg"]
     for run_id in ids.values():
-        assert left(f"ssegrade.internal.run={run_id}") == []
+        assert left(f"ssegrade.run={run_id}") == []
