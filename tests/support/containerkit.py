@@ -237,6 +237,24 @@ def patch_result_of(run: Path, task: str | None = None) -> dict[str, object]:
     return {k: SCRATCH.sub("<s>", v) if isinstance(v, str) else v for k, v in found.items()}
 
 
+def mounts_under(folder: Path) -> list[str]:
+    """The mount points at or below `folder`, outermost first."""
+    prefix = str(folder)
+    found = []
+    with open("/proc/self/mountinfo") as table:
+        for line in table:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point == prefix or point.startswith(prefix + "/"):
+                found.append(point)
+    return sorted(found, key=len)
+
+
+def unmount_under(folder: Path) -> None:
+    """Unmount (lazily) what an engine left mounted at or below `folder`, innermost first."""
+    for mount in reversed(mounts_under(folder)):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+
+
 def unique_id(word: str) -> str:
     """A run id no other test's job has: its containers are found by it."""
     return f"{word}-{uuid.uuid4().hex[:10]}"

@@ -145,8 +145,7 @@ class Daemon:
         if pid is not None:
             _end(pid, self.process)
         self.process = None
-        for mount in reversed(_mounts_under(self.scratch)):
-            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        containerkit.unmount_under(self.scratch)
         if self.scratch.is_dir():
             for entry in self.scratch.iterdir():
                 if entry.name == "root" and entry.is_dir() and not entry.is_symlink():
@@ -193,18 +192,6 @@ def _alive(pid: int, process: subprocess.Popen[bytes] | None) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"  # a zombie of another process ran its course
-
-
-def _mounts_under(folder: Path) -> list[str]:
-    """The mount points at or below `folder`, outermost first."""
-    prefix = str(folder)
-    found = []
-    with open("/proc/self/mountinfo") as table:
-        for line in table:
-            point = line.split()[4].encode().decode("unicode_escape")
-            if point == prefix or point.startswith(prefix + "/"):
-                found.append(point)
-    return sorted(found, key=len)
 
 
 def _last_line(text: str, code: int) -> str:
