@@ -32,15 +32,15 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support import containerkit
-from tests.support.dockerkit import Daemon, docker_engine, from_podman
+from tests.support.dockerkit import Daemon, docker_engine
+from tests.support.enginekit import PODMAN, Engine
 from tests.support.exampletasks import EXAMPLES, lay_out
 from tests.support.realtask import ssegrade
 
@@ -196,32 +196,21 @@ def image(example: str) -> str:
 __all__ = ["docker_engine"]  # the fixture, found by pytest in this module
 
 
-@dataclass(frozen=True)
-class Engine:
-    """The engine SSEBench's runner drives: how to run one of its commands, and a podman
-    image under the same name and ID on it."""
-
-    run: Callable[..., subprocess.CompletedProcess[str]]
-    image: Callable[[str], str]
-
-
 @pytest.fixture
 def engine(request: pytest.FixtureRequest) -> Engine:
     """The engine the test names: podman, or the tests' private dockerd
     (`tests/support/dockerkit.py`)."""
     if request.param == "podman":
-        return Engine(containerkit.podman, lambda name: name)
+        return PODMAN
     daemon: Daemon = request.getfixturevalue("docker_engine")
-    return Engine(daemon.docker, functools.partial(from_podman, daemon))
+    return daemon.engine
 
 
 @pytest.fixture
 def work() -> Iterator[Path]:
     """A folder the agent and runner accounts can enter (pytest's own are root's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="ssegrade-ssebench-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with containerkit.shared_folder("ssegrade-ssebench-") as folder:
+        yield folder
 
 
 def run_folder(work: Path) -> Path:

@@ -11,6 +11,7 @@ folders are hidden behind an empty tmpfs (as root): what it cannot see, it canno
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import secrets
 import signal
@@ -23,9 +24,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from interpreters.real.files import remove_tree
 
 RAY = Path(sys.executable).with_name("ray")
+NEEDS_RAY = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="Ray is not installed (pip install 'ssegrade[ray]')",
+)
+"""The mark of a test that starts a cluster: skipped, in one line, without Ray."""
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
 
