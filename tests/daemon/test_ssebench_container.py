@@ -227,10 +227,12 @@ def run_folder(work: Path) -> Path:
 def like_ssebench(
     engine: Engine, image: str, work: Path, agent_diff: bytes, source: str
 ) -> subprocess.CompletedProcess[str]:
-    """Run `image` on `engine` as SSEBench's runner runs a task container (its Docker
-    backend's `docker run`: no capability added, the run folder and its `archive/` bound
-    where it binds them), the agent applying `agent_diff` to `source`; the container's
-    output."""
+    """Run `image` on `engine` as SSEBench's runner runs a task container, the agent applying
+    `agent_diff` to `source`; the container's output. The options are those of its Docker
+    backend's `docker run`: `--rm`, the run's network (here none), its environment, the run
+    folder and its `archive/` bound with `-v`, its artifacts read-only with `--mount`, labels,
+    no capability added; a `--name` stands in for its `--cidfile`, to remove the container
+    whatever happens."""
     (work / "in").mkdir()
     (work / "in" / "agent.diff").write_bytes(agent_diff)
     (work / "in" / "agent.sh").write_text(AGENT)
