@@ -10,17 +10,15 @@ session with its ID unchanged. ssegrade finds the engine as an operator's would:
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import containerkit
+from tests.support import containerkit, enginekit
 from tests.support.containerkit import check_rows, patch_result_of, unique_id
 from tests.support.dockerkit import Daemon, docker_engine, from_podman
-from tests.support.exampletasks import EXAMPLES, lay_out
+from tests.support.exampletasks import EXAMPLES
 from tests.support.realtask import ssegrade
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
@@ -38,10 +36,8 @@ def kvconf(docker_engine: Daemon) -> str:
 
 @pytest.fixture
 def work() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="ssegrade-docker-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with containerkit.shared_folder("ssegrade-docker-") as folder:
+        yield folder
 
 
 def _jobs(work: Path, image: str, ids: dict[str, str]) -> Path:
@@ -78,22 +74,14 @@ def test_docker_grades_image_jobs_as_podman_and_the_host(
         assert left.stdout == ""
     conf = {"CONTAINERS_CONF": str(containerkit.CONTAINERS_CONF)}
     _batch("podman", jobs, work / "p", conf)
-    example = lay_out(work / "host", "kvconf", "diffs/patch.diff", baseline=False)
-    toolchain = work / "toolchain"
-    shutil.copytree(EXAMPLES / "kvconf" / "toolchain", toolchain)
-    host = [{"task": str(example.task), "patch": f"{name}.diff", "repo": str(example.source),
-             "run_id": ids[name]} for name in ids]  # fmt: skip
-    (work / "host.jsonl").write_text("".join(json.dumps(line) + "\n" for line in host))
-    args = ["batch", str(work / "host.jsonl"), "--results", str(work / "h"), "--workers", "2"]
-    done = ssegrade(*args, "--script-env", f"KVC_HOME={toolchain}", timeout=300)
-    assert done.returncode == 0, done.stderr
+    task = enginekit.kvconf_on_host(work, ids, work / "h")
     for name, verdict in VERDICTS.items():
         inside = _run(work / "d", ids[name])
         docker = patch_result_of(inside)
         assert docker["status"] == verdict, docker
         assert docker == patch_result_of(_run(work / "p", ids[name]))
-        assert docker == patch_result_of(_run(work / "h", ids[name]), str(example.task))
-        assert check_rows(inside) == check_rows(_run(work / "h", ids[name]), str(example.task))
+        assert docker == patch_result_of(_run(work / "h", ids[name]), task)
+        assert check_rows(inside) == check_rows(_run(work / "h", ids[name]), task)
         assert json.loads((inside / "summary.json").read_text())["containment"] == "container"
 
 

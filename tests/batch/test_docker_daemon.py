@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from interpreters.engine.images import engine_program
-from tests.support import dockerkit
+from tests.support import containerkit
 from tests.support.dockerkit import Daemon, docker_engine
 
 pytestmark = [pytest.mark.container]
@@ -93,7 +93,7 @@ def test_the_private_daemon_leaves_nothing_on_the_host(own: Daemon) -> None:
     own.stop()
 
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
-    assert dockerkit._mounts_under(own.scratch) == []
+    assert containerkit.mounts_under(own.scratch) == []
     assert sorted(entry.name for entry in own.scratch.iterdir()) == ["root"]
     cgroups = Path("/sys/fs/cgroup")
     assert [h.name for h in cgroups.iterdir() if (h / own.cgroup.lstrip("/")).exists()] == []

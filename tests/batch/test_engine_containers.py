@@ -26,7 +26,7 @@ import pytest
 from interpreters.batch.run import run_batch
 from interpreters.engine.containers import ContainerSettings
 from ssegrade.batch import BATCH_LABEL
-from tests.support import containerkit
+from tests.support import containerkit, enginekit
 from tests.support.containerkit import (
     check_rows,
     left_with,
@@ -34,7 +34,8 @@ from tests.support.containerkit import (
     patch_result_of,
     unique_id,
 )
-from tests.support.exampletasks import EXAMPLES, lay_out
+from tests.support.enginekit import PODMAN, sleeping_batch
+from tests.support.exampletasks import EXAMPLES
 from tests.support.realtask import CLI, FIX, make_task, ssegrade
 from tests.support.waiting import wait_until
 
@@ -50,19 +51,6 @@ ENV SSE_REPO_PATH=/src/shell
 """
 """A python-less case image: the shell task of `tests.support.realtask`, its repo named by the
 image's environment as SSEBench's images name theirs."""
-HOSTILE = """#!/bin/sh
-# Stands in for ssegrade: does to the staging folder what its patch says.
-out=/ssegrade-out/run
-mkdir -p "$out/logs"
-case "$(cat /ssegrade-in/patch.diff)" in
-  *symlink*) ln -s /etc/shadow "$out/result.json" ;;
-  *huge*) echo '{"patch_result": {"status": "failed"}}' > "$out/result.json"
-          head -c 3000000 /dev/zero > "$out/logs/huge.log" ;;
-  *sleep*) exec sleep 300 ;;
-  *nap*) sleep 4; exit 3 ;;
-  *) exit 3 ;;
-esac
-"""
 
 
 def _env() -> dict[str, str]:
@@ -77,10 +65,8 @@ def kvconf() -> str:
 
 @pytest.fixture
 def work() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="ssegrade-engine-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with containerkit.shared_folder("ssegrade-engine-") as folder:
+        yield folder
 
 
 def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Path) -> None:
@@ -104,22 +90,14 @@ def test_a_batch_in_containers_grades_as_the_local_engine(kvconf: str, work: Pat
     assert float(whole) < sum(each), done.stderr
     for run_id in ids.values():
         assert left_with(f"ssegrade.run={run_id}") == []
-    example = lay_out(work / "host", "kvconf", "diffs/patch.diff", baseline=False)
-    toolchain = work / "toolchain"
-    shutil.copytree(EXAMPLES / "kvconf" / "toolchain", toolchain)
-    host = [{"task": str(example.task), "patch": f"{name}.diff", "repo": str(example.source),
-             "run_id": ids[name]} for name in ids]  # fmt: skip
-    (work / "host.jsonl").write_text("".join(json.dumps(line) + "\n" for line in host))
-    args = ["batch", str(work / "host.jsonl"), "--results", str(work / "h"), "--workers", "2"]
-    done = ssegrade(*args, "--script-env", f"KVC_HOME={toolchain}", timeout=300)
-    assert done.returncode == 0, done.stderr
+    task = enginekit.kvconf_on_host(work, ids, work / "h")
     for name, verdict in (("fix", "passed"), ("empty", "failed")):
         (inside,) = (work / "c").glob(f"*/unknown/unknown/{ids[name]}")
         (outside,) = (work / "h").glob(f"*/unknown/unknown/{ids[name]}")
         container = patch_result_of(inside)
         assert container["status"] == verdict, container
-        assert container == patch_result_of(outside, str(example.task))
-        assert check_rows(inside) == check_rows(outside, str(example.task))
+        assert container == patch_result_of(outside, task)
+        assert check_rows(inside) == check_rows(outside, task)
         summary = json.loads((inside / "summary.json").read_text())
         assert summary["containment"] == "container"
         # The guard's report comes back with the container's run folder, as the host's.
@@ -172,61 +150,21 @@ def test_the_bundle_grades_in_an_image_without_python(
 
 @pytest.fixture
 def hostile_bundle(work: Path) -> Path:
-    bundle = work / "bundle"
-    bundle.mkdir()
-    (bundle / "ssegrade").write_text(HOSTILE)
-    (bundle / "ssegrade").chmod(0o755)
-    return bundle
+    return enginekit.hostile_bundle(work)
 
 
 def test_hostile_staging_is_refused_bounded_or_an_infrastructure_error(
     kvconf: str, work: Path, hostile_bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lines = []
-    ids = {word: unique_id(word) for word in ("symlink", "huge", "nothing", "sleep")}
-    for word, run_id in ids.items():
-        (work / f"{word}.diff").write_text(one_line_diff(word))
-        lines.append({"image": kvconf, "patch": f"{word}.diff", "run_id": run_id})
-    settings = ContainerSettings("podman", hostile_bundle, results_limit=1 << 20, grace=1)
     monkeypatch.setenv("CONTAINERS_CONF", str(containerkit.CONTAINERS_CONF))
-    report = run_batch(lines, work / "r", base=work, containers=settings, engine="podman",
-                       workers=4, retry=False, timeout=3)  # fmt: skip
-    containerkit.check_hostile_staging(report, ids, left_with)
+    enginekit.hostile_batch(PODMAN, kvconf, work, hostile_bundle)
 
 
 def test_nothing_of_the_batch_stays_after_kill_9_of_the_driver(
     kvconf: str, work: Path, hostile_bundle: Path
 ) -> None:
-    (work / "sleep.diff").write_text(one_line_diff("sleep"))
-    run_id = unique_id("sleep")
-    line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
-    (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
-    argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
-            "--engine", "podman", "--bundle", str(hostile_bundle)]  # fmt: skip
-    quiet = subprocess.DEVNULL
-    driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
-    try:
-        wait_until(
-            lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2
-        )
-        (container,) = left_with(f"ssegrade.run={run_id}")
-        labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
-        batch = json.loads(labels.stdout)[BATCH_LABEL]
-        (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
-        wait_until(
-            lambda: not left_with(f"{BATCH_LABEL}={batch}") and not staging.exists(),
-            "the batch's containers and staging folder to go",
-            30,
-            0.2,
-        )
-        assert left_with(f"{BATCH_LABEL}={batch}") == []
-        assert not staging.exists()
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-        driver.wait()
+    with sleeping_batch(PODMAN, kvconf, work, hostile_bundle) as running:
+        enginekit.gone_after_kill_9(PODMAN, running)
 
 
 def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
@@ -286,31 +224,13 @@ def test_images_built_by_the_batch_are_built_once_and_removed_past_the_budget(
 def test_a_second_ctrl_c_removes_the_running_containers(
     kvconf: str, work: Path, hostile_bundle: Path
 ) -> None:
-    (work / "sleep.diff").write_text(one_line_diff("sleep"))
-    run_id = unique_id("sleep")
-    line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
-    (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
-    argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
-            "--engine", "podman", "--bundle", str(hostile_bundle)]  # fmt: skip
-    quiet = subprocess.DEVNULL
-    driver = subprocess.Popen(argv, env=_env(), stdout=quiet, stderr=quiet)
-    try:
-        wait_until(
-            lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2
-        )
-        (container,) = left_with(f"ssegrade.run={run_id}")
-        labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
-        batch = json.loads(labels.stdout)[BATCH_LABEL]
-        (staging,) = Path(tempfile.gettempdir()).glob(f"ssegrade-containers-{batch}-*")
-        driver.send_signal(signal.SIGINT)
+    with sleeping_batch(PODMAN, kvconf, work, hostile_bundle) as running:
+        running.driver.send_signal(signal.SIGINT)
         time.sleep(1)
-        assert left_with(f"ssegrade.run={run_id}") == [container]  # the first waits for it
-        driver.send_signal(signal.SIGINT)
-        assert driver.wait(60) == 130
-        assert left_with(f"{BATCH_LABEL}={batch}") == []
-        assert not staging.exists()
+        # the first waits for it
+        assert left_with(f"{BATCH_LABEL}={running.batch}") == [running.container]
+        running.driver.send_signal(signal.SIGINT)
+        assert running.driver.wait(60) == 130
+        assert left_with(f"{BATCH_LABEL}={running.batch}") == []
+        assert not running.staging.exists()
         assert list((work / "r").rglob("summary.json")) == []
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-        driver.wait()

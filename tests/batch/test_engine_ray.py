@@ -9,11 +9,7 @@ temporary folder is its own; the engine is the real podman (`tests.support.conta
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import signal
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,28 +17,20 @@ from pathlib import Path
 import pytest
 
 from interpreters.real.files import remove_tree
-from ssegrade.batch import BATCH_LABEL
-from tests.support import containerkit
+from tests.support import containerkit, enginekit
 from tests.support.containerkit import (
     check_rows,
     left_with,
-    one_line_diff,
     patch_result_of,
     unique_id,
 )
+from tests.support.enginekit import PODMAN, sleeping_batch
 from tests.support.exampletasks import EXAMPLES
-from tests.support.raycluster import Cluster, NodeSpec, ray_cluster
-from tests.support.realtask import CLI, ssegrade
+from tests.support.raycluster import NEEDS_RAY, Cluster, NodeSpec, ray_cluster
+from tests.support.realtask import ssegrade
 from tests.support.waiting import wait_until
 
-pytestmark = [
-    pytest.mark.container,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("ray") is None,
-        reason="Ray is not installed (pip install 'ssegrade[ray]')",
-    ),
-]
+pytestmark = [pytest.mark.container, pytest.mark.slow, NEEDS_RAY]
 
 CONF = {"CONTAINERS_CONF": str(containerkit.CONTAINERS_CONF)}
 
@@ -55,10 +43,8 @@ def kvconf() -> str:
 
 @pytest.fixture
 def work() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="ssegrade-engine-ray-"))
-    folder.chmod(0o755)
-    yield folder
-    remove_tree(folder)
+    with containerkit.shared_folder("ssegrade-engine-ray-") as folder:
+        yield folder
 
 
 @pytest.fixture(scope="module")
@@ -117,45 +103,16 @@ def test_a_batch_on_ray_grades_as_the_local_container_engine(
 def test_nothing_of_the_batch_stays_on_the_node_after_kill_9_of_the_driver(
     kvconf: str, work: Path, cluster: Cluster, node_tmp: Path, hostile_bundle: Path
 ) -> None:
-    (work / "sleep.diff").write_text(one_line_diff("sleep"))
-    run_id = unique_id("sleep")
-    line = {"image": kvconf, "patch": "sleep.diff", "run_id": run_id}
-    (work / "jobs.jsonl").write_text(json.dumps(line) + "\n")
-    argv = [*CLI, "batch", str(work / "jobs.jsonl"), "--results", str(work / "r"),
-            "--engine", "podman", "--bundle", str(hostile_bundle),
-            "--ray-address", cluster.address]  # fmt: skip
-    quiet = subprocess.DEVNULL
-    env = {**os.environ, **CONF, **cluster.env}
-    driver = subprocess.Popen(argv, env=env, stdout=quiet, stderr=quiet)
-    try:
-        wait_until(
-            lambda: left_with(f"ssegrade.run={run_id}"), "the job's container", 60, 0.2
-        )
-        (container,) = left_with(f"ssegrade.run={run_id}")
-        labels = containerkit.podman("inspect", "--format", "{{json .Config.Labels}}", container)
-        batch = json.loads(labels.stdout)[BATCH_LABEL]
+    more = ("--ray-address", cluster.address)
+    with sleeping_batch(
+        PODMAN, kvconf, work, hostile_bundle, *more, env=cluster.env, tmp=node_tmp
+    ) as running:
         assert _left_on_node(node_tmp)  # the job's staging and run folders, on the node
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
-        wait_until(
-            lambda: not left_with(f"{BATCH_LABEL}={batch}") and not _left_on_node(node_tmp),
-            "the batch's containers and the node's folders to go",
-            40,
-            0.2,
-        )
-        assert left_with(f"{BATCH_LABEL}={batch}") == []
-        assert _left_on_node(node_tmp) == []
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-        driver.wait()
+        enginekit.gone_after_kill_9(PODMAN, running, 40)
+        wait_until(lambda: not _left_on_node(node_tmp), "the node's folders to go", 40, 0.2)
 
 
 @pytest.fixture
 def hostile_bundle(work: Path) -> Path:
     """A stand-in bundle: its `ssegrade` does what its patch says (here: sleeps)."""
-    bundle = work / "bundle"
-    bundle.mkdir()
-    (bundle / "ssegrade").write_text("#!/bin/sh\nexec sleep 300\n")
-    (bundle / "ssegrade").chmod(0o755)
-    return bundle
+    return enginekit.hostile_bundle(work)

@@ -6,13 +6,17 @@ whose PoC triggers an ASan report), a task image laid out as SSEBench lays one o
 toolchain in the image, set in `ENV` where it needs a setting; the accounts
 `model` and `sse-runner`; the results folder's parent root-only), with ssegrade installed in it
 and the drop-ins in the places of SSEBench's daemon (`/ssebench/ssebench-daemon`) and evaluator
-(`/evaluator/main.py`). It runs as SSEBench's runner runs it: no capability added, the run
-folder (made on the host with an empty `result.json` and `archive/`, the host user's) mounted
-at `/var/lib/ssebench/results`, its archive at `SSE_ARCHIVE`. Its entry point takes the steps
-of SSEBench's entrypoint: results and log files, the daemon, the agent as `model` (it edits the
-source and builds through the agent socket), `/admin/agent_exited`, then the evaluator. The
-grade lands in the very `result.json` the host made, and matches the same patch graded on the
-host, field by field, and so does the guard's `guard.json`.
+(`/evaluator/main.py`). It runs as SSEBench's runner runs it (the `docker run` of its Docker
+backend), on podman and on Docker (the tests' private dockerd, `tests/support/dockerkit.py`,
+the image moved from podman with its ID): no capability added, the run folder (made on the
+host with an empty `result.json` and `archive/`, the host user's) mounted at
+`/var/lib/ssebench/results`, its archive at `SSE_ARCHIVE`, the agent's input read-only as the
+runner's artifacts. Its entry point takes the steps of SSEBench's entrypoint: results and log
+files, the daemon, the agent as `model` (it edits the source and builds through the agent
+socket), `/admin/agent_exited`, then the evaluator. The grade lands in the very `result.json`
+the host made, and matches the same patch graded on the host, field by field, and so does the
+guard's `guard.json`: on either engine (Docker's wider default capabilities, its seccomp
+profile and its `/.dockerenv` change nothing of the grade).
 
 `docs/container/Dockerfile` has its tests in `test_ssebench_container_dockerfile.py`.
 """
@@ -35,6 +39,8 @@ from typing import Any
 import pytest
 
 from tests.support import containerkit
+from tests.support.dockerkit import Daemon, docker_engine
+from tests.support.enginekit import PODMAN, Engine
 from tests.support.exampletasks import EXAMPLES, lay_out
 from tests.support.realtask import ssegrade
 
@@ -187,13 +193,24 @@ def image(example: str) -> str:
     return name
 
 
+__all__ = ["docker_engine"]  # the fixture, found by pytest in this module
+
+
+@pytest.fixture
+def engine(request: pytest.FixtureRequest) -> Engine:
+    """The engine the test names: podman, or the tests' private dockerd
+    (`tests/support/dockerkit.py`)."""
+    if request.param == "podman":
+        return PODMAN
+    daemon: Daemon = request.getfixturevalue("docker_engine")
+    return daemon.engine
+
+
 @pytest.fixture
 def work() -> Iterator[Path]:
     """A folder the agent and runner accounts can enter (pytest's own are root's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="ssegrade-ssebench-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with containerkit.shared_folder("ssegrade-ssebench-") as folder:
+        yield folder
 
 
 def run_folder(work: Path) -> Path:
@@ -208,10 +225,14 @@ def run_folder(work: Path) -> Path:
 
 
 def like_ssebench(
-    image: str, work: Path, agent_diff: bytes, source: str
+    engine: Engine, image: str, work: Path, agent_diff: bytes, source: str
 ) -> subprocess.CompletedProcess[str]:
-    """Run `image` as SSEBench's runner runs a task container, the agent applying
-    `agent_diff` to `source`; the container's output."""
+    """Run `image` on `engine` as SSEBench's runner runs a task container, the agent applying
+    `agent_diff` to `source`; the container's output. The options are those of its Docker
+    backend's `docker run`: `--rm`, the run's network (here none), its environment, the run
+    folder and its `archive/` bound with `-v`, its artifacts read-only with `--mount`, labels,
+    no capability added; a `--name` stands in for its `--cidfile`, to remove the container
+    whatever happens."""
     (work / "in").mkdir()
     (work / "in" / "agent.diff").write_bytes(agent_diff)
     (work / "in" / "agent.sh").write_text(AGENT)
@@ -233,7 +254,8 @@ def like_ssebench(
         "-v",
         f"{run / 'archive'}:/tmp/sse-archive",
     ]
-    options += ["-v", f"{work / 'in'}:/in:ro", "--label", containerkit.LABEL]
+    given = f"type=bind,source={work / 'in'},target=/in,readonly"  # as its read-only artifacts
+    options += ["--mount", given, "--label", containerkit.LABEL]
     argv = [
         "run",
         "--rm",
@@ -246,9 +268,9 @@ def like_ssebench(
         f"sh /in/agent.sh {source}",
     ]
     try:
-        return containerkit.podman(*argv, timeout=300)
+        return engine.run(*argv, timeout=300)
     finally:
-        containerkit.podman("rm", "--force", "--ignore", name)
+        engine.run("rm", "--force", name)
 
 
 def on_host(work: Path, patch: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -290,28 +312,35 @@ def _diff(example: str, path: str) -> bytes:
     return (EXAMPLES / example / path).read_bytes()
 
 
-CASES = [
-    ("kvconf", _diff("kvconf", "task/diffs/patch.diff"), "passed", set()),
-    ("kvconf", b"", "failed", set()),
-    ("rle", _diff("rle", "task/diffs/patch.diff"), "passed", set()),
-    ("rle", b"", "failed", set()),
-    ("rle", _diff("rle", "cheat.diff"), "passed", {"build-config", "sanitizer"}),
-]
+CASES = {
+    "kvconf-fix": ("kvconf", _diff("kvconf", "task/diffs/patch.diff"), "passed", set()),
+    "kvconf-none": ("kvconf", b"", "failed", set()),
+    "rle-fix": ("rle", _diff("rle", "task/diffs/patch.diff"), "passed", set()),
+    "rle-none": ("rle", b"", "failed", set()),
+    "rle-cheat": ("rle", _diff("rle", "cheat.diff"), "passed", {"build-config", "sanitizer"}),
+}
 """Example, the agent's edit, the verdict, the kinds of the guard's flags: the reference fix,
 no fix, and rle's cheat (it builds without the sanitizer: passed, and flagged)."""
+ON_DOCKER = ("kvconf-fix", "kvconf-none", "rle-none", "rle-cheat")
+"""The cases run on Docker too: rle's fix adds nothing there that kvconf's does not show (and
+costs 25 s)."""
+RUNS = [
+    pytest.param(engine, *case, id=f"{engine}-{name}")
+    for engine in ("podman", "docker")
+    for name, case in CASES.items()
+    if engine == "podman" or name in ON_DOCKER
+]
 
 
 @pytest.mark.parametrize(
-    ("example", "diff", "verdict", "flagged"),
-    CASES,
-    ids=["kvconf-fix", "kvconf-none", "rle-fix", "rle-none", "rle-cheat"],
+    ("engine", "example", "diff", "verdict", "flagged"), RUNS, indirect=["engine"]
 )
 def test_ssebench_runs_a_task_with_ssegrade_in_a_default_container(
-    work: Path, example: str, diff: bytes, verdict: str, flagged: set[str]
+    engine: Engine, work: Path, example: str, diff: bytes, verdict: str, flagged: set[str]
 ) -> None:
     run = run_folder(work)
     premade = (run / "result.json").stat()
-    done = like_ssebench(image(example), work, diff, f"/src/{example}")
+    done = like_ssebench(engine, engine.image(image(example)), work, diff, f"/src/{example}")
     said = {name: (run / f"{name}.log").read_text() for name in ("agent", "daemon", "evaluator")}
     assert done.returncode == 0, f"{done.stdout}{done.stderr}{said}"
     assert "evaluator exit 0" in done.stdout, said

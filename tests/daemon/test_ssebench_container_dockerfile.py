@@ -2,23 +2,22 @@
 example: kvconf (its toolchain a folder of the example) and rle (C with AddressSanitizer, its
 toolchain Debian's gcc, make and libc6-dev through `--build-arg PACKAGES`).
 
-With Docker (the tests' private dockerd, `tests/support/dockerkit.py`) for kvconf. With podman
-for rle:
-the same Dockerfile and build arguments, its first `FROM` (python:3.11-slim, from a registry
-the tests cannot reach) replaced by `--from` with a stand-in made from the tests' python3 base
-(Debian's Python 3.11 with pip; the build reaches the Debian mirror and PyPI through the host's
-network), built once per content, then run with the engine's default capabilities: the
-reference fix passes, no fix fails on the PoC's ASan report.
+`python:3.11-slim`, from a registry the tests cannot reach, is the tests' one stand-in
+(`containerkit.python_slim`: Debian's Python 3.11 from the tests' python3 base, pip installing
+into /usr/local), built once per content with podman. With Docker (the tests' private dockerd,
+`tests/support/dockerkit.py`) for kvconf: the stand-in moved there under that name. With
+podman for rle: the same Dockerfile and build arguments, its first `FROM` replaced by `--from`
+the stand-in (the build reaches the Debian mirror and PyPI through the host's network), built
+once per content, then run with the engine's default capabilities: the reference fix passes,
+no fix fails on the PoC's ASan report.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 import subprocess
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -33,17 +32,6 @@ pytestmark = [pytest.mark.container, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"kvconf": "", "rle": "gcc make libc6-dev"}
 """The `PACKAGES` build argument of each example, as docs/operators.md gives it."""
-STAND_IN = """FROM {base}
-RUN apt-get update -qq \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pip \\
- && rm -rf /var/lib/apt/lists/* && ln -s /usr/bin/python3 /usr/local/bin/python
-COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-ENV PIP_BREAK_SYSTEM_PACKAGES=1 PIP_CERT=/etc/ssl/certs/ca-certificates.crt
-"""
-"""What the Dockerfile needs of python:3.11-slim: Debian bookworm with Python 3.11 and pip (the
-system's Python, which Debian keeps from pip unless told), trusting what this host trusts (its
-way to PyPI may be a proxy that signs with its own authority)."""
-HOST_TRUST = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 def build_arguments(example: str) -> list[str]:
@@ -94,23 +82,6 @@ def test_the_documented_task_container_grades_with_docker(
         docker_engine.docker("image", "rm", "--force", tag)
 
 
-@functools.cache
-def stand_in() -> str:
-    """The stand-in for python:3.11-slim, built once per content (its only network: the Debian
-    mirror, as setup.sh's builds)."""
-    containerkit.require_image(containerkit.PYTHON_BASE)
-    text = STAND_IN.format(base=containerkit.PYTHON_BASE)
-    trust = HOST_TRUST.read_bytes()
-    digest = hashlib.sha256(text.encode() + b"\0" + trust).hexdigest()[:12]
-    name = f"localhost/ssegrade-test-python-slim:{digest}"
-    with tempfile.TemporaryDirectory(prefix="ssegrade-python-slim-") as scratch:
-        context = Path(scratch)
-        (context / "Containerfile").write_text(text)
-        (context / HOST_TRUST.name).write_bytes(trust)
-        containerkit.build_once(name, context, network="host")
-    return name
-
-
 AGENTS = [(["git", "apply", "/ssebench/diffs/patch.diff"], "passed"), ([], "failed")]
 """The reference fix as the agent, and an agent that changes nothing."""
 
@@ -122,7 +93,7 @@ BUILT_FROM = ("Dockerfile", "README.md", "pyproject.toml", "ssegrade", "interpre
 def documented_image(example: str) -> str:
     """`example`'s image of the documented Dockerfile, built unless one of the same inputs is
     there (named by their digest)."""
-    base = stand_in()
+    base = containerkit.python_slim()
     arguments = build_arguments(example)
     digest = hashlib.sha256("\0".join([base, *arguments]).encode())
     for top in BUILT_FROM:

@@ -21,14 +21,14 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from interpreters.batch import BatchReport
 from interpreters.engine import bundle
+from interpreters.real.files import remove_tree
 from tests.support.machinesetup import wait_for_machine_setup
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -178,6 +178,55 @@ def build_once(
             assert built.returncode == 0, f"building {image}: {built.stderr}"
 
 
+PYTHON_SLIM = """FROM {base}
+RUN apt-get update -qq \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && python3 -m venv /usr/local \\
+ && echo '[global]' > /etc/pip.conf \\
+ && echo 'cert = /etc/ssl/certs/ca-certificates.crt' >> /etc/pip.conf
+ENV LANG=C.UTF-8
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+CMD ["python3"]
+"""
+"""A stand-in for `python:3.11-slim`, the base of `docs/container/Dockerfile`, which no
+registry serves here: Debian bookworm's Python 3.11 (the official image's base too) as a
+virtual environment at /usr/local, whose `pip` installs there; the machine's CA bundle, so that
+pip reaches PyPI through the machine's proxy as the host's does."""
+HOST_TRUST = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def python_slim() -> str:
+    """The stand-in for `python:3.11-slim` (`PYTHON_SLIM`), built unless one of the same inputs
+    is there (its only network: the Debian mirror, as setup.sh's builds); its name."""
+    require_image(PYTHON_BASE)
+    text, trust = PYTHON_SLIM.format(base=PYTHON_BASE), HOST_TRUST.read_bytes()
+    digest = hashlib.sha256(text.encode() + b"\0" + trust).hexdigest()[:12]
+    name = f"localhost/ssegrade-test-python-slim:{digest}"
+    with tempfile.TemporaryDirectory(prefix="ssegrade-python-slim-") as scratch:
+        context = Path(scratch)
+        (context / "Containerfile").write_text(text)
+        (context / HOST_TRUST.name).write_bytes(trust)
+        build_once(name, context, network="host")
+    return name
+
+
+def save_into(image: str, load: Sequence[str], env: dict[str, str]) -> None:
+    """Move the podman image `image` into another engine or store: `podman save` piped into
+    the command `load` run with the environment `env`."""
+    saving = subprocess.Popen(["podman", "save", image], env=_environment(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert saving.stdout is not None
+    try:
+        loaded = subprocess.run(list(load), env=env, stdin=saving.stdout, capture_output=True,
+                                text=True, timeout=600, check=False)  # fmt: skip
+    finally:
+        saving.stdout.close()
+    _, errors = saving.communicate(timeout=60)
+    assert saving.returncode == 0, errors.decode(errors="replace")
+    assert loaded.returncode == 0, loaded.stderr
+
+
 def ssegrade_bundle() -> Path:
     """This tree's ssegrade bundle, built once per version under CACHE (the test skips, or
     fails on CI, where patchelf is missing)."""
@@ -237,31 +286,36 @@ def patch_result_of(run: Path, task: str | None = None) -> dict[str, object]:
     return {k: SCRATCH.sub("<s>", v) if isinstance(v, str) else v for k, v in found.items()}
 
 
+def mounts_under(folder: Path) -> list[str]:
+    """The mount points at or below `folder`, outermost first."""
+    prefix = str(folder)
+    found = []
+    with open("/proc/self/mountinfo") as table:
+        for line in table:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point == prefix or point.startswith(prefix + "/"):
+                found.append(point)
+    return sorted(found, key=len)
+
+
+def unmount_under(folder: Path) -> None:
+    """Unmount (lazily) what an engine left mounted at or below `folder`, innermost first."""
+    for mount in reversed(mounts_under(folder)):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+
+
 def unique_id(word: str) -> str:
     """A run id no other test's job has: its containers are found by it."""
     return f"{word}-{uuid.uuid4().hex[:10]}"
 
 
-def check_hostile_staging(
-    report: BatchReport, ids: dict[str, str], left: Callable[[str], list[str]]
-) -> None:
-    """The batch of a hostile bundle's jobs (`ids`: `symlink`, `huge`, `nothing`, `sleep`):
-    each run folder bounded and free of links, each an `infrastructure` error saying why, and
-    no container of them `left` (the engine's containers with a label)."""
-    said = {}
-    for outcome in report.jobs:
-        said[outcome.folder.name] = json.loads((outcome.folder / "result.json").read_text())
-        assert [p.name for p in outcome.folder.rglob("*") if p.is_symlink()] == []
-        sizes = sum(p.stat().st_size for p in outcome.folder.rglob("*") if p.is_file())
-        assert sizes <= 1 << 20  # the staging folder's bound, and the ingest's
-    for word, why in (
-        ("symlink", "no result.json"),
-        ("nothing", "exited 3 without a grade"),
-        ("sleep", "ran past its time limit (4 s)"),
-    ):
-        result = said[ids[word]]
-        assert result["patch_result"]["status"] == "error"
-        assert result["runtime_result"]["error_kind"] == "infrastructure"
-        assert why in result["patch_result"]["error_msg"]
-    for run_id in ids.values():
-        assert left(f"ssegrade.run={run_id}") == []
+@contextmanager
+def shared_folder(prefix: str) -> Iterator[Path]:
+    """A new folder of the temporary folder that every account may enter (the runner's, the
+    agent's, a node's; pytest's own are root's alone), removed after the block."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        remove_tree(folder)

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,6 +40,7 @@ import pytest
 
 from interpreters.engine.images import EngineFailed, engine_program
 from tests.support import containerkit
+from tests.support.enginekit import Engine
 
 LOCKS = containerkit.CACHE
 """Where the locks live: never removed, so that every process locks the same files."""
@@ -71,6 +70,12 @@ class Daemon:
     def cgroup(self) -> str:
         """The cgroup parent of its containers (one folder in each hierarchy)."""
         return f"/{self.scratch.name}"
+
+    @property
+    def engine(self) -> Engine:
+        """The daemon as the tests drive an engine (`tests/support/enginekit.py`)."""
+        reach = {"DOCKER_HOST": self.host}
+        return Engine("docker", self.docker, reach, lambda image: from_podman(self, image))
 
     def environment(self) -> dict[str, str]:
         """This process's environment with `DOCKER_HOST` naming the daemon."""
@@ -145,8 +150,7 @@ class Daemon:
         if pid is not None:
             _end(pid, self.process)
         self.process = None
-        for mount in reversed(_mounts_under(self.scratch)):
-            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        containerkit.unmount_under(self.scratch)
         if self.scratch.is_dir():
             for entry in self.scratch.iterdir():
                 if entry.name == "root" and entry.is_dir() and not entry.is_symlink():
@@ -193,18 +197,6 @@ def _alive(pid: int, process: subprocess.Popen[bytes] | None) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"  # a zombie of another process ran its course
-
-
-def _mounts_under(folder: Path) -> list[str]:
-    """The mount points at or below `folder`, outermost first."""
-    prefix = str(folder)
-    found = []
-    with open("/proc/self/mountinfo") as table:
-        for line in table:
-            point = line.split()[4].encode().decode("unicode_escape")
-            if point == prefix or point.startswith(prefix + "/"):
-                found.append(point)
-    return sorted(found, key=len)
 
 
 def _last_line(text: str, code: int) -> str:
@@ -305,65 +297,18 @@ def from_podman(daemon: Daemon, image: str) -> str:
         there = daemon.docker("image", "inspect", "--format", "{{.Id}}", image)
         if there.returncode == 0 and there.stdout.strip().removeprefix("sha256:") == wanted:
             return image
-        saving = subprocess.Popen(
-            ["podman", "save", image],
-            env={**os.environ, "CONTAINERS_CONF": str(containerkit.CONTAINERS_CONF)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        assert saving.stdout is not None
-        loaded = subprocess.run(
-            [engine_program("docker"), "load"],
-            env=daemon.environment(),
-            stdin=saving.stdout,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        saving.stdout.close()
-        _, errors = saving.communicate(timeout=60)
-        assert saving.returncode == 0, errors.decode(errors="replace")
-        assert loaded.returncode == 0, loaded.stderr
+        containerkit.save_into(image, [engine_program("docker"), "load"], daemon.environment())
     return image
 
 
 PYTHON_SLIM = "python:3.11-slim"
 """The base image of `docs/container/Dockerfile`, which no registry serves here."""
-PYTHON_SLIM_STAND_IN = """FROM {base}
-RUN apt-get update -qq \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv \\
- && rm -rf /var/lib/apt/lists/* \\
- && python3 -m venv /usr/local \\
- && echo '[global]' > /etc/pip.conf \\
- && echo 'cert = /etc/ssl/certs/ca-certificates.crt' >> /etc/pip.conf
-ENV LANG=C.UTF-8
-COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-CMD ["python3"]
-"""
-"""A stand-in for `python:3.11-slim`: Debian bookworm's Python 3.11 (the official image's
-base too) as a virtual environment at /usr/local, whose `pip` installs there; the machine's
-CA bundle, so that pip reaches PyPI through the machine's proxy as the host's does."""
 
 
 def python_slim(daemon: Daemon) -> str:
-    """Make `python:3.11-slim` in `daemon` a stand-in built from the python3 base image,
-    unless the stand-in of these inputs is there already (built with the host's network: the
-    daemon has no bridge); its name."""
-    base = from_podman(daemon, containerkit.PYTHON_BASE)
-    with tempfile.TemporaryDirectory(prefix="ssegrade-python-slim-") as scratch:
-        context = Path(scratch)
-        shutil.copy("/etc/ssl/certs/ca-certificates.crt", context / "ca-certificates.crt")
-        (context / "Dockerfile").write_text(PYTHON_SLIM_STAND_IN.format(base=base))
-        digest = hashlib.sha256()
-        for name in ("Dockerfile", "ca-certificates.crt"):
-            digest.update((context / name).read_bytes())
-        stand_in = f"localhost/ssegrade-test-python-slim:{digest.hexdigest()[:12]}"
-        with locked(IMAGES):
-            if daemon.docker("image", "inspect", stand_in).returncode != 0:
-                argv = ["build", "--network", "host", "--quiet", "-t", stand_in, str(context)]
-                built = daemon.docker(*argv, timeout=900)
-                assert built.returncode == 0, f"building {stand_in}: {built.stderr}"
-            tagged = daemon.docker("tag", stand_in, PYTHON_SLIM)
-            assert tagged.returncode == 0, tagged.stderr
+    """Make `python:3.11-slim` in `daemon` the tests' stand-in (`containerkit.python_slim`,
+    podman's, moved once); its name."""
+    stand_in = from_podman(daemon, containerkit.python_slim())
+    tagged = daemon.docker("tag", stand_in, PYTHON_SLIM)
+    assert tagged.returncode == 0, tagged.stderr
     return PYTHON_SLIM

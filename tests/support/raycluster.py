@@ -11,6 +11,7 @@ folders are hidden behind an empty tmpfs (as root): what it cannot see, it canno
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import secrets
 import signal
@@ -23,9 +24,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from interpreters.real.files import remove_tree
 
 RAY = Path(sys.executable).with_name("ray")
+NEEDS_RAY = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="Ray is not installed (pip install 'ssegrade[ray]')",
+)
+"""The mark of a test that starts a cluster: skipped, in one line, without Ray."""
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
 
@@ -93,9 +101,24 @@ def free_port() -> int:
         return port
 
 
-def _ports() -> list[str]:
-    """The ports of one node, each found free (Ray's defaults would meet other Rays')."""
-    workers = ",".join(str(free_port()) for _ in range(12))
+def free_ports(count: int, taken: set[int]) -> list[int]:
+    """`count` ports no one listens on now, none of them in `taken`, which they join: each held
+    while the others are found (a port let go at once may be found again the next time)."""
+    with contextlib.ExitStack() as held:
+        found: list[int] = []
+        while len(found) < count:
+            probe = held.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+            if port not in taken:
+                found.append(port)
+                taken.add(port)
+        return found
+
+
+def _ports(taken: set[int]) -> list[str]:
+    """The ports of one node, each found free and none in `taken`, which they join (Ray's
+    defaults would meet other Rays', and a port used twice stops a node at its start)."""
     named = (
         "node-manager-port",
         "object-manager-port",
@@ -104,7 +127,10 @@ def _ports() -> list[str]:
         "runtime-env-agent-port",
         "metrics-export-port",
     )
-    return [*(f"--{name}={free_port()}" for name in named), f"--worker-port-list={workers}"]
+    ports = free_ports(len(named) + 12, taken)
+    workers = ",".join(map(str, ports[len(named) :]))
+    chosen = zip(named, ports[: len(named)], strict=True)
+    return [*(f"--{name}={port}" for name, port in chosen), f"--worker-port-list={workers}"]
 
 
 def _wrapped(command: list[str], hidden: Sequence[Path]) -> list[str]:
@@ -131,11 +157,13 @@ def _wrapped(command: list[str], hidden: Sequence[Path]) -> list[str]:
     ]
 
 
-def _start(args: list[str], spec: NodeSpec, temp: Path, env: dict[str, str]) -> Node:
+def _start(
+    args: list[str], spec: NodeSpec, temp: Path, env: dict[str, str], taken: set[int]
+) -> Node:
     log = temp.with_suffix(".log")
     command = [str(RAY), "start", *args, f"--num-cpus={spec.cpus}", f"--resources={spec.resources}"]
     command += [f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
-    command += [*_ports(), "--block"]
+    command += [*_ports(taken), "--block"]
     with log.open("wb") as out:
         process = subprocess.Popen(
             _wrapped(command, spec.hidden),
@@ -167,15 +195,17 @@ def ray_cluster(head: NodeSpec, *others: NodeSpec) -> Iterator[Cluster]:
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
         "RAY_USAGE_STATS_ENABLED": "0",
     }
-    port = free_port()
+    taken: set[int] = set()
+    (port,) = free_ports(1, taken)
     cluster = Cluster(f"127.0.0.1:{port}", {k: env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")})
     try:
         deadline = time.monotonic() + START_TIMEOUT
         args = ["--head", f"--port={port}", "--include-dashboard=false"]
-        cluster.nodes.append(_start(args, head, root / "head", env))
+        cluster.nodes.append(_start(args, head, root / "head", env, taken))
         _wait_started(cluster.nodes[0], deadline)
         for index, spec in enumerate(others):
-            node = _start([f"--address={cluster.address}"], spec, root / f"node{index}", env)
+            joining = [f"--address={cluster.address}"]
+            node = _start(joining, spec, root / f"node{index}", env, taken)
             cluster.nodes.append(node)
         for node in cluster.nodes[1:]:
             _wait_started(node, deadline)
