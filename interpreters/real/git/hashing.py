@@ -24,8 +24,6 @@ library only: it runs without the site's packages, as a user who may not read th
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import os
 import stat
@@ -118,8 +116,7 @@ def _hash_file(
     fd = os.open(name, _FILE, dir_fd=folder)
     try:
         key = _key(seen)
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode) or _key(opened) != key:
+        if _key(os.fstat(fd)) != key:  # the same inode, still a regular file
             return False
         left = seen.st_size
         while left > 0:
@@ -145,17 +142,16 @@ def _unchanged(
     """The stat data of the file `name` in `folder` when its kind, executable bit and bytes are
     the entry's (`mode`, `oid`), else `UNKNOWN`; `new` makes the hash, `buffer` reads."""
     seen = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    kind = seen.st_mode
     digest = new()
-    if mode == _SYMLINK and stat.S_ISLNK(seen.st_mode):
+    if stat.S_ISREG(kind) and mode == (_EXECUTABLE if kind & stat.S_IXUSR else _REGULAR):
+        digest.update(b"blob %d\0" % seen.st_size)
+        if not _hash_file(name, folder, seen, digest, buffer):
+            return UNKNOWN
+    elif mode == _SYMLINK and stat.S_ISLNK(kind):
         target = os.readlink(name, dir_fd=folder)
         digest.update(b"blob %d\0" % len(target) + target)
         if _key(os.stat(name, dir_fd=folder, follow_symlinks=False)) != _key(seen):
-            return UNKNOWN
-    elif stat.S_ISREG(seen.st_mode) and mode == (
-        _EXECUTABLE if seen.st_mode & stat.S_IXUSR else _REGULAR
-    ):
-        digest.update(b"blob %d\0" % seen.st_size)
-        if not _hash_file(name, folder, seen, digest, buffer):
             return UNKNOWN
     else:
         return UNKNOWN
@@ -166,7 +162,7 @@ def answers(top: int, jobs: Sequence[Job], algorithm: str) -> bytes:
     """The answer for each of `jobs` (in git's order), paths relative to the folder `top`."""
     folders = _Folders(top)
     buffer = memoryview(bytearray(_CHUNK))
-    new = functools.partial(hashlib.new, algorithm)
+    new = getattr(hashlib, algorithm)
     out: list[bytes] = []
     last: bytes | None = None
     folder: int | None = None
@@ -177,8 +173,10 @@ def answers(top: int, jobs: Sequence[Job], algorithm: str) -> bytes:
                 folder, last = folders.enter(parent), parent
             found = UNKNOWN
             if folder is not None:
-                with contextlib.suppress(OSError):
+                try:
                     found = _unchanged(name, folder, mode, oid, new, buffer)
+                except OSError:  # gone, or not to be read: git compares it itself
+                    found = UNKNOWN
             out.append(found)
     finally:
         folders.leave()

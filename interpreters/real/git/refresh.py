@@ -20,7 +20,7 @@ from pathlib import Path
 
 from interpreters.real.git import hashing
 from interpreters.real.git.command import Scratch
-from interpreters.real.git.index_file import entry_offsets, place, read_entries, seal
+from interpreters.real.git.index_file import place, read_entries, seal
 
 MAX_THREADS = 4
 """Threads that hash at most, whatever the CPUs."""
@@ -36,8 +36,10 @@ REFRESH = ("-c", "core.preloadIndex=false", "update-index", "-q", "--refresh")
 twice (by a thread, then by the refresh that hashes it)."""
 
 _ASSUME_VALID = 0x8000
+_EXTENDED = 0x4000
 _STAGE = 0x3000
-_HASHED_MODES = (0o100644, 0o100755, 0o120000)
+_NAME_MASK = 0x0FFF
+_HASHED_MODES = tuple(mode.to_bytes(4, "big") for mode in (0o100644, 0o100755, 0o120000))
 
 
 def mostly_stale(source: Path, data: bytes, oid_length: int) -> bool:
@@ -84,45 +86,52 @@ def _program() -> str:
     return Path(hashing.__file__).read_text(encoding="utf-8")
 
 
-def hashed(s: Scratch, data: bytes, oid_length: int, cwd: Path) -> bytes:
-    """The index file `data` with the stat data of each file `hashing` found unchanged (run as
-    the reader in the tree `cwd`); every other entry as it was."""
-    offsets = entry_offsets(data, oid_length)
+def _jobs(data: bytes, oid_length: int) -> tuple[list[bytes], list[int], int]:
+    """What `hashing` is sent of an index file in format 2 or 3: each entry of a file or
+    symlink at stage 0 not marked valid (its mode, object id and path), where each starts, and
+    where the entries end."""
     raw = oid_length // 2
     at_flags = 40 + raw
     jobs: list[bytes] = []
-    chosen: list[int] = []
-    for number, (start, end) in enumerate(itertools.pairwise(offsets)):
-        mode = int.from_bytes(data[start + 24 : start + 28], "big")
-        flags = int.from_bytes(data[start + at_flags : start + at_flags + 2], "big")
-        if mode not in _HASHED_MODES or flags & (_ASSUME_VALID | _STAGE):
-            continue
-        # The path ends at the first NUL of the entry's padding (the entry is read already).
-        named = start + at_flags + (4 if flags & 0x4000 else 2)
-        path = data[named : data.index(b"\0", named, end)]
-        jobs.append(data[start + 24 : start + 28] + data[start + 40 : start + at_flags] + path)
-        chosen.append(number)
-    algorithm = "sha1" if oid_length == 40 else "sha256"
+    where: list[int] = []
+    at = 12
+    for _ in range(int.from_bytes(data[8:12], "big")):
+        flags = int.from_bytes(data[at + at_flags : at + at_flags + 2], "big")
+        named = at + at_flags + (4 if flags & _EXTENDED else 2)
+        length = flags & _NAME_MASK
+        if length == _NAME_MASK:
+            length = data.find(b"\0", named) - named
+        end = at + ((named - at + length + 8) & ~7)
+        if length <= 0 or end > len(data):
+            raise ValueError("truncated git index")
+        mode = data[at + 24 : at + 28]
+        if mode in _HASHED_MODES and not flags & (_ASSUME_VALID | _STAGE):
+            jobs.append(mode + data[at + 40 : at + at_flags] + data[named : named + length])
+            where.append(at)
+        at = end
+    return jobs, where, at
+
+
+def hashed(s: Scratch, data: bytes, oid_length: int, cwd: Path) -> bytes:
+    """The index file `data` with the stat data of each file `hashing` found unchanged (run as
+    the reader in the tree `cwd`); every other entry as it was, and no extension."""
+    jobs, where, end = _jobs(data, oid_length)
     reader = [str(id_) for id_ in s.reader] if s.reader is not None else ["-", "-"]
-    stdin = b"\0".join([*jobs, b""]) if jobs else b""
+    algorithm = "sha1" if oid_length == 40 else "sha256"
     arguments = [algorithm, str(_threads()), *reader]
+    stdin = b"".join(job + b"\0" for job in jobs)
     out = s.python("hashing", _program(), arguments, cwd=cwd, stdin=stdin).stdout
-    if len(out) != len(hashing.UNKNOWN) * len(chosen):
+    if len(out) != len(hashing.UNKNOWN) * len(jobs):
         raise ValueError("the hashing of the tree answered another number of entries")
-    parts = [data[: offsets[0]]]
-    done = 0
-    for at, number in enumerate(chosen):
-        start = offsets[number]
-        stated = out[at * 40 : at * 40 + 40]
-        parts.append(data[offsets[done] : start])
+    body = bytearray(data[:end])
+    for number, at in enumerate(where):
+        stated = out[number * 40 : number * 40 + 40]
         if stated == hashing.UNKNOWN:
-            stated = data[start : start + 40]
-        elif stated[24:28] != data[start + 24 : start + 28]:
+            continue
+        if stated[24:28] != data[at + 24 : at + 28]:
             raise ValueError("the hashing of the tree answered another mode")
-        parts += [stated, data[start + 40 : offsets[number + 1]]]
-        done = number + 1
-    parts.append(data[offsets[done] : offsets[-1]])
-    return seal(b"".join(parts), oid_length)
+        body[at : at + 40] = stated
+    return seal(bytes(body), oid_length)
 
 
 def refresh(
