@@ -19,18 +19,20 @@ folder at a time from the top, never through a symlink (`O_NOFOLLOW`); a file is
 it is the regular file `lstat` saw (same inode) and its stat data did not move while it was
 read; the stat data answered are those seen before the read, so a file changed during or
 after it no longer matches them, and git hashes it again. This module imports the standard
-library only: it runs without the site's packages, as a user who may not read them.
+library only (no site's packages), all of it before it becomes the tree's owner, who may not
+be able to read our interpreter's library.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 import struct
 import sys
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 UNKNOWN = bytes(40)
 """The answer for an entry that is not proven unchanged."""
@@ -206,19 +208,38 @@ def become(uid: str, gid: str) -> None:
         os.setuid(int(uid))
 
 
+def in_threads(threads: int, chunks: Sequence[Sequence[Job]], top: int, algorithm: str) -> bytes:
+    """The answers for `chunks` of jobs, in order, taken in turn by `threads` threads."""
+    done: list[bytes | None] = [None] * len(chunks)
+    turns = itertools.count()  # its `next` is atomic: each chunk is taken once
+
+    def work() -> None:
+        while (number := next(turns)) < len(chunks):
+            done[number] = answers(top, chunks[number], algorithm)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if any(answer is None for answer in done):
+        raise OSError("a thread of the hashing stopped short")
+    return b"".join(answer for answer in done if answer is not None)
+
+
 def main(arguments: Sequence[str]) -> int:
     """Become the reader, then answer for each entry of standard input, hashed in `threads`
-    threads, the chunks of entries in order. Arguments: hash, threads, user and group."""
+    threads. Arguments: hash, threads, user and group."""
     algorithm, threads, uid, gid = arguments[0], int(arguments[1]), arguments[2], arguments[3]
     become(uid, gid)
     jobs = parse(sys.stdin.buffer.read(), hashlib.new(algorithm).digest_size)
-    count = max(1, threads) * 4
-    size = -(-len(jobs) // count) or 1
-    chunks = [jobs[at : at + size] for at in range(0, len(jobs), size)]
     top = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        done = pool.map(lambda chunk: answers(top, chunk, algorithm), chunks)
-        sys.stdout.buffer.write(b"".join(done))
+    if threads <= 1:
+        sys.stdout.buffer.write(answers(top, jobs, algorithm))
+    else:
+        size = -(-len(jobs) // (threads * 4)) or 1
+        chunks = [jobs[at : at + size] for at in range(0, len(jobs), size)]
+        sys.stdout.buffer.write(in_threads(threads, chunks, top, algorithm))
     sys.stdout.buffer.flush()
     return 0
 
