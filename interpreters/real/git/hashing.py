@@ -113,22 +113,28 @@ class _Folders:
 def _hash_file(
     name: bytes, folder: int, seen: os.stat_result, digest: hashlib._Hash, buffer: memoryview
 ) -> bool:
-    """Feed the bytes of the regular file `name` (seen as `seen`) to `digest`, read through
-    `buffer`; False when it is not that file any more or changed while it was read."""
+    """Feed the bytes of the regular file `name` (seen as `seen`) to `digest`; False unless
+    the file read is the one seen (the same inode, `O_NOFOLLOW`; `O_NONBLOCK`: a fifo or
+    device swapped in meanwhile cannot hold the read) and nothing of it moved until the read
+    ended. Read in one call when it fits `buffer`."""
     fd = os.open(name, _FILE, dir_fd=folder)
     try:
-        key = _key(seen)
-        if _key(os.fstat(fd)) != key:  # the same inode, still a regular file
-            return False
-        left = seen.st_size
-        while left > 0:
-            count = os.readv(fd, [buffer[: min(left, len(buffer))]])
-            if count == 0:
+        size = seen.st_size
+        if size <= len(buffer):
+            data = os.read(fd, size)
+            if len(data) != size:
                 return False
-            digest.update(buffer[:count])
-            left -= count
-        # Read to its size, not to its end: the file may not have grown meanwhile either.
-        return _key(os.fstat(fd)) == key
+            digest.update(data)
+        else:
+            left = size
+            while left > 0:
+                count = os.readv(fd, [buffer[: min(left, len(buffer))]])
+                if count == 0:
+                    return False
+                digest.update(buffer[:count])
+                left -= count
+        # Read to its size, not to its end: a file that grew has another size now.
+        return _key(os.fstat(fd)) == _key(seen)
     finally:
         os.close(fd)
 
@@ -138,21 +144,20 @@ def _unchanged(
     folder: int,
     mode: int,
     oid: bytes,
-    new: Callable[[], hashlib._Hash],
+    new: Callable[[bytes], hashlib._Hash],
     buffer: memoryview,
 ) -> bytes:
     """The stat data of the file `name` in `folder` when its kind, executable bit and bytes are
     the entry's (`mode`, `oid`), else `UNKNOWN`; `new` makes the hash, `buffer` reads."""
     seen = os.stat(name, dir_fd=folder, follow_symlinks=False)
     kind = seen.st_mode
-    digest = new()
     if stat.S_ISREG(kind) and mode == (_EXECUTABLE if kind & stat.S_IXUSR else _REGULAR):
-        digest.update(b"blob %d\0" % seen.st_size)
+        digest = new(b"blob %d\0" % seen.st_size)
         if not _hash_file(name, folder, seen, digest, buffer):
             return UNKNOWN
     elif mode == _SYMLINK and stat.S_ISLNK(kind):
         target = os.readlink(name, dir_fd=folder)
-        digest.update(b"blob %d\0" % len(target) + target)
+        digest = new(b"blob %d\0" % len(target) + target)
         if _key(os.stat(name, dir_fd=folder, follow_symlinks=False)) != _key(seen):
             return UNKNOWN
     else:
