@@ -145,7 +145,7 @@ def floor(s: Setup) -> dict[str, float]:
             command, cwd=s.source, env=env, capture_output=True, check=True
         )
 
-    add = timed(git_("add", "-A"))
+    add, add_cpu = timed_cpu(git_("add", "-A"))
     diff = timed(git_("diff", "--cached", "--binary"))
     os.unlink(s.top / "floor-index")
     copies = [s.top / f"floor-copy{index}" for index in range(COPIES)]
@@ -157,7 +157,7 @@ def floor(s: Setup) -> dict[str, float]:
     copying = timed(copy)
     for dest in copies:
         shutil.rmtree(dest)
-    return {"add": add, "capture": add + diff, "copies": copying}
+    return {"add": add, "add cpu": add_cpu, "capture": add + diff, "copies": copying}
 
 
 def copy_floor(path: Path) -> tuple[float, int]:
@@ -249,6 +249,16 @@ def make_views(s: Setup, patch: bytes) -> None:
         files.remove_tree(s.top / "step-layers")
         for index in range(COPIES):
             files.remove_tree(s.top / f"step-view{index}")
+
+
+def timed_cpu(action: Callable[[], object]) -> tuple[float, float]:
+    """The seconds `action` takes, and the CPU seconds (user + system) this process and the
+    children it waited for spent meanwhile."""
+    before, start = os.times(), time.perf_counter()
+    action()
+    wall, after = time.perf_counter() - start, os.times()
+    spent = (after[i] - before[i] for i in range(4))  # user, system, children's both
+    return wall, sum(spent)
 
 
 def capture(s: Setup, rehash: bool = False) -> float:
@@ -355,9 +365,13 @@ def measure_untrusted(s: Setup, rounds: int, against: tuple[Path, ...] = ()) -> 
     rows: list[dict[str, float]] = []
     for n in range(rounds):
         row = {f"floor {key}": value for key, value in floor(s).items()}
-        row["capture"] = capture(s)
+        row["capture"], row["capture cpu"] = timed_cpu(
+            lambda: git.capture(s.source, s.baseline).unwrap()
+        )
+        row["ratio"] = row["capture"] / row["floor add"]
         for other in against:
             row[f"{other} capture"] = capture_of(s, other)
+            row[f"{other} ratio"] = row[f"{other} capture"] / row["floor add"]
             row[f"{other} result.json"], row[f"{other} exit"] = evaluate(s, rounds + n, other)
             shutil.rmtree(s.top / f"results{rounds + n}")
         row["result.json"], row["exit"] = evaluate(s, rounds + n)
@@ -371,10 +385,13 @@ def report_untrusted(found: dict[str, float], rounds: int, against: tuple[Path, 
     floor_s = found["floor capture"] + found["floor copies"]
     print(f"  slow path (chmod -R after the baseline: every file hashed); medians of {rounds}")
     print(f"    capture {found['capture']:.2f}s / git add -A into a fresh index "
-          f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x")  # fmt: skip
+          f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x; "
+          f"the same round's: {found['ratio']:.2f}x; CPU {found['capture cpu']:.2f}s / "
+          f"{found['floor add cpu']:.2f}s")  # fmt: skip
     for other in against:
         theirs = found[f"{other} capture"]
-        print(f"    {other} capture {theirs:.2f}s = {theirs / found['floor add']:.2f}x")
+        print(f"    {other} capture {theirs:.2f}s = {theirs / found['floor add']:.2f}x; "
+              f"the same round's: {found[f'{other} ratio']:.2f}x")  # fmt: skip
     print(f"    floor: capture {found['floor capture']:.2f}s + {COPIES} x cp -a "
           f"{found['floor copies']:.2f}s = {floor_s:.2f}s")  # fmt: skip
     for key in ("result.json", "exit"):
