@@ -13,6 +13,7 @@ fails the capture, never trusted.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreters.real import git
-from interpreters.real.git import refresh
+from interpreters.real.git import hashing, refresh
 from interpreters.real.git.command import Out, Scratch, lay_out, reader_of, scratch
 from interpreters.real.git.index_file import load, place, read_entries
 from tests.support.agentaccounts import agent_account
@@ -218,6 +219,45 @@ def test_the_tree_is_hashed_as_its_owner(monkeypatch: pytest.MonkeyPatch) -> Non
     assert ran == ["hashing"]
     assert "src/util.c" in captured.left_out
     assert captured.patch == b""
+
+
+@pytest.mark.parametrize("back", [False, True])
+def test_a_file_swapped_in_after_its_lstat_never_matches_the_stat_data_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, back: bool
+) -> None:
+    # The agent's edit (same size) is at the path when it is `lstat`ed; a file with the base's
+    # bytes is renamed in before it is read (and, with `back`, the edit renamed back after):
+    # the bytes read hash as the base's, but the stat data answered match no file at the path.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    base, edited = b"int run(void) { return 0; }\n", b"int run(void) { return 1; }\n"
+    (tree / "util.c").write_bytes(edited)
+    (tmp_path / "base.c").write_bytes(base)
+    oid = hashlib.sha1(b"blob %d\0" % len(base) + base).digest()
+    real_open = os.open
+    swapped: list[bool] = []
+
+    def swap_then_open(path: Any, flags: int, *args: Any, **options: Any) -> int:
+        if path == b"util.c" and not swapped:
+            swapped.append(True)
+            os.rename(tree / "util.c", tmp_path / "edited.c")
+            os.rename(tmp_path / "base.c", tree / "util.c")
+        return real_open(path, flags, *args, **options)
+
+    top = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(os, "open", swap_then_open)
+            answer = hashing.answers(top, [(0o100644, oid, b"util.c")], "sha1")
+    finally:
+        os.close(top)
+    if back:
+        os.rename(tmp_path / "edited.c", tree / "util.c")
+
+    assert swapped
+    assert answer != hashing.UNKNOWN  # the bytes read were the base's, as git would find too
+    now = os.lstat(tree / "util.c")
+    assert answer != hashing.stat_data(now, 0o100644)
 
 
 @pytest.mark.parametrize("forged", ["mode", "count"])

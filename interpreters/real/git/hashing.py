@@ -16,9 +16,10 @@ group ids (`-` and `-`: whoever runs it).
 
 Only content decides: every entry is hashed, whatever its stat data. A path is reached one
 folder at a time from the top, never through a symlink (`O_NOFOLLOW`); a file is read only if
-it is the regular file `lstat` saw (same inode) and its stat data did not move while it was
-read; the stat data answered are those seen before the read, so a file changed during or
-after it no longer matches them, and git hashes it again. This module imports the standard
+`lstat` saw a regular file. The stat data answered are those `lstat` saw, before the read, as
+git's refresh does: any change of the file after it (its bytes, its mode, another file renamed
+in its place, or itself renamed back) moves a ctime, the file no longer matches them, and
+`git add` hashes it again. This module imports the standard
 library only (no site's packages), all of it before it becomes the tree's owner, who may not
 be able to read our interpreter's library.
 """
@@ -68,7 +69,7 @@ def stat_data(seen: os.stat_result, mode: int) -> bytes:
 
 
 def _key(seen: os.stat_result) -> tuple[int, ...]:
-    """What must not move while a file is read: which file it is, its kind, size and times."""
+    """What must not move while a symlink is read: which it is, its kind, size and times."""
     return (
         seen.st_dev,
         seen.st_ino,
@@ -111,30 +112,25 @@ class _Folders:
 
 
 def _hash_file(
-    name: bytes, folder: int, seen: os.stat_result, digest: hashlib._Hash, buffer: memoryview
+    name: bytes, folder: int, size: int, digest: hashlib._Hash, buffer: memoryview
 ) -> bool:
-    """Feed the bytes of the regular file `name` (seen as `seen`) to `digest`; False unless
-    the file read is the one seen (the same inode, `O_NOFOLLOW`; `O_NONBLOCK`: a fifo or
-    device swapped in meanwhile cannot hold the read) and nothing of it moved until the read
-    ended. Read in one call when it fits `buffer`."""
+    """Feed the `size` bytes of the file `name` to `digest` (in one read when they fit
+    `buffer`); False when it holds fewer. Opened `O_NOFOLLOW` and `O_NONBLOCK`: a symlink,
+    fifo or device swapped in since its `lstat` is not followed and cannot hold the read."""
     fd = os.open(name, _FILE, dir_fd=folder)
     try:
-        size = seen.st_size
         if size <= len(buffer):
             data = os.read(fd, size)
-            if len(data) != size:
-                return False
             digest.update(data)
-        else:
-            left = size
-            while left > 0:
-                count = os.readv(fd, [buffer[: min(left, len(buffer))]])
-                if count == 0:
-                    return False
-                digest.update(buffer[:count])
-                left -= count
-        # Read to its size, not to its end: a file that grew has another size now.
-        return _key(os.fstat(fd)) == _key(seen)
+            return len(data) == size
+        left = size
+        while left > 0:
+            count = os.readv(fd, [buffer[: min(left, len(buffer))]])
+            if count == 0:
+                return False
+            digest.update(buffer[:count])
+            left -= count
+        return True
     finally:
         os.close(fd)
 
@@ -153,7 +149,7 @@ def _unchanged(
     kind = seen.st_mode
     if stat.S_ISREG(kind) and mode == (_EXECUTABLE if kind & stat.S_IXUSR else _REGULAR):
         digest = new(b"blob %d\0" % seen.st_size)
-        if not _hash_file(name, folder, seen, digest, buffer):
+        if not _hash_file(name, folder, seen.st_size, digest, buffer):
             return UNKNOWN
     elif mode == _SYMLINK and stat.S_ISLNK(kind):
         target = os.readlink(name, dir_fd=folder)
