@@ -10,11 +10,13 @@ ratio to that floor, measured in the same run.
     .venv/bin/python benchmarks/bench_capture.py              # ~50,000 files, ~300 MB
     .venv/bin/python benchmarks/bench_capture.py --files 2000 --mb 20
     .venv/bin/python benchmarks/bench_capture.py --untrusted    # the slow path: chmod -R first
+    .venv/bin/python benchmarks/bench_capture.py --untrusted --load 1  # and a CPU kept busy
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -98,6 +100,34 @@ def agent_patch(root: Path, made: list[Path], rng: random.Random) -> None:
     (root / "build" / "out.o").write_bytes(rng.randbytes(1024 * 1024))
 
 
+SPIN = "while True:\n    pass\n"
+
+
+@contextlib.contextmanager
+def busy(count: int) -> Iterator[None]:
+    """`count` processes that spin on a CPU each while the block runs, each in a session of its
+    own (as another user's work on the host is: its own scheduling group), stopped after."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True) for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def load_average() -> str:
+    """The load average over 1, 5 and 15 minutes."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def headers(patch: bytes) -> list[bytes]:
+    """The `diff --git` lines of a patch: the files it changes."""
+    return [line for line in patch.splitlines() if line.startswith(b"diff --git")]
+
+
 def timed(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
@@ -111,6 +141,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="repetitions; medians (3)")
     parser.add_argument("--pack", action="store_true", help="repack the source repo first")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--load", type=int, default=0, help="CPUs kept busy while the rounds run (0)"
+    )
     parser.add_argument(
         "--untrusted",
         action="store_true",
@@ -159,42 +192,41 @@ def main() -> None:
         proofs: list[float] = []
         floor_files: set[bytes] = set()
         our_files: set[bytes] = set()
-        for _ in range(options.rounds):
-            copy = top / "copy"
+        print(f"load average at the start of the rounds: {load_average()}; {options.load} busy")
+        with busy(options.load):
+            for _ in range(options.rounds):
+                copy = top / "copy"
 
-            def make_copy(copy: Path = copy) -> None:
-                shutil.copytree(source, copy, symlinks=True)
+                def make_copy(copy: Path = copy) -> None:
+                    shutil.copytree(source, copy, symlinks=True)
 
-            copies.append(timed(make_copy))
+                copies.append(timed(make_copy))
 
-            def floor(copy: Path = copy) -> None:
-                run_git(copy, home, "add", "-A")
-                patch = run_git(copy, home, "diff", "--cached", "--binary")
-                floor_files.update(
-                    line for line in patch.splitlines() if line.startswith(b"diff --git")
-                )
+                def floor(copy: Path = copy) -> None:
+                    run_git(copy, home, "add", "-A")
+                    patch = run_git(copy, home, "diff", "--cached", "--binary")
+                    floor_files.update(headers(patch))
 
-            floors.append(timed(floor))
-            shutil.rmtree(copy)
+                floors.append(timed(floor))
+                shutil.rmtree(copy)
 
-            def ours(chosen: git.Baseline = baseline) -> None:
-                captured = git.capture(source, chosen).unwrap()
-                our_files.update(
-                    line for line in captured.patch.splitlines() if line.startswith(b"diff --git")
-                )
+                def ours(chosen: git.Baseline = baseline) -> None:
+                    captured = git.capture(source, chosen).unwrap()
+                    our_files.update(headers(captured.patch))
 
-            captures.append(timed(ours))
+                captures.append(timed(ours))
 
-            def rehash(chosen: git.Baseline = baseline) -> None:
-                git.capture(source, chosen, rehash=True).unwrap()
+                def rehash(chosen: git.Baseline = baseline) -> None:
+                    git.capture(source, chosen, rehash=True).unwrap()
 
-            rehashes.append(timed(rehash))
-            got = git.capture(source, baseline).unwrap()
+                rehashes.append(timed(rehash))
+                got = git.capture(source, baseline).unwrap()
 
-            def prove(chosen: git.Baseline = baseline, got: Capture = got) -> None:
-                git.prove(chosen, got.patch, got.base_tree).unwrap()
+                def prove(chosen: git.Baseline = baseline, got: Capture = got) -> None:
+                    git.prove(chosen, got.patch, got.base_tree).unwrap()
 
-            proofs.append(timed(prove))
+                proofs.append(timed(prove))
+        print(f"load average at the end of the rounds: {load_average()}")
         assert floor_files == our_files, floor_files ^ our_files
 
         record_s, capture_s = statistics.median(records), statistics.median(captures)

@@ -13,6 +13,8 @@ what they are the floor of (medians):
 - the same on the first tree once every file's ctime moved after the baseline (`chmod -R`):
   the slow path, where no stat data can be trusted and the capture hashes every file (with
   the capture of each `--against` checkout, timed in a process of its own);
+- with `--load N`, both paths again while N processes (each in a session of its own, as
+  other work on the host) keep N CPUs busy: the figures of a busy host, in the same run;
 - then on a tree `--scale` times larger (200,000 files, 2 GB): the same evaluation and capture,
   as ratios to the first tree's times (target: 2x at most);
 - what the command waits for after `result.json` (the archive, whose bytes grow with the tree)
@@ -35,6 +37,7 @@ other work.
     .venv/bin/python benchmarks/bench_evaluate.py                 # 20,000 files, then 200,000
     .venv/bin/python benchmarks/bench_evaluate.py --files 2000 --mb 20 --rounds 1 --scale 0
     .venv/bin/python benchmarks/bench_evaluate.py --scale 0 --against ../other-checkout
+    .venv/bin/python benchmarks/bench_evaluate.py --scale 0 --load 1    # free, then a CPU busy
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_capture import agent_patch, generate, plain_env, run_git, timed
+from bench_capture import agent_patch, busy, generate, load_average, plain_env, run_git, timed
 
 from interpreters.real import archive, files, git
 from interpreters.real.files import views
@@ -142,7 +145,7 @@ def floor(s: Setup) -> dict[str, float]:
             command, cwd=s.source, env=env, capture_output=True, check=True
         )
 
-    add = timed(git_("add", "-A"))
+    add, add_cpu = timed_cpu(git_("add", "-A"))
     diff = timed(git_("diff", "--cached", "--binary"))
     os.unlink(s.top / "floor-index")
     copies = [s.top / f"floor-copy{index}" for index in range(COPIES)]
@@ -154,7 +157,7 @@ def floor(s: Setup) -> dict[str, float]:
     copying = timed(copy)
     for dest in copies:
         shutil.rmtree(dest)
-    return {"add": add, "capture": add + diff, "copies": copying}
+    return {"add": add, "add cpu": add_cpu, "capture": add + diff, "copies": copying}
 
 
 def copy_floor(path: Path) -> tuple[float, int]:
@@ -248,6 +251,16 @@ def make_views(s: Setup, patch: bytes) -> None:
             files.remove_tree(s.top / f"step-view{index}")
 
 
+def timed_cpu(action: Callable[[], object]) -> tuple[float, float]:
+    """The seconds `action` takes, and the CPU seconds (user + system) this process and the
+    children it waited for spent meanwhile."""
+    before, start = os.times(), time.perf_counter()
+    action()
+    wall, after = time.perf_counter() - start, os.times()
+    spent = (after[i] - before[i] for i in range(4))  # user, system, children's both
+    return wall, sum(spent)
+
+
 def capture(s: Setup, rehash: bool = False) -> float:
     """Time one capture, as `evaluate` makes it (or with every file hashed)."""
     return timed(lambda: git.capture(s.source, s.baseline, rehash=rehash).unwrap())
@@ -339,18 +352,26 @@ def measure(
     return found, worked_in
 
 
-def measure_untrusted(s: Setup, rounds: int, against: tuple[Path, ...] = ()) -> dict[str, float]:
-    """The slow path, after `measure` on the same tree: every file's ctime moves after the
-    baseline (`chmod -R g+w`: bytes, sizes, mtimes and what git records stay), so no stat data
-    of the kept index can be trusted and the capture hashes every file. Floors and ours
-    interleaved as in `measure`, with the capture of each other checkout `against`; medians."""
+def untrust(s: Setup) -> None:
+    """Move every file's ctime after the baseline (`chmod -R g+w`: bytes, sizes, mtimes and
+    what git records stay): no stat data of the kept index can be trusted any more."""
     subprocess.run(["chmod", "-R", "g+w", str(s.source)], check=True)
+
+
+def measure_untrusted(s: Setup, rounds: int, against: tuple[Path, ...] = ()) -> dict[str, float]:
+    """The slow path, after `measure` and `untrust` on the same tree: the capture hashes every
+    file. Floors and ours interleaved as in `measure`, with the capture of each other checkout
+    `against`; medians."""
     rows: list[dict[str, float]] = []
     for n in range(rounds):
         row = {f"floor {key}": value for key, value in floor(s).items()}
-        row["capture"] = capture(s)
+        row["capture"], row["capture cpu"] = timed_cpu(
+            lambda: git.capture(s.source, s.baseline).unwrap()
+        )
+        row["ratio"] = row["capture"] / row["floor add"]
         for other in against:
             row[f"{other} capture"] = capture_of(s, other)
+            row[f"{other} ratio"] = row[f"{other} capture"] / row["floor add"]
             row[f"{other} result.json"], row[f"{other} exit"] = evaluate(s, rounds + n, other)
             shutil.rmtree(s.top / f"results{rounds + n}")
         row["result.json"], row["exit"] = evaluate(s, rounds + n)
@@ -364,10 +385,13 @@ def report_untrusted(found: dict[str, float], rounds: int, against: tuple[Path, 
     floor_s = found["floor capture"] + found["floor copies"]
     print(f"  slow path (chmod -R after the baseline: every file hashed); medians of {rounds}")
     print(f"    capture {found['capture']:.2f}s / git add -A into a fresh index "
-          f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x")  # fmt: skip
+          f"{found['floor add']:.2f}s = {found['capture'] / found['floor add']:.2f}x; "
+          f"the same round's: {found['ratio']:.2f}x; CPU {found['capture cpu']:.2f}s / "
+          f"{found['floor add cpu']:.2f}s")  # fmt: skip
     for other in against:
         theirs = found[f"{other} capture"]
-        print(f"    {other} capture {theirs:.2f}s = {theirs / found['floor add']:.2f}x")
+        print(f"    {other} capture {theirs:.2f}s = {theirs / found['floor add']:.2f}x; "
+              f"the same round's: {found[f'{other} ratio']:.2f}x")  # fmt: skip
     print(f"    floor: capture {found['floor capture']:.2f}s + {COPIES} x cp -a "
           f"{found['floor copies']:.2f}s = {floor_s:.2f}s")  # fmt: skip
     for key in ("result.json", "exit"):
@@ -417,6 +441,22 @@ def report(
           f"copy of it ({found['archive copy']:.2f}s)")  # fmt: skip
 
 
+def both_paths(s: Setup, rounds: int, load: int, against: tuple[Path, ...]) -> None:
+    """After the fast path measured free: with `load` CPUs busy, the fast path again; then the
+    slow path free and (with `load`) busy, each headed by the load average."""
+    if load:
+        print(f"with {load} CPU(s) kept busy; load average {load_average()}")
+        with busy(load):
+            found, worked_in = measure(s, rounds, with_steps=False, against=against)
+        report(f"fast path, {load} CPU(s) busy", s, found, rounds, worked_in, against)
+    untrust(s)
+    for busy_cpus in sorted({0, load}):
+        print(f"{busy_cpus} CPU(s) kept busy; load average {load_average()}")
+        with busy(busy_cpus):
+            slow = measure_untrusted(s, rounds, against)
+        report_untrusted(slow, rounds, against)
+
+
 def trusted(baseline: git.Baseline) -> str:
     """How many entries of the baseline's kept index keep their stat data."""
     if baseline.index is None:
@@ -424,10 +464,6 @@ def trusted(baseline: git.Baseline) -> str:
     entries = list(read_entries(baseline.index.read_bytes(), len(baseline.base_tree)))
     kept = sum(1 for entry in entries if entry.ctime)
     return f"{kept} of {len(entries)} entries of the kept index keep their stat data"
-
-
-def load() -> str:
-    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -448,8 +484,11 @@ def main() -> None:
         help="another checkout whose evaluate runs in the same rounds (repeatable)",
     )
     parser.add_argument("--where", type=Path, default=Path("/dev/shm"), help="(/dev/shm)")
+    parser.add_argument(
+        "--load", type=int, default=0, help="then again with this many CPUs kept busy (0)"
+    )
     options = parser.parse_args()
-    print(f"load average (1/5/15 min) at the start: {load()}; {os.cpu_count()} CPUs")
+    print(f"load average (1/5/15 min) at the start: {load_average()}; {os.cpu_count()} CPUs")
     sizes = [(options.files, options.mb)]
     if options.scale > 1:
         sizes.append((options.files * options.scale, options.mb * options.scale))
@@ -475,9 +514,7 @@ def main() -> None:
                 tuple(options.against),
             )
             if number == 0:
-                others = tuple(options.against)
-                slow = measure_untrusted(setup, options.rounds, others)
-                report_untrusted(slow, options.rounds, others)
+                both_paths(setup, options.rounds, options.load, tuple(options.against))
     if len(found) == 2:
         small, large = found
         print(f"{options.scale}x larger tree against the first (evaluate's target: 2x at most):")
@@ -486,7 +523,7 @@ def main() -> None:
             print(f"  {key:14s} {large[key]:7.2f}s / {small[key]:6.2f}s = {ratio:.2f}x")
         mb = large["archive bytes"] / 1e6, small["archive bytes"] / 1e6
         print(f"  {'archive':14s} {mb[0]:6.0f}MB / {mb[1]:5.0f}MB = {mb[0] / mb[1]:.2f}x")
-    print(f"load average (1/5/15 min) at the end: {load()}")
+    print(f"load average (1/5/15 min) at the end: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """The private index of a capture, written here (`interpreters.real.git.index_file`), and its
-refresh in parallel parts when every file is to be hashed (`interpreters.real.git.refresh`).
+refresh when every file is to be hashed (`interpreters.real.git.refresh`).
 
-On real trees: after a `chmod -R` of a tree large enough to be cut, each part is refreshed by
-its own git, an edit that keeps size and mtime is captured in the first part as in the last,
-and the capture equals a full rehash. The scratch folder's index is where the tree's owner
-writes: a symlink planted there is replaced, never written through.
+On real trees: after a `chmod -R` of a large tree, every file is hashed (by `hashing`, not
+git's refresh), an edit that keeps size and mtime is captured in the first entry as in the
+last, and the capture equals a full rehash. The scratch folder's index is where the tree's
+owner writes: a symlink planted there is replaced, never written through.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from interpreters.real import git
 from interpreters.real.git import refresh
@@ -47,21 +45,6 @@ def _entries(sizes: Sequence[int]) -> list[Entry]:
     return made
 
 
-@settings(max_examples=30, deadline=None)
-@example(sizes=[0] * 3990 + [1 << 30] + [0] * 20, count=2)  # no room for a last part
-@given(
-    sizes=st.lists(st.integers(0, 1 << 20), min_size=0, max_size=3 * refresh.PART_FROM),
-    count=st.integers(1, 8),
-)
-def test_the_parts_of_an_index_are_its_entries_cut_in_order(sizes: list[int], count: int) -> None:
-    cuts = refresh.cuts_of(sizes, count)
-    assert cuts[0] == 0
-    assert cuts[-1] == len(sizes)
-    assert 1 <= len(cuts) - 1 <= min(count, refresh.MAX_PARTS)
-    if len(cuts) > 2:
-        assert all(end - start >= refresh.PART_FROM for start, end in itertools.pairwise(cuts))
-
-
 def test_an_index_written_here_is_read_by_git_as_written(tmp_path: Path) -> None:
     entries = _entries([3, 0, 70000])
     entries.append(new_entry(0o120000, OID, b"link"))
@@ -88,31 +71,36 @@ def _large_tree(root: Path, count: int) -> Path:
     return make_repo(root, {**TREE, **files})
 
 
-def test_after_a_chmod_of_a_large_tree_each_part_is_refreshed_and_every_edit_captured(
+def test_after_a_chmod_of_a_large_tree_every_file_is_hashed_and_every_edit_captured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = _large_tree(tmp_path / "tree" / "src", 2 * refresh.PART_FROM + 500)
+    source = _large_tree(tmp_path / "tree" / "src", refresh.LARGE + 500)
     age([source])
     baseline = record(source, tmp_path / "baseline")
     chmod_all(source)
-    number = 2 * refresh.PART_FROM + 499
+    number = refresh.LARGE + 499
     first, last = "many/d000/f0.txt", f"many/d{number // 100:03d}/f{number}.txt"
     for name in (first, last):
         edit(source, tmp_path, "content_keep_stat", name, b"agent")
-    monkeypatch.setattr(refresh, "_cpus", lambda: 2)
-    indexes: list[str] = []
-    real_git = Scratch.git
+    monkeypatch.setattr(refresh, "_threads", lambda: 2)  # the first and last in two threads
+    ran: list[str] = []
+    real_git, real_python = Scratch.git, Scratch.python
 
     def spy(self: Scratch, args: Sequence[str], **options: Any) -> Any:
         if "--refresh" in args:
-            indexes.append(options["env"]["GIT_INDEX_FILE"])
+            ran.append("git refresh")
         return real_git(self, args, **options)
 
+    def spy_python(self: Scratch, name: str, *args: Any, **options: Any) -> Any:
+        ran.append(name)
+        return real_python(self, name, *args, **options)
+
     monkeypatch.setattr(Scratch, "git", spy)
+    monkeypatch.setattr(Scratch, "python", spy_python)
 
     captured = capture_ok(source, baseline)
 
-    assert [os.path.basename(index) for index in indexes] == ["index.part0", "index.part1"]
+    assert ran == ["hashing"]
     assert captured.patch.count(b"diff --git") == 2
     assert f"b/{first}".encode() in captured.patch
     assert f"b/{last}".encode() in captured.patch

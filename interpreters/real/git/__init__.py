@@ -11,7 +11,8 @@ it.
 | `kept_index` | the baseline's index, whose stat data spare a capture the unchanged files |
 | `index_file` | index files read and written in Python, placed without following a symlink |
 | `staging` | a tree staged over the base in a private index |
-| `refresh` | the staging's refresh, in parallel parts when every file is to be hashed |
+| `refresh` | the staging's refresh: git's, or `hashing` when every file is to be hashed |
+| `hashing` | every file of an index hashed as its owner, without git (a program of its own) |
 | `capture_tree` | the capture: the patch and the agent's commit messages |
 | `proof` | the fidelity proof of a captured patch, along the paths it touches |
 | `trees` | tree objects parsed, edited along a few paths and hashed, for the proof |

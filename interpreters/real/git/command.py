@@ -20,6 +20,7 @@ import os
 import pwd
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -128,6 +129,15 @@ def _git_command() -> Any:
     return sh.Command(_git_path()).bake(_tty_out=False, _truncate_exc=False)
 
 
+@functools.cache
+def _python_command() -> Any:
+    # Our own interpreter, where its links lead: a virtual environment's folder may be closed
+    # to the reader, the interpreter it links to is not.
+    return sh.Command(os.path.realpath(sys.executable)).bake(
+        "-I", "-S", "-B", _tty_out=False, _truncate_exc=False
+    )
+
+
 def _timed_out(limit: float) -> bytes:
     return f"fatal: killed after {limit:.0f}s (time limit)".encode()
 
@@ -220,6 +230,32 @@ class Scratch:
         """Run git; stdin and stdout go through files (sh's pipes are slow for big data).
         `enter` is the child's first step, as root (the mount of a view), before it becomes
         the reader (with `as_reader`)."""
+        return self._run(_git_command(), args, args, env, cwd, stdin, ok, as_reader, enter)
+
+    def python(
+        self, name: str, source: str, args: Sequence[str], *, cwd: Path, stdin: bytes
+    ) -> Out:
+        """Run the program `source` (standard library only) with our own interpreter, isolated
+        (`-I -S`: no site, no environment, no user folder, not `cwd` on its import path), in
+        an empty environment, killed at the deadline as git is; its failure a `GitError` that
+        says `name`. It starts as us: our interpreter may be where the reader cannot reach it,
+        so the program becomes the reader itself, once its imports are done."""
+        command = _python_command().bake("-c", source)
+        env = {"PATH": _hermetic_path(), "HOME": str(self.home), "LC_ALL": "C"}
+        return self._run(command, args, [name, *args], env, cwd, stdin, (0,), False, None)
+
+    def _run(
+        self,
+        command: Any,
+        args: Sequence[str],
+        label: Sequence[str],
+        env: dict[str, str],
+        cwd: Path | None,
+        stdin: bytes | None,
+        ok: Sequence[int],
+        as_reader: bool,
+        enter: Callable[[], None] | None,
+    ) -> Out:
         # sh's own `_timeout` polls every 0.1 s, which costs that much on every command: a
         # timer kills the command's process group instead.
         options: dict[str, Any] = {
@@ -238,7 +274,7 @@ class Scratch:
         number = next(self.counter)
         limit = _limit(self.until)
         if limit <= 0:
-            raise GitError(args, None, _timed_out(0))
+            raise GitError(label, None, _timed_out(0))
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(tempfile.TemporaryFile(dir=self.top, prefix=f"out{number}-"))
             options["_out"] = out
@@ -249,9 +285,9 @@ class Scratch:
                 options["_in"] = feed
             expired = threading.Event()
             try:
-                done = _git_command()(*args, **options)
+                done = command(*args, **options)
             except (sh.ForkException, OSError) as exc:
-                raise GitError(args, None, str(exc).encode()) from None
+                raise GitError(label, None, str(exc).encode()) from None
 
             def expire() -> None:
                 expired.set()
@@ -264,8 +300,8 @@ class Scratch:
                 done.wait()
             except sh.ErrorReturnCode as exc:
                 if expired.is_set():
-                    raise GitError(args, None, _timed_out(limit)) from None
-                raise GitError(args, int(exc.exit_code), bytes(exc.stderr)) from None
+                    raise GitError(label, None, _timed_out(limit)) from None
+                raise GitError(label, int(exc.exit_code), bytes(exc.stderr)) from None
             finally:
                 timer.cancel()
             out.seek(0)

@@ -3,8 +3,8 @@
 Interpreter side (files); SPEC §4. A capture that starts from a copy of this index
 instead of `read-tree <base>` hashes only the files whose lstat (size, mtime, ctime, inode,
 mode, owner) changed since the baseline was recorded, so it costs what changed. When that is
-every file (`chmod -R`, `chown -R`, a restore), each is hashed (by parallel parts of the
-index, `refresh`), and only those whose bytes changed are stored (`staging.stage`).
+every file (`chmod -R`, `chown -R`, a restore), each is hashed (without git, in a thread per
+free CPU: `refresh`), and only those whose bytes changed are stored (`staging.stage`).
 
 Why stat data can be trusted: the kernel sets a file's ctime to the current time on every
 change of its content or metadata, no system call lets a process choose it (`utimensat` sets

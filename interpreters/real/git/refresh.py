@@ -1,75 +1,45 @@
-"""The refresh of a private index before `git add`: files hashed without storing them, in
-parallel parts of the index on a large tree.
+"""The refresh of a private index before `git add`: files hashed without storing them.
 
-Interpreter side (processes, files); a step of the staging of SPEC §4. `git update-index
---refresh` hashes every file whose stat data differ from its entry's, one file after the
-other, and gives the file's stat data to each entry whose bytes hash as recorded; the others
-are left for `git add`. When every file must be hashed (a `chmod -R` after the baseline, or an
-index read from the base tree), that one thread is the whole cost of a capture: on a large
-index, the entries are cut into as many parts as CPUs are at hand (contiguous runs of git's
-order, of about the same bytes), each part is refreshed by its own git at once, and the parts
-are joined back (as git wrote them when a part came back with its header and length, since
-a refresh changes only stat data, of fixed size; else entry by entry, refused unless the same
-entries). Each git decides on content as it does alone: the join changes nothing but where
-the hashing ran.
+Interpreter side (processes, files); a step of the staging of SPEC §4. When few files changed
+(a capture from the kept index), `git update-index --refresh` hashes the files whose stat data
+differ from their entry's and gives the file's stat data to each entry whose bytes hash as
+recorded; the others are left for `git add`. When every file is to be hashed (a `chmod -R`
+after the baseline, or an index read from the base tree), that hashing is the whole cost of a
+capture, and `hashing.py` does it instead, as the tree's owner: OpenSSL's hash in a thread per
+CPU at about a third of the CPU time of git's collision-detecting SHA-1, in one process that
+hashes every entry whatever its stat data. Either way only content decides: an entry gets the
+file's stat data only when the file's bytes hash as its object id.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from interpreters.real.git import hashing
 from interpreters.real.git.command import Scratch
-from interpreters.real.git.index_file import (
-    Entry,
-    entry_offsets,
-    load,
-    place,
-    read_entries,
-    read_index,
-    seal,
-)
+from interpreters.real.git.index_file import place, read_entries, seal
 
-PART_FROM = 2000
-"""Entries per part at least: below twice this, one git refreshes the whole index."""
-
-MAX_PARTS = 4
-"""Parts at most, whatever the CPUs."""
-
-FILE_WEIGHT = 8192
-"""What opening and hashing a file costs beyond its bytes, in bytes, to balance the parts."""
+MAX_THREADS = 4
+"""Threads that hash at most, whatever the CPUs."""
 
 SAMPLE = 32
 """Entries whose ctime `mostly_stale` compares with their file's."""
+
+LARGE = 4000
+"""Entries from which `mostly_stale` looks at the ctimes: below, git's refresh, as cheap."""
 
 REFRESH = ("-c", "core.preloadIndex=false", "update-index", "-q", "--refresh")
 """The refresh, without the preload's threads: where files changed, each would be `lstat`ed
 twice (by a thread, then by the refresh that hashes it)."""
 
-
-def cuts_of(sizes: Sequence[int], count: int) -> list[int]:
-    """Where to cut entries whose files have `sizes` (as recorded) into at most `count`
-    contiguous runs of about the same weight (a file's bytes plus `FILE_WEIGHT`), each of
-    `PART_FROM` entries at least: the first entry of each run, then the number of entries."""
-    count = max(1, min(count, MAX_PARTS, len(sizes) // PART_FROM))
-    cuts = [0]
-    if count > 1:
-        weights = list(itertools.accumulate(size + FILE_WEIGHT for size in sizes))
-        for at, weight in enumerate(weights):
-            even = weight * count >= weights[-1] * len(cuts)
-            if even and at - cuts[-1] >= PART_FROM and len(sizes) - at >= PART_FROM:
-                cuts.append(at)
-                if len(cuts) == count:
-                    break
-    return [*cuts, len(sizes)]
-
-
-def _unstated(entry: Entry) -> bytes:
-    """An entry's bytes but its stat data: its mode, object id, flags and path."""
-    return entry.raw[24:28] + entry.raw[40:]
+_ASSUME_VALID = 0x8000
+_EXTENDED = 0x4000
+_STAGE = 0x3000
+_NAME_MASK = 0x0FFF
+_HASHED_MODES = tuple(mode.to_bytes(4, "big") for mode in (0o100644, 0o100755, 0o120000))
 
 
 def mostly_stale(source: Path, data: bytes, oid_length: int) -> bool:
@@ -77,22 +47,91 @@ def mostly_stale(source: Path, data: bytes, oid_length: int) -> bool:
     (`SAMPLE` of them) no longer match their file's ctime: every file is then likely to be
     hashed (a `chmod -R`, `chown -R` or restore moves every ctime).
 
-    This decides only whether the refresh runs in parts, never what it hashes: each git
-    compares every entry itself."""
-    if int.from_bytes(data[8:12], "big") < 2 * PART_FROM:
+    This decides only which program hashes the files, never what it hashes: git compares each
+    entry's stat data with its file's; `hashing` hashes every entry."""
+    if int.from_bytes(data[8:12], "big") < LARGE:
         return False
     stated = (entry for entry in read_entries(data, oid_length) if entry.ctime)
-    stale = 0
+    stale = sampled = 0
     for entry in itertools.islice(stated, SAMPLE):
+        sampled += 1
         try:
             stale += int(os.lstat(os.fsencode(source) + b"/" + entry.path).st_ctime) != entry.ctime
         except OSError:
             stale += 1
-    return stale * 2 > SAMPLE
+    return stale * 2 > sampled
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0))
+def free_cpus(cpus: int, running: int) -> int:
+    """Threads for `cpus` CPUs with `running` tasks runnable now, this one included: one per
+    CPU no other task runs on, at least one and at most `MAX_THREADS`. On a busy host a
+    second thread only shares the first one's CPU, at a cost: it never hashes sooner."""
+    return max(1, min(MAX_THREADS, cpus - max(0, running - 1)))
+
+
+def _threads() -> int:
+    """`free_cpus` of the CPUs we may run on, with the tasks runnable now (`/proc/loadavg`)."""
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        with open("/proc/loadavg", encoding="ascii") as file:
+            running = int(file.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        running = 1
+    return free_cpus(cpus, running)
+
+
+@functools.cache
+def _program() -> str:
+    """The source of `hashing`, run as a program of its own."""
+    return Path(hashing.__file__).read_text(encoding="utf-8")
+
+
+def _jobs(data: bytes, oid_length: int) -> tuple[list[bytes], list[int], int]:
+    """What `hashing` is sent of an index file in format 2 or 3: each entry of a file or
+    symlink at stage 0 not marked valid (its mode, object id and path), where each starts, and
+    where the entries end."""
+    raw = oid_length // 2
+    at_flags = 40 + raw
+    jobs: list[bytes] = []
+    where: list[int] = []
+    at = 12
+    for _ in range(int.from_bytes(data[8:12], "big")):
+        flags = int.from_bytes(data[at + at_flags : at + at_flags + 2], "big")
+        named = at + at_flags + (4 if flags & _EXTENDED else 2)
+        length = flags & _NAME_MASK
+        if length == _NAME_MASK:
+            length = data.find(b"\0", named) - named
+        end = at + ((named - at + length + 8) & ~7)
+        if length <= 0 or end > len(data):
+            raise ValueError("truncated git index")
+        mode = data[at + 24 : at + 28]
+        if mode in _HASHED_MODES and not flags & (_ASSUME_VALID | _STAGE):
+            jobs.append(mode + data[at + 40 : at + at_flags] + data[named : named + length])
+            where.append(at)
+        at = end
+    return jobs, where, at
+
+
+def hashed(s: Scratch, data: bytes, oid_length: int, cwd: Path) -> bytes:
+    """The index file `data` with the stat data of each file `hashing` found unchanged (run as
+    the reader in the tree `cwd`); every other entry as it was, and no extension."""
+    jobs, where, end = _jobs(data, oid_length)
+    reader = [str(id_) for id_ in s.reader] if s.reader is not None else ["-", "-"]
+    algorithm = "sha1" if oid_length == 40 else "sha256"
+    arguments = [algorithm, str(_threads()), *reader]
+    stdin = b"".join(job + b"\0" for job in jobs)
+    out = s.python("hashing", _program(), arguments, cwd=cwd, stdin=stdin).stdout
+    if len(out) != len(hashing.UNKNOWN) * len(jobs):
+        raise ValueError("the hashing of the tree answered another number of entries")
+    body = bytearray(data[:end])
+    for number, at in enumerate(where):
+        stated = out[number * 40 : number * 40 + 40]
+        if stated == hashing.UNKNOWN:
+            continue
+        if stated[24:28] != data[at + 24 : at + 28]:
+            raise ValueError("the hashing of the tree answered another mode")
+        body[at : at + 40] = stated
+    return seal(bytes(body), oid_length)
 
 
 def refresh(
@@ -109,49 +148,10 @@ def refresh(
     """Write the index file `data` as `index` (given to the reader, with the mtime
     `mtime_ns`), refreshed against the tree as `env` (the reader's hermetic environment) sees
     it: each file whose stat data differ is hashed, never stored. With `every` (every file is
-    likely to be hashed), a large index is refreshed in parallel parts."""
-    cuts: list[int] = []
-    if every and int.from_bytes(data[8:12], "big") >= 2 * PART_FROM:
-        offsets = entry_offsets(data, oid_length)
-        sizes = [int.from_bytes(data[at + 36 : at + 40], "big") for at in offsets[:-1]]
-        cuts = cuts_of(sizes, _cpus())
-    if len(cuts) < 3:
-        place(s, data, index, mtime_ns)
-        s.git(REFRESH, env=env, cwd=cwd, ok=(0, 1), as_reader=True)
+    likely to be hashed) in an index of `LARGE` entries or more, every file is hashed by
+    `hashing`, in threads (below, git's refresh costs less than starting it)."""
+    if every and int.from_bytes(data[8:12], "big") >= LARGE:
+        place(s, hashed(s, data, oid_length, cwd), index, mtime_ns)
         return
-    files = [index.with_name(f"{index.name}.part{number}") for number in range(len(cuts) - 1)]
-    written = [
-        seal(
-            data[:8] + (end - start).to_bytes(4, "big") + data[offsets[start] : offsets[end]],
-            oid_length,
-        )
-        for start, end in itertools.pairwise(cuts)
-    ]
-    for file, part_data in zip(files, written, strict=True):
-        place(s, part_data, file, mtime_ns)
-
-    def run(file: Path) -> None:
-        part_env = {**env, "GIT_INDEX_FILE": str(file)}
-        s.git(REFRESH, env=part_env, cwd=cwd, ok=(0, 1), as_reader=True)
-
-    with ThreadPoolExecutor(max_workers=len(files)) as pool:
-        list(pool.map(run, files))
-    joined = [_rejoin(file, sent, oid_length) for file, sent in zip(files, written, strict=True)]
-    # As old as the index the parts came from: git holds for racy every entry it held so then.
-    place(s, seal(data[:12] + b"".join(joined), oid_length), index, mtime_ns)
-
-
-def _rejoin(file: Path, sent: bytes, oid_length: int) -> bytes:
-    """The entries of a refreshed part, as git wrote them back; `ValueError` unless they are
-    the entries `sent`, in the same order, but for their stat data."""
-    back = load(file)
-    file.unlink()
-    if len(back) == len(sent) and back[:12] == sent[:12]:
-        # The same entries with only their stat data (of fixed size) changed, no extension.
-        return back[12 : -(oid_length // 2)]
-    read = read_index(back, oid_length)
-    if read.version != int.from_bytes(sent[4:8], "big") or list(
-        map(_unstated, read.entries)
-    ) != list(map(_unstated, read_entries(sent, oid_length))):
-        raise ValueError("a part of the index came back with other entries")
-    return b"".join(entry.raw for entry in read.entries)
+    place(s, data, index, mtime_ns)
+    s.git(REFRESH, env=env, cwd=cwd, ok=(0, 1), as_reader=True)

@@ -111,7 +111,7 @@ def stage(
     # changed or not, at several times the cost of hashing them. An entry whose bytes hash as
     # recorded takes the file's stat data; the others are left for `add`, which then writes
     # only the blobs that changed. The refresh decides on content, never on stat data alone;
-    # when every file is to be hashed, it runs in parallel parts of a large index (`refresh`).
+    # when every file of a large index is to be hashed, `hashing` does it, not git (`refresh`).
     refresh(
         s,
         index,
