@@ -110,7 +110,17 @@ def post(path: Path, target: str, body: Mapping[str, object]) -> httpx.Response:
 
 
 def threads_of(running: RunningDaemon) -> int:
-    return len(os.listdir(f"/proc/{running.proc.pid}/task"))
+    """The daemon's threads once their count has settled: a request the early answers held
+    (the readiness probe's) is relayed to the server by a thread that ends just after its
+    reply reaches the client."""
+    seen: list[int] = []
+
+    def settled() -> bool:
+        seen.append(len(os.listdir(f"/proc/{running.proc.pid}/task")))
+        return len(seen) >= 3 and len(set(seen[-3:])) == 1
+
+    wait_until(settled, "the daemon's thread count to settle", 30, 0.2)
+    return seen[-1]
 
 
 # ---------------------------------------------------------------------------- concurrency
