@@ -97,25 +97,40 @@ def read_entries(data: bytes, oid_length: int) -> Iterator[Entry]:
         offset = end
 
 
-def entry_offsets(data: bytes, oid_length: int) -> list[int]:
-    """Where each entry of an index file in format 2 or 3 starts, then where the last ends
-    (`read_entries` without the entries: what cutting a large index costs)."""
+class Span(NamedTuple):
+    """Where one entry of an index file lies: its start, its flags, where its path starts and
+    its length, and where the entry ends."""
+
+    start: int
+    flags: int
+    named: int
+    length: int
+    end: int
+
+
+def entry_spans(data: bytes, oid_length: int) -> Iterator[Span]:
+    """Where each entry of an index file in format 2 or 3 lies, in order (`read_entries`
+    without the entries: what cutting or patching a large index costs)."""
     if len(data) < 12 or data[:4] != _SIGNATURE or data[4:8] not in _VERSION_BYTES:
         raise ValueError("not a git index in format 2 or 3")
     at_flags = 40 + oid_length // 2
-    offsets = [12]
+    at = 12
     for _ in range(int.from_bytes(data[8:12], "big")):
-        offset = offsets[-1]
-        flags = int.from_bytes(data[offset + at_flags : offset + at_flags + 2], "big")
-        start = offset + at_flags + (4 if flags & _EXTENDED else 2)
+        flags = int.from_bytes(data[at + at_flags : at + at_flags + 2], "big")
+        named = at + at_flags + (4 if flags & _EXTENDED else 2)
         length = flags & _NAME_MASK
         if length == _NAME_MASK:
-            length = data.find(b"\0", start) - start
-        end = offset + ((start - offset + length + 8) & ~7)
+            length = data.find(b"\0", named) - named
+        end = at + ((named - at + length + 8) & ~7)
         if length <= 0 or end > len(data):
             raise ValueError("truncated git index")
-        offsets.append(end)
-    return offsets
+        yield Span(at, flags, named, length, end)
+        at = end
+
+
+def entry_offsets(data: bytes, oid_length: int) -> list[int]:
+    """Where each entry of an index file in format 2 or 3 starts, then where the last ends."""
+    return [12, *(span.end for span in entry_spans(data, oid_length))]
 
 
 def read_index(data: bytes, oid_length: int) -> Index:

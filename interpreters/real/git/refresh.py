@@ -20,7 +20,7 @@ from pathlib import Path
 
 from interpreters.real.git import hashing
 from interpreters.real.git.command import Scratch
-from interpreters.real.git.index_file import place, read_entries, seal
+from interpreters.real.git.index_file import entry_spans, place, read_entries, seal
 
 MAX_THREADS = 4
 """Threads that hash at most, whatever the CPUs."""
@@ -36,9 +36,7 @@ REFRESH = ("-c", "core.preloadIndex=false", "update-index", "-q", "--refresh")
 twice (by a thread, then by the refresh that hashes it)."""
 
 _ASSUME_VALID = 0x8000
-_EXTENDED = 0x4000
 _STAGE = 0x3000
-_NAME_MASK = 0x0FFF
 _HASHED_MODES = tuple(mode.to_bytes(4, "big") for mode in (0o100644, 0o100755, 0o120000))
 
 
@@ -90,26 +88,18 @@ def _jobs(data: bytes, oid_length: int) -> tuple[list[bytes], list[int], int]:
     """What `hashing` is sent of an index file in format 2 or 3: each entry of a file or
     symlink at stage 0 not marked valid (its mode, object id and path), where each starts, and
     where the entries end."""
-    raw = oid_length // 2
-    at_flags = 40 + raw
+    at_flags = 40 + oid_length // 2
     jobs: list[bytes] = []
     where: list[int] = []
-    at = 12
-    for _ in range(int.from_bytes(data[8:12], "big")):
-        flags = int.from_bytes(data[at + at_flags : at + at_flags + 2], "big")
-        named = at + at_flags + (4 if flags & _EXTENDED else 2)
-        length = flags & _NAME_MASK
-        if length == _NAME_MASK:
-            length = data.find(b"\0", named) - named
-        end = at + ((named - at + length + 8) & ~7)
-        if length <= 0 or end > len(data):
-            raise ValueError("truncated git index")
+    end = 12
+    for span in entry_spans(data, oid_length):
+        at, end = span.start, span.end
         mode = data[at + 24 : at + 28]
-        if mode in _HASHED_MODES and not flags & (_ASSUME_VALID | _STAGE):
-            jobs.append(mode + data[at + 40 : at + at_flags] + data[named : named + length])
+        if mode in _HASHED_MODES and not span.flags & (_ASSUME_VALID | _STAGE):
+            path = data[span.named : span.named + span.length]
+            jobs.append(mode + data[at + 40 : at + at_flags] + path)
             where.append(at)
-        at = end
-    return jobs, where, at
+    return jobs, where, end
 
 
 def hashed(s: Scratch, data: bytes, oid_length: int, cwd: Path) -> bytes:
