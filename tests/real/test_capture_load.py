@@ -27,8 +27,9 @@ from hypothesis import strategies as st
 
 from interpreters.real import git
 from interpreters.real.git import hashing, refresh
-from interpreters.real.git.command import Out, Scratch, lay_out, reader_of, scratch
+from interpreters.real.git.command import Out, Scratch, scratch
 from interpreters.real.git.index_file import load, place, read_entries
+from interpreters.real.git.layout import lay_out, reader_of
 from tests.support.agentaccounts import agent_account
 from tests.support.gittrees import (
     AFTER,

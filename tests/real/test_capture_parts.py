@@ -20,7 +20,7 @@ import pytest
 
 from interpreters.real import git
 from interpreters.real.git import refresh
-from interpreters.real.git.command import Scratch, lay_out, reader_of, scratch
+from interpreters.real.git.command import Scratch, scratch
 from interpreters.real.git.index_file import (
     Entry,
     entry_offsets,
@@ -28,6 +28,7 @@ from interpreters.real.git.index_file import (
     new_entry,
     read_index,
 )
+from interpreters.real.git.layout import lay_out, reader_of
 from interpreters.real.git.staging import stage
 from tests.support.gittrees import TREE, age, capture_ok, chmod_all, edit, make_repo, record, run
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from interpreters.real import git
-from interpreters.real.git.command import lay_out, reader_of, scratch
+from interpreters.real.git.command import scratch
+from interpreters.real.git.layout import lay_out, reader_of
 from interpreters.real.git.staging import stage
 from tests.support.gittrees import (
     FILES,

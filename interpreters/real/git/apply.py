@@ -13,7 +13,8 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real.git.command import GitError, Ids, lay_out, scratch, why
+from interpreters.real.git.command import GitError, scratch, why
+from interpreters.real.git.layout import Ids, lay_out
 from ssegrade.internal.effects import ApplyError
 from ssegrade.internal.run import Deadline
 

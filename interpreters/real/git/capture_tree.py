@@ -13,16 +13,8 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real.git.command import (
-    CONFIG,
-    GitError,
-    Scratch,
-    check_apart,
-    lay_out,
-    reader_of,
-    scratch,
-    why,
-)
+from interpreters.real.git.command import GitError, Scratch, check_apart, scratch, why
+from interpreters.real.git.layout import CONFIG, lay_out, reader_of
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import split_z, stage
 from ssegrade.internal.effects import Capture, CaptureError

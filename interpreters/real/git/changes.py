@@ -11,7 +11,8 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real.git.command import GitError, check_apart, lay_out, reader_of, scratch, why
+from interpreters.real.git.command import GitError, check_apart, scratch, why
+from interpreters.real.git.layout import lay_out, reader_of
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import stage
 from ssegrade.internal.effects import CaptureError

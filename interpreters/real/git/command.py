@@ -6,7 +6,7 @@ read-only folder, no system or global configuration or attributes, and an explic
 `GIT_INDEX_FILE` and (when a tree is read) `GIT_WORK_TREE`. git itself, and the `PATH` it
 finds its helpers on, come from the search path root trusts (`programs`), never from ours.
 Each operation works in a `scratch` folder the agent cannot have prepared; as root, the
-commands that read a tree owned by another user run as that user (`reader_of`), writing only
+commands that read a tree owned by another user run as that user (`layout.reader_of`), writing only
 in the part of the folder given to them.
 """
 
@@ -17,7 +17,6 @@ import errno
 import functools
 import itertools
 import os
-import pwd
 import shutil
 import stat
 import sys
@@ -30,46 +29,14 @@ from typing import Any
 
 import sh
 
+from interpreters.real.git.layout import ATTRIBUTES, CONFIG, Ids, lay_out
 from interpreters.real.programs import program, search_path
 from interpreters.real.runner.guarding import scratch_folder
 from ssegrade.internal.errors import SsegradeError
 from ssegrade.internal.run import Deadline
 
-ATTRIBUTES = b"* -text -eol -crlf -ident -filter -working-tree-encoding !diff -merge -whitespace\n"
-"""`info/attributes` of every private repository: no `.gitattributes` can change recorded bytes."""
-
-CONFIG = b"""\
-[core]
-\trepositoryformatversion = 0
-\tbare = true
-\tfilemode = true
-\tsymlinks = true
-\tautocrlf = false
-\tfsmonitor = false
-\tuntrackedCache = false
-\ttrustctime = true
-\tcheckStat = default
-\tignoreStat = false
-\tsplitIndex = false
-\tpreloadIndex = true
-[index]
-\tversion = 2
-\tskipHash = false
-[feature]
-\tmanyFiles = false
-[gc]
-\tauto = 0
-[advice]
-\taddEmbeddedRepo = false
-"""
-"""`config` of every private repository. The stat settings make git compare every field of
-an entry's stat data with the file's (ctime included) and keep its index in a format
-`kept_index` reads; no untracked cache or fsmonitor answers for the tree."""
-
 TIMEOUT_SECONDS = 3600.0
 """Limit of one git command when no deadline is given."""
-
-Ids = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,26 +331,6 @@ def scratch(reader: Ids | None = None, until: Deadline | None = None) -> Iterato
         shutil.rmtree(top, ignore_errors=True)
 
 
-def lay_out(path: Path, owner: Ids | None = None) -> None:
-    """A scratch bare repository with our config and attributes: the layout `git init --bare
-    --template=` makes, written directly (a git process per scratch repository is costly).
-
-    Readable by everyone; writable by `owner` only when given, else by us only.
-    """
-    path.mkdir()
-    for folder in ("objects", "refs", "info"):
-        (path / folder).mkdir()
-    (path / "HEAD").write_bytes(b"ref: refs/heads/main\n")
-    (path / "config").write_bytes(CONFIG)
-    (path / "info" / "attributes").write_bytes(ATTRIBUTES)
-    for parent, dirs, files in os.walk(path):
-        for name in (".", *dirs, *files):
-            entry = os.path.join(parent, name)
-            os.chmod(entry, 0o755 if name in (".", *dirs) else 0o644)
-            if owner is not None:
-                os.chown(entry, *owner)
-
-
 def check_apart(source: Path, *others: Path) -> None:
     """Refuse a scratch or baseline folder inside the tree: staging would pick it up."""
     top = Path(os.path.realpath(source))
@@ -391,20 +338,6 @@ def check_apart(source: Path, *others: Path) -> None:
         where = Path(os.path.realpath(other))
         if where == top or top in where.parents:
             raise ValueError(f"{where} is inside the source tree {top}")
-
-
-def reader_of(source: Path) -> Ids | None:
-    """The user the tree-reading commands run as: the tree's owner, when we are root."""
-    if os.geteuid() != 0:
-        return None
-    owner = source.stat()
-    if owner.st_uid == 0:
-        return None
-    try:
-        gid = pwd.getpwuid(owner.st_uid).pw_gid
-    except KeyError:
-        gid = owner.st_gid
-    return owner.st_uid, gid
 
 
 def why(exc: Exception) -> str:

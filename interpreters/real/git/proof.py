@@ -19,9 +19,10 @@ import time
 
 from returns.result import Failure, Result, Success
 
-from interpreters.real.git.command import GitError, Scratch, lay_out, scratch, why
+from interpreters.real.git.command import GitError, Scratch, scratch, why
 from interpreters.real.git.index_file import Entry as IndexEntry
 from interpreters.real.git.index_file import index_bytes, load, new_entry, place, read_index
+from interpreters.real.git.layout import lay_out
 from interpreters.real.git.repository import Baseline
 from interpreters.real.git.staging import split_z
 from interpreters.real.git.trees import TREE, Unusual, ancestors, canonical, compose

@@ -20,16 +20,8 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from interpreters.real.git import kept_index
-from interpreters.real.git.command import (
-    GitError,
-    GitFailure,
-    Scratch,
-    check_apart,
-    lay_out,
-    reader_of,
-    scratch,
-    why,
-)
+from interpreters.real.git.command import GitError, GitFailure, Scratch, check_apart, scratch, why
+from interpreters.real.git.layout import lay_out, reader_of
 from interpreters.real.git.staging import stage
 
 _REPO = "repo.git"
