@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from interpreters.real import git
-from interpreters.real.objects import read_start
+from interpreters.real.files.reading import read_start
 from ssegrade.internal.effects import (
     CaptureTree,
     ChangedFiles,

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 from returns.pipeline import is_successful
 
-from interpreters.real.objects import read_start
+from interpreters.real.files.reading import read_start
 from interpreters.real.resultsfolder.writer import read_guard
 from ssegrade.internal.effects import CheckRecord
 from ssegrade.internal.guard_document import GuardReport

@@ -1,6 +1,6 @@
 """What the patch guard observes on disk: which sanitizer runtimes the objects a grading build
 produced carry (`ScanObjects`), the bytes of task files (`ReadTaskFile`) and of the grading
-repo's files a patch changes (`ReadRepoFiles`).
+repo's files a patch changes (`ReadRepoFiles`, both read by `interpreters.real.files.reading`).
 
 Interpreter side (files), read-only. The build ran as the runner, which is hostile, so the copy
 it left is walked with directory descriptors only: each folder opened relative to its parent
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import assert_never
 
-from returns.result import Failure, Result, Success
+from returns.result import Result
 
 from interpreters.real.elf import (
     ARCHIVE,
@@ -46,6 +46,7 @@ from interpreters.real.elf import (
     elf_markers,
     read_at,
 )
+from interpreters.real.files.reading import read_repo_file, read_start
 from ssegrade.guard import HOOK_SYMBOLS, SOURCE_BYTES, ObjectScan, SanitizerRuntime, SourceFile
 from ssegrade.internal.effects import ReadRepoFiles, ReadTaskFile, ScanObjects
 from ssegrade.internal.run import Deadline
@@ -61,8 +62,6 @@ __all__ = [
     "answer_observation",
     "elf_markers",
     "named_in_sources",
-    "read_repo_file",
-    "read_start",
     "scan_objects",
 ]
 
@@ -340,54 +339,6 @@ def _read_source(dir_fd: int, name: str) -> bytes | None:
         return read_at(fd, SOURCE_BYTES, 0)
     finally:
         os.close(fd)
-
-
-def read_start(path: str, limit: int) -> Result[bytes, str]:
-    """The first `limit` bytes of a file (a task file, a results file), never through a link
-    nor from anything but a regular file (a FIFO is refused, never waited on); or why it
-    cannot be read."""
-    try:
-        fd = os.open(path, _FILE_FLAGS)
-    except OSError as exc:
-        return Failure(f"{path}: {exc.strerror or exc}")
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return Failure(f"{path}: not a regular file")
-        return Success(read_at(fd, limit, 0))
-    except OSError as exc:
-        return Failure(f"{path}: {exc.strerror or exc}")
-    finally:
-        os.close(fd)
-
-
-def read_repo_file(repo: Path, rel: str, limit: int) -> bytes | None:
-    """The bytes of the regular file at `rel` in `repo` when it holds at most `limit`, each
-    folder on the way opened with O_NOFOLLOW (no link is followed); None otherwise."""
-    parts = rel.split("/")
-    if not rel or any(part in ("", ".", "..") for part in parts):
-        return None
-    try:
-        at = os.open(repo, _DIR_FLAGS)
-    except OSError:
-        return None
-    try:
-        for part in parts[:-1]:
-            below = os.open(part, _DIR_FLAGS, dir_fd=at)
-            os.close(at)
-            at = below
-        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=at)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-                return None
-            data = read_at(fd, limit + 1, 0)
-            return data if len(data) <= limit else None
-        finally:
-            os.close(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(at)
 
 
 def answer_observation(

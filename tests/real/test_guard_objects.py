@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.real.objects import Reads, elf_markers, read_start, scan_objects
+from interpreters.real.files.reading import read_start
+from interpreters.real.objects import Reads, elf_markers, scan_objects
 from ssegrade.guard import ObjectScan, runtimes_for
 from tests.support.guardkit import fake_elf
 

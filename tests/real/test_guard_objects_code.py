@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from interpreters.real.objects import read_repo_file, scan_objects
+from interpreters.real.files.reading import read_repo_file
+from interpreters.real.objects import scan_objects
 from ssegrade import Task
 from ssegrade.guard import GuardFacts, guard, runtimes_for
 from tests.support.guardkit import fake_elf

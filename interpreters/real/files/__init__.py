@@ -15,6 +15,7 @@ up twice.
 | `idmap` | the user namespace of an idmapped mount |
 | `atomic` | `atomic_write` |
 | `removal` | `remove_tree`, and `remove_later` in a process of its own |
+| `reading` | the start of a planted file, bounded, never through a link |
 """
 
 from interpreters.real.files.atomic import atomic_write

@@ -28,8 +28,8 @@ from returns.result import Failure, Result, Success
 
 from interpreters.real import archive, files
 from interpreters.real.archive import child as archive_child
+from interpreters.real.files.reading import read_start
 from interpreters.real.logs import running
-from interpreters.real.objects import read_start
 from interpreters.real.resultsfolder.ready import write_result
 from ssegrade import Effect, TimeLimitReached
 from ssegrade.guard import GuardReport
