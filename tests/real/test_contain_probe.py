@@ -29,6 +29,7 @@ from interpreters.real.runner.guardian import group_owner, owner_tag
 from interpreters.real.runner.probe import Offer, decide
 from tests.support.processes import unique
 from tests.support.realtask import RealTask, fix_to, git, make_task, ssegrade, write_jobs
+from tests.support.waiting import wait_until
 
 ROOT = os.geteuid() == 0
 CGROUPS = probe().cgroups if ROOT else None
@@ -137,6 +138,36 @@ def test_group_names_are_per_process_and_per_attempt(own_groups: list[Path]) -> 
     assert len({group.name for group in ours}) == 3
     assert {group_owner(group.name) for group in ours} == {owner_tag()}
     assert group_owner(theirs[0]) == theirs[1] != owner_tag()
+
+
+MADE_THEN_KILLED = """
+import sys, time
+from pathlib import Path
+from interpreters.real.runner.cgroups import make_group
+print(make_group(Path(sys.argv[1])), flush=True)
+time.sleep(300)
+"""
+
+
+@needs_cgroups
+@pytest.mark.slow
+def test_a_process_killed_right_after_making_a_group_leaves_none(own_groups: list[Path]) -> None:
+    # The probe makes trial groups before the first scratch folder: a kill -9 at that instant
+    # must not leave one until the next probe (the guardian is started before any group).
+    assert CGROUPS is not None
+    proc = subprocess.Popen(
+        [*PY, MADE_THEN_KILLED, str(CGROUPS.parents["pids"])],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    with proc.stdout:
+        group = Path(proc.stdout.readline().decode().strip())
+    own_groups.append(group)
+    assert group.is_dir()
+    proc.kill()
+    proc.wait()
+    wait_until(lambda: not group.exists(), "the killed process's group to go", timeout=2)
 
 
 # ---------------------------------------------------------------------------- leftovers

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from interpreters.real.runner.guardian import GROUP_PREFIX, below, owner_tag
+from interpreters.real.runner.guardian import GROUP_PREFIX, below
+from interpreters.real.runner.guarding import guarded_tag
 
 __all__ = ["Cgroups", "find_cgroups", "make_group"]
 
@@ -39,9 +40,10 @@ class Cgroups:
 
 
 def make_group(parent: Path, tag: str | None = None) -> Path:
-    """A new cgroup under `parent`, named for the owner `tag` (default: this process) and a
+    """A new cgroup under `parent`, named for the owner `tag` (default: this process, whose
+    guardian is started first, so that a kill -9 at any moment leaves no group behind) and a
     random token, mode 0755. Raises `OSError` when the kernel refuses."""
-    tag = owner_tag() if tag is None else tag
+    tag = guarded_tag() if tag is None else tag
     for _ in range(_TRIES):
         group = parent / f"{GROUP_PREFIX}{tag}-{_token()}"
         try:

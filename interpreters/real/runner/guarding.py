@@ -5,7 +5,8 @@ has none (before any folder it must remove exists), then makes a folder named fo
 process's owner tag in the temporary folder; `release_scratch` hands a folder to the guardian
 to remove in the background. If this process dies, whenever that is, the pipe to its guardian
 ends: the guardian kills what its gradings left running and removes every scratch folder of
-its tag, also one made an instant before the death.
+its tag, also one made an instant before the death. `guarded_tag` starts it before anything
+else named for the tag is made (a run's cgroup, the probe's trial groups).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from interpreters.real.files import remove_tree
 from interpreters.real.runner import guardian
 from interpreters.real.runner.account import TOOL_ENV
 
-__all__ = ["release_scratch", "scratch_folder", "scratch_parent"]
+__all__ = ["guarded_tag", "release_scratch", "scratch_folder", "scratch_parent"]
 
 
 @dataclass(slots=True)
@@ -112,6 +113,12 @@ def _close(found: _Guardian) -> None:
     if pipe is not None:
         with contextlib.suppress(OSError):
             os.close(pipe)
+
+
+def guarded_tag() -> str:
+    """This process's owner tag, once its guardian runs (started here when it has none):
+    what is named for the tag from now on is removed even after a kill -9 of this process."""
+    return _guardian().tag
 
 
 def scratch_folder(kind: str = "") -> Path:
