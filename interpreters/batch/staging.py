@@ -6,17 +6,17 @@ runner (`interpreters.real.taskfolder.lock_hidden`: root's, no bits for group or
 is run by task authors on their own folders, so it grades a copy instead: each task folder is
 copied (links copied as links, never followed; modes and times kept) into a scratch folder
 of root's that only root may list, and that copy is locked and graded. The scratch folder is
-removed when verification ends, however it ends.
+removed when verification ends, however it ends (after a kill -9, by this process's guardian).
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from interpreters.real import files
+from interpreters.real.runner import scratch_folder
 from ssegrade.internal.errors import SsegradeError
 
 __all__ = ["TaskCopyFailed", "staged_tasks"]
@@ -38,7 +38,7 @@ def staged_tasks(folders: Sequence[Path], *, stage: bool) -> Iterator[dict[Path,
     if not stage:
         yield {folder: folder for folder in folders}
         return
-    top = Path(tempfile.mkdtemp(prefix="ssegrade-verify-tasks-"))
+    top = scratch_folder("tasks")  # a kill -9 of the verification leaves no copy behind
     try:
         top.chmod(0o711)  # the runner reaches the copies' support folders, and lists nothing
         copies: dict[Path, Path] = {}

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from interpreters.real.files import remove_tree
 from interpreters.real.runner import OWNER_VAR
@@ -42,7 +43,7 @@ from tests.support.killkit import (
     sleeping_task,
 )
 from tests.support.processes import live_with
-from tests.support.realtask import git, ssegrade
+from tests.support.realtask import fix_to, git, ssegrade
 from tests.support.waiting import wait_until
 
 __all__ = ["grading"]  # the fixture, used by name
@@ -92,6 +93,22 @@ def test_evaluate_killed_at_a_random_moment_leaves_nothing(
     at, replay = moment(4.0)
     args = ["evaluate", "--task", str(made.task), "--source", str(made.source)]
     args += ["--results", str(made.results), "--containment", mode]
+    proc = start(args, grading)
+    kill_after(proc, grading, at)
+    proc.wait()
+    assert settled(grading) == {}, f"killed after {at:.2f} s ({replay})"
+
+
+def test_verify_killed_at_a_random_moment_leaves_nothing(tmp_path: Path, grading: Grading) -> None:
+    # As root, verify grades staged copies of the task folders: they go with the rest.
+    made = sleeping_task(tmp_path / "t", grading.token, value=None)
+    (made.task / "fix.diff").write_text(fix_to("fixed"))
+    config = yaml.safe_load((made.task / "config.yaml").read_text())
+    config["files"]["patch"] = "fix.diff"
+    (made.task / "config.yaml").write_text(yaml.safe_dump(config))
+    at, replay = moment(5.0)
+    args = ["verify", str(made.task), "--repo", str(made.source)]
+    args += ["--results", str(tmp_path / "verified")]
     proc = start(args, grading)
     kill_after(proc, grading, at)
     proc.wait()
