@@ -1,7 +1,7 @@
 """Scripts never outlive their grading (SPEC §5 "Containment"): kill -9 of `evaluate`, of the
-daemon, of `batch` or of one of its workers, at a random moment, leaves within 2 s no process
-of that grading (its scripts and what they started), no cgroup of it and no scratch folder;
-SIGTERM of `batch` is a Ctrl-C.
+daemon (in its start or in a grading), of `batch` or of one of its workers, of `verify`, at a
+random moment, leaves within 2 s no process of that grading (its scripts and what they
+started), no cgroup of it and no scratch folder; SIGTERM of `batch` is a Ctrl-C.
 
 A real task whose build and PoC scripts leave sleeping processes behind (`setsid`, `nohup`,
 double forks). What belongs to one grading is told apart from what other tests run at the
@@ -113,6 +113,33 @@ def test_verify_killed_at_a_random_moment_leaves_nothing(tmp_path: Path, grading
     kill_after(proc, grading, at)
     proc.wait()
     assert settled(grading) == {}, f"killed after {at:.2f} s ({replay})"
+
+
+@pytest.mark.parametrize("run", range(2))
+def test_the_daemon_killed_at_a_random_moment_of_its_start_leaves_nothing(
+    tmp_path: Path, grading: Grading, run: int
+) -> None:
+    # Its start probes containment (trial cgroups), records the baseline (scratch) and binds.
+    del run
+    made = sleeping_task(tmp_path / "t", grading.token, value=None)
+    sockets = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
+    try:
+        command = daemon_command(made.task, made.source, tmp_path / "daemon-results")
+        agent, admin = sockets / "agent.sock", sockets / "admin" / "admin.sock"
+        args = [*command, "--agent-socket", str(agent), "--admin-socket", str(admin)]
+        daemon = subprocess.Popen(
+            args,
+            env=grading.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        at, replay = moment(1.5)
+        kill_after(daemon, grading, at)
+        daemon.wait()
+        assert settled(grading) == {}, f"killed {at:.2f} s into its start ({replay})"
+    finally:
+        remove_tree(sockets)
 
 
 @pytest.mark.parametrize("run", range(2))
