@@ -13,7 +13,6 @@ that root if this process dies (`interpreters.engine.reaper`); `close` does it o
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interpreters.engine.lockfile import held
 from interpreters.engine.reaper import Reaper
 from interpreters.real import files
 from interpreters.real.programs import ProgramError, ProgramMissing, program
@@ -309,17 +309,16 @@ class NodeBudget:
     def _record(self) -> Iterator[dict[str, dict[str, Any]]]:
         """The node's record of the batch, locked, written back when the block ends (emptied
         when nothing is left in it); `EngineFailed` when the file is not ours alone."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            record = _read_record(fd)
+        with held(self.path) as lock:
+            lock.remove = False  # kept when the block fails
+            record = _read_record(lock.fd)
             yield record
-            data = json.dumps(record).encode() if any(record.values()) else b""
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+            if any(record.values()):
+                os.lseek(lock.fd, 0, os.SEEK_SET)
+                os.ftruncate(lock.fd, 0)
+                os.write(lock.fd, json.dumps(record).encode())
+            else:
+                lock.remove = True  # nothing left: no file of the batch stays on the node
 
 
 def _read_record(fd: int) -> dict[str, dict[str, Any]]:

@@ -26,10 +26,8 @@ brought in on this node that no running job uses are removed past the budget.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
-import os
 import tempfile
 from collections import Counter
 from collections.abc import Generator, Iterator
@@ -42,6 +40,7 @@ from interpreters.batch.work import Done, Work
 from interpreters.engine.bundle import BundleError, build
 from interpreters.engine.containers import ContainerEngine, ContainerSettings
 from interpreters.engine.images import EngineFailed, Image, Images, NodeBudget
+from interpreters.engine.lockfile import held
 from interpreters.real.resultsfolder.runs import RunFolders
 from interpreters.real.runner import release_scratch, scratch_folder
 from interpreters.real.runner.options import ScriptOptions
@@ -177,12 +176,8 @@ def _lost(landing: Landing, work: Work, why: str) -> Done:
 
 @contextlib.contextmanager
 def _node_lock(key: str) -> Iterator[None]:
-    """Hold this node's lock of `key` (a file in its temporary folder, never followed)."""
+    """Hold this node's lock of `key` (a file in its temporary folder, never followed, removed
+    by its last holder)."""
     digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-    path = Path(tempfile.gettempdir()) / f"ssegrade-image-{digest}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with held(Path(tempfile.gettempdir()) / f"ssegrade-image-{digest}.lock"):
         yield
-    finally:
-        os.close(fd)
