@@ -43,7 +43,7 @@ from tests.support.killkit import (
     sleeping_task,
 )
 from tests.support.processes import live_with
-from tests.support.realtask import fix_to, git, ssegrade
+from tests.support.realtask import RealTask, fix_to, git, ssegrade
 from tests.support.waiting import wait_until
 
 __all__ = ["grading"]  # the fixture, used by name
@@ -81,6 +81,23 @@ def start(args: list[str], grading: Grading, **env: str) -> subprocess.Popen[byt
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def start_daemon(
+    made: RealTask, results: Path, sockets: Path, grading: Grading
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """`ssegrade daemon` for `made` (every check open to the agent), its sockets in
+    `sockets`: the process and its admin socket."""
+    agent, admin = sockets / "agent.sock", sockets / "admin" / "admin.sock"
+    command = daemon_command(made.task, made.source, results)
+    daemon = subprocess.Popen(
+        [*command, "--agent-socket", str(agent), "--admin-socket", str(admin)],
+        env={**grading.env, "SSE_DIFFICULTY": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return daemon, admin
 
 
 @pytest.mark.parametrize("run", range(3))
@@ -124,16 +141,7 @@ def test_the_daemon_killed_at_a_random_moment_of_its_start_leaves_nothing(
     made = sleeping_task(tmp_path / "t", grading.token, value=None)
     sockets = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
     try:
-        command = daemon_command(made.task, made.source, tmp_path / "daemon-results")
-        agent, admin = sockets / "agent.sock", sockets / "admin" / "admin.sock"
-        args = [*command, "--agent-socket", str(agent), "--admin-socket", str(admin)]
-        daemon = subprocess.Popen(
-            args,
-            env=grading.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        daemon, _ = start_daemon(made, tmp_path / "daemon-results", sockets, grading)
         at, replay = moment(1.5)
         kill_after(daemon, grading, at)
         daemon.wait()
@@ -150,15 +158,7 @@ def test_the_daemon_killed_at_a_random_moment_of_a_grading_leaves_nothing(
     made = sleeping_task(tmp_path / "t", grading.token, value=None)
     sockets = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
     sockets.chmod(0o755)
-    agent, admin = sockets / "agent.sock", sockets / "admin" / "admin.sock"
-    command = daemon_command(made.task, made.source, tmp_path / "daemon-results")
-    daemon = subprocess.Popen(
-        [*command, "--agent-socket", str(agent), "--admin-socket", str(admin)],
-        env={**grading.env, "SSE_DIFFICULTY": "0"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    daemon, admin = start_daemon(made, tmp_path / "daemon-results", sockets, grading)
     client: subprocess.Popen[bytes] | None = None
     try:
 
